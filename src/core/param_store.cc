@@ -1,0 +1,58 @@
+#include "core/param_store.h"
+
+namespace tfm {
+
+namespace {
+constexpr int64_t kAlignBytes = 64;
+}
+
+int ParamStore::add(const std::string& name, Shape shape) {
+  TFM_CHECK(!values_.defined() || values_.numel() == 0, "ParamStore::add('", name,
+            "') after allocate(): register every parameter first");
+  TFM_CHECK(!by_name_.count(name), "ParamStore::add: parameter '", name, "' registered twice");
+  const int id = static_cast<int>(entries_.size());
+  entries_.push_back({name, shape, 0});
+  by_name_[name] = id;
+  return id;
+}
+
+void ParamStore::allocate(DType dtype, Device device) {
+  TFM_CHECK(dtype == DType::F32 || dtype == DType::F64, "ParamStore: parameters must be float32 or float64, got ",
+            tfm::name(dtype));
+  const int64_t align = kAlignBytes / static_cast<int64_t>(size_of(dtype));
+  int64_t total = 0;
+  for (Entry& e : entries_) {
+    e.offset = total;
+    total += (e.shape.numel() + align - 1) / align * align;
+  }
+  values_ = Tensor::zeros({total}, dtype, device);
+  grads_ = Tensor::zeros({total}, dtype, device);
+}
+
+int ParamStore::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+const ParamStore::Entry& ParamStore::entry(int id) const {
+  TFM_CHECK(id >= 0 && id < size(), "ParamStore: parameter id ", id, " out of range [0, ", size(), ")");
+  return entries_[id];
+}
+
+Tensor ParamStore::slice(const Tensor& flat, int id) const {
+  TFM_CHECK(flat.numel() > 0 || entries_.empty(), "ParamStore: parameters used before allocate()");
+  const Entry& e = entry(id);
+  char* base = static_cast<char*>(flat.raw()) + static_cast<size_t>(e.offset) * size_of(flat.dtype());
+  return Tensor::wrap(base, e.shape, flat.dtype(), flat.device());
+}
+
+Tensor ParamStore::value(int id) const { return slice(values_, id); }
+Tensor ParamStore::grad(int id) const { return slice(grads_, id); }
+
+int64_t ParamStore::parameter_count() const {
+  int64_t n = 0;
+  for (const Entry& e : entries_) n += e.shape.numel();
+  return n;
+}
+
+}  // namespace tfm

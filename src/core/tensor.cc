@@ -1,0 +1,163 @@
+#include "core/tensor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace tfm {
+
+const char* name(Device d) {
+  switch (d) {
+    case Device::CPU: return "cpu";
+    case Device::CUDA: return "cuda";
+  }
+  return "?";
+}
+
+const char* name(DType t) {
+  switch (t) {
+    case DType::F32: return "float32";
+    case DType::F64: return "float64";
+    case DType::I32: return "int32";
+  }
+  return "?";
+}
+
+size_t size_of(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F64: return 8;
+    case DType::I32: return 4;
+  }
+  return 0;
+}
+
+namespace {
+constexpr size_t kAlignment = 64;  // one cache line; AVX-512 loads
+
+std::shared_ptr<void> allocate(size_t bytes, Device device) {
+  TFM_CHECK(device == Device::CPU, "cannot allocate on device '", name(device),
+            "': this build has no backend for it");
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  TFM_CHECK(p != nullptr, "out of memory allocating ", bytes, " bytes");
+  return std::shared_ptr<void>(p, std::free);
+}
+}  // namespace
+
+Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
+  Tensor t;
+  t.owner_ = allocate(static_cast<size_t>(shape.numel()) * size_of(dtype), device);
+  t.data_ = t.owner_.get();
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.device_ = device;
+  return t;
+}
+
+Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  t.zero();
+  return t;
+}
+
+Tensor Tensor::wrap(void* data, Shape shape, DType dtype, Device device) {
+  Tensor t;
+  t.data_ = data;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.device_ = device;
+  return t;
+}
+
+Tensor Tensor::view(Shape shape) const {
+  TFM_CHECK(shape.numel() == numel(), "cannot view a tensor of shape ", shape_, " (", numel(),
+            " elements) as shape ", shape, " (", shape.numel(), " elements)");
+  Tensor t = *this;
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::rows(int64_t begin, int64_t count) const {
+  TFM_CHECK(rank() >= 1, "rows() of a scalar tensor");
+  TFM_CHECK(begin >= 0 && count >= 0 && begin + count <= shape_[0], "rows [", begin, ", ", begin + count,
+            ") out of range for a tensor of shape ", shape_);
+  std::vector<int64_t> dims = shape_.to_vector();
+  const int64_t row_elems = dims[0] == 0 ? 0 : numel() / dims[0];
+  dims[0] = count;
+  Tensor t = *this;
+  t.shape_ = Shape(dims);
+  t.data_ = static_cast<char*>(data_) + static_cast<size_t>(begin * row_elems) * size_of(dtype_);
+  return t;
+}
+
+void Tensor::fill(double value) const {
+  TFM_CHECK(device_ == Device::CPU, "fill() on a ", name(device_), " tensor");
+  const int64_t n = numel();
+  switch (dtype_) {
+    case DType::F32: std::fill_n(static_cast<float*>(data_), n, static_cast<float>(value)); break;
+    case DType::F64: std::fill_n(static_cast<double*>(data_), n, value); break;
+    case DType::I32: std::fill_n(static_cast<int32_t*>(data_), n, static_cast<int32_t>(value)); break;
+  }
+}
+
+void Tensor::zero() const {
+  TFM_CHECK(device_ == Device::CPU, "zero() on a ", name(device_), " tensor");
+  if (bytes()) std::memset(data_, 0, bytes());
+}
+
+void Tensor::copy_from(const Tensor& src) const {
+  check_same_shape("copy_from", "destination", *this, "source", src);
+  check_dtype("copy_from", "source", src, dtype_);
+  TFM_CHECK(device_ == Device::CPU && src.device_ == Device::CPU, "copy_from() between ", name(src.device_),
+            " and ", name(device_));
+  if (bytes()) std::memmove(data_, src.data_, bytes());
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = empty(shape_, dtype_, device_);
+  t.copy_from(*this);
+  return t;
+}
+
+std::vector<double> Tensor::to_doubles() const {
+  TFM_CHECK(device_ == Device::CPU, "to_doubles() on a ", name(device_), " tensor");
+  std::vector<double> out(static_cast<size_t>(numel()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    switch (dtype_) {
+      case DType::F32: out[i] = static_cast<const float*>(data_)[i]; break;
+      case DType::F64: out[i] = static_cast<const double*>(data_)[i]; break;
+      case DType::I32: out[i] = static_cast<const int32_t*>(data_)[i]; break;
+    }
+  }
+  return out;
+}
+
+Tensor Tensor::to(DType dtype) const {
+  Tensor t = empty(shape_, dtype, device_);
+  const std::vector<double> v = to_doubles();
+  for (size_t i = 0; i < v.size(); ++i) {
+    switch (dtype) {
+      case DType::F32: t.data<float>()[i] = static_cast<float>(v[i]); break;
+      case DType::F64: t.data<double>()[i] = v[i]; break;
+      case DType::I32: t.data<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
+    }
+  }
+  return t;
+}
+
+void check_same_shape(const char* op, const char* a_name, const Tensor& a, const char* b_name, const Tensor& b) {
+  TFM_CHECK(a.shape() == b.shape(), op, ": ", a_name, " has shape ", a.shape(), " but ", b_name, " has shape ",
+            b.shape());
+}
+
+void check_dtype(const char* op, const char* t_name, const Tensor& t, DType expected) {
+  TFM_CHECK(t.dtype() == expected, op, ": ", t_name, " has dtype ", name(t.dtype()), ", expected ",
+            name(expected));
+}
+
+void check_rank(const char* op, const char* t_name, const Tensor& t, int rank) {
+  TFM_CHECK(t.rank() == rank, op, ": ", t_name, " must have rank ", rank, ", got shape ", t.shape());
+}
+
+}  // namespace tfm

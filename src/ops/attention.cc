@@ -1,0 +1,72 @@
+#include "ops/attention.h"
+
+#include "ops/cpu/kernels.h"
+#include "ops/dispatch.h"
+
+namespace tfm::ops {
+
+namespace {
+cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                                const AttentionArgs& args, const Tensor& probs, const Tensor& out) {
+  check_rank(op, "q", q, 3);
+  check_rank(op, "k", k, 3);
+  check_rank(op, "v", v, 3);
+  const int64_t h = args.heads;
+  TFM_CHECK(h >= 1, op, ": heads must be at least 1, got ", h);
+  TFM_CHECK(q.size(2) % h == 0 && v.size(2) % h == 0, op, ": widths of q ", q.shape(), " and v ", v.shape(),
+            " must be multiples of the ", h, " heads");
+  cpu::AttentionDims d{q.size(0), q.size(1), k.size(1), h, q.size(2) / h, v.size(2) / h};
+  TFM_CHECK(k.size(0) == d.batch && v.size(0) == d.batch, op, ": batch sizes differ: q ", q.shape(), ", k ",
+            k.shape(), ", v ", v.shape());
+  TFM_CHECK(k.size(2) == q.size(2), op, ": k ", k.shape(), " must have the width of q ", q.shape());
+  TFM_CHECK(v.size(1) == d.keys, op, ": k ", k.shape(), " and v ", v.shape(), " have different numbers of keys");
+  TFM_CHECK(out.shape() == Shape({d.batch, d.queries, v.size(2)}), op, ": out has shape ", out.shape(),
+            ", expected [", d.batch, ", ", d.queries, ", ", v.size(2), "]");
+  TFM_CHECK(probs.shape() == Shape({d.batch, h, d.queries, d.keys}), op, ": probs has shape ", probs.shape(),
+            ", expected [", d.batch, ", ", h, ", ", d.queries, ", ", d.keys, "]");
+  TFM_CHECK(args.dropout >= 0 && args.dropout < 1, op, ": dropout rate must be in [0, 1), got ", args.dropout);
+  if (args.key_lengths.defined() && args.key_lengths.numel() > 0) {
+    check_dtype(op, "key_lengths", args.key_lengths, DType::I32);
+    TFM_CHECK(args.key_lengths.numel() == d.batch, op, ": key_lengths has ", args.key_lengths.numel(),
+              " entries for a batch of ", d.batch);
+    for (int64_t b = 0; b < d.batch; ++b) {
+      const int32_t len = args.key_lengths.data<int32_t>()[b];
+      TFM_CHECK(len >= 0 && len <= d.keys, op, ": key_lengths[", b, "] = ", len, " is outside [0, ", d.keys, "]");
+    }
+  }
+  return d;
+}
+
+const int32_t* lengths(const AttentionArgs& args) {
+  return args.key_lengths.numel() > 0 ? args.key_lengths.data<int32_t>() : nullptr;
+}
+}  // namespace
+
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args, const Tensor& probs,
+               const Tensor& out) {
+  const cpu::AttentionDims d = check_shapes("attention", q, k, v, args, probs, out);
+  check_all("attention", q.dtype(), q.device(), {{"k", &k}, {"v", &v}, {"probs", &probs}, {"out", &out}});
+  dispatch("attention", q.dtype(), q.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::attention<T>(d, q.data<T>(), k.data<T>(), v.data<T>(), args.causal, lengths(args), args.dropout, args.rng,
+                      probs.data<T>(), out.data<T>());
+  });
+}
+
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args,
+                        const Tensor& probs, const Tensor& dout, const Tensor& dq, const Tensor& dk,
+                        const Tensor& dv) {
+  const cpu::AttentionDims d = check_shapes("attention_backward", q, k, v, args, probs, dout);
+  check_same_shape("attention_backward", "q", q, "dq", dq);
+  check_same_shape("attention_backward", "k", k, "dk", dk);
+  check_same_shape("attention_backward", "v", v, "dv", dv);
+  check_all("attention_backward", q.dtype(), q.device(),
+            {{"k", &k}, {"v", &v}, {"probs", &probs}, {"dout", &dout}, {"dq", &dq}, {"dk", &dk}, {"dv", &dv}});
+  dispatch("attention_backward", q.dtype(), q.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::attention_backward<T>(d, q.data<T>(), k.data<T>(), v.data<T>(), args.causal, lengths(args), args.dropout,
+                               args.rng, probs.data<T>(), dout.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>());
+  });
+}
+
+}  // namespace tfm::ops

@@ -1,0 +1,37 @@
+#pragma once
+// Scaled dot-product attention (Vaswani et al., 2017, §3.2.1) for H heads at once:
+//   P = softmax(Q·Kᵀ / √d_k + mask),  O = dropout(P) · V,  per batch entry and head.
+// Dimension letters: B batch, T queries, S keys, H heads, d_k = d_v = per-head width.
+// Q, K, V and O keep the heads side by side in the last dim, as the projections produce them:
+// head h is columns [h·d_k, (h+1)·d_k). No transposes are needed before or after.
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace tfm::ops {
+
+struct AttentionArgs {
+  int heads = 1;
+  // Causal mask: query t sees keys s ≤ t + (S − T) (the last query sees every key; with S = T,
+  // the usual lower triangle; with a cache of earlier keys, each new query sees all before it).
+  bool causal = false;
+  // Key padding: int32 [B], keys s ≥ key_lengths[b] get zero weight. Undefined: no padding.
+  Tensor key_lengths;
+  // Dropout on the attention weights (training); 0 disables it.
+  double dropout = 0.0;
+  RngStream rng;
+};
+
+// q: [B, T, H·d_k], k: [B, S, H·d_k], v: [B, S, H·d_v] → out: [B, T, H·d_v].
+// probs: [B, H, T, S], the weights after masking and softmax and before dropout (saved for the
+// backward; also what a person inspects). Masked keys get exactly zero weight; a query whose keys
+// are all masked gets all-zero weights and a zero output, never NaN.
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args, const Tensor& probs,
+               const Tensor& out);
+
+// With P̃ = dropout(P): dV += P̃ᵀ·dO; dP̃ = dO·Vᵀ; dP = dropout_backward(dP̃);
+// dZ = P ⊙ (dP − Σ_s dP ⊙ P); dQ += dZ·K / √d_k; dK += dZᵀ·Q / √d_k. Accumulates into dq, dk, dv.
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args,
+                        const Tensor& probs, const Tensor& dout, const Tensor& dq, const Tensor& dk,
+                        const Tensor& dv);
+
+}  // namespace tfm::ops

@@ -1,0 +1,29 @@
+#pragma once
+// The dropout mask rule shared by every kernel that drops: element g (a global flat index) is kept
+// when uniform(g) ≥ p, and kept values are scaled by 1 / (1 − p). One Philox block serves four
+// consecutive indices.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+#include "core/rng.h"
+
+namespace tfm::cpu {
+
+// out[i] (=|+=) in[i] · keep(base + i) / (1 − p) for i < n. out may alias in when overwriting.
+template <class T, bool kAccumulate>
+inline void apply_dropout(int64_t n, uint64_t base, const T* in, double p, const RngStream& rng, T* out) {
+  const T keep_scale = static_cast<T>(1.0 / (1.0 - p));
+  const float threshold = static_cast<float>(p);
+  int64_t i = 0;
+  while (i < n) {
+    const uint64_t g = base + static_cast<uint64_t>(i);
+    const std::array<float, 4> u = rng.uniform4(g / 4);
+    for (uint64_t j = g % 4; j < 4 && i < n; ++j, ++i) {
+      const T value = u[j] >= threshold ? in[i] * keep_scale : T(0);
+      if constexpr (kAccumulate) out[i] += value; else out[i] = value;
+    }
+  }
+}
+
+}  // namespace tfm::cpu

@@ -1,0 +1,119 @@
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "ops/cpu/dropout_mask.h"
+#include "ops/cpu/kernels.h"
+
+namespace tfm::cpu {
+
+// Below this many elements a loop is not worth waking the thread pool for.
+constexpr int64_t kParallelMin = 1 << 15;
+
+template <class T>
+void add(int64_t n, const T* a, const T* b, T* y) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+template <class T>
+void add_to(int64_t n, const T* x, T* y) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+template <class T>
+void scale(int64_t n, const T* x, T alpha, T* y) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
+}
+
+template <class T>
+void bias_add(int64_t rows, int64_t cols, const T* x, const T* bias, T* y) {
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    T* yr = y + r * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) yr[c] = xr[c] + bias[c];
+  }
+}
+
+template <class T>
+void bias_add_backward(int64_t rows, int64_t cols, const T* dy, T* dbias) {
+  // Columns split across threads; each column sums its rows in order (deterministic).
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (cols + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t c0 = blk * kBlock, c1 = std::min(cols, c0 + kBlock);
+    T acc[kBlock] = {};
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = dy + r * cols;
+#pragma omp simd
+      for (int64_t c = c0; c < c1; ++c) acc[c - c0] += row[c];
+    }
+    for (int64_t c = c0; c < c1; ++c) dbias[c] += acc[c - c0];
+  }
+}
+
+template <class T>
+void relu(int64_t n, const T* x, T* y) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+}
+
+template <class T>
+void relu_backward(int64_t n, const T* y, const T* dy, T* dx) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) dx[i] += y[i] > T(0) ? dy[i] : T(0);
+}
+
+template <class T>
+void dropout(int64_t n, const T* x, double p, const RngStream& rng, T* y) {
+  constexpr int64_t kChunk = 4096;  // a multiple of 4: each chunk starts a Philox block
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t c = 0; c < n; c += kChunk)
+    apply_dropout<T, false>(std::min(kChunk, n - c), static_cast<uint64_t>(c), x + c, p, rng, y + c);
+}
+
+template <class T>
+void dropout_backward(int64_t n, const T* dy, double p, const RngStream& rng, T* dx) {
+  constexpr int64_t kChunk = 4096;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t c = 0; c < n; c += kChunk)
+    apply_dropout<T, true>(std::min(kChunk, n - c), static_cast<uint64_t>(c), dy + c, p, rng, dx + c);
+}
+
+template <class T>
+double sum_squares(int64_t n, const T* x) {
+  // Fixed-size chunks summed in order: the same result for any thread count.
+  constexpr int64_t kChunk = 1 << 14;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<double> partial(static_cast<size_t>(chunks));
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t c = 0; c < chunks; ++c) {
+    double s = 0;
+    for (int64_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) s += double(x[i]) * double(x[i]);
+    partial[c] = s;
+  }
+  double total = 0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+#define INSTANTIATE(T)                                                                  \
+  template void add<T>(int64_t, const T*, const T*, T*);                                \
+  template void add_to<T>(int64_t, const T*, T*);                                       \
+  template void scale<T>(int64_t, const T*, T, T*);                                     \
+  template void bias_add<T>(int64_t, int64_t, const T*, const T*, T*);                  \
+  template void bias_add_backward<T>(int64_t, int64_t, const T*, T*);                   \
+  template void relu<T>(int64_t, const T*, T*);                                         \
+  template void relu_backward<T>(int64_t, const T*, const T*, T*);                      \
+  template void dropout<T>(int64_t, const T*, double, const RngStream&, T*);            \
+  template void dropout_backward<T>(int64_t, const T*, double, const RngStream&, T*);   \
+  template double sum_squares<T>(int64_t, const T*);
+TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+
+}  // namespace tfm::cpu

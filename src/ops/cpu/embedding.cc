@@ -1,0 +1,43 @@
+#include <algorithm>
+
+#include "ops/cpu/kernels.h"
+
+namespace tfm::cpu {
+
+template <class T>
+void embedding(int64_t n, int64_t d, const int32_t* ids, const T* table, double scale, T* out) {
+  const T s = static_cast<T>(scale);
+#pragma omp parallel for schedule(static) if (n * d >= (1 << 15))
+  for (int64_t i = 0; i < n; ++i) {
+    const T* row = table + static_cast<int64_t>(ids[i]) * d;
+    T* o = out + i * d;
+#pragma omp simd
+    for (int64_t c = 0; c < d; ++c) o[c] = s * row[c];
+  }
+}
+
+template <class T>
+void embedding_backward(int64_t n, int64_t d, const int32_t* ids, const T* dout, double scale, T* dtable) {
+  // Rows of the table repeat across ids, so threads split the columns instead: no two threads
+  // touch the same element, and each element sums its contributions in id order.
+  const T s = static_cast<T>(scale);
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (d + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (n * d >= (1 << 15))
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t c0 = blk * kBlock, c1 = std::min(d, c0 + kBlock);
+    for (int64_t i = 0; i < n; ++i) {
+      T* row = dtable + static_cast<int64_t>(ids[i]) * d;
+      const T* g = dout + i * d;
+#pragma omp simd
+      for (int64_t c = c0; c < c1; ++c) row[c] += s * g[c];
+    }
+  }
+}
+
+#define INSTANTIATE(T)                                                                       \
+  template void embedding<T>(int64_t, int64_t, const int32_t*, const T*, double, T*);       \
+  template void embedding_backward<T>(int64_t, int64_t, const int32_t*, const T*, double, T*);
+TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+
+}  // namespace tfm::cpu

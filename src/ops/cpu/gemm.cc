@@ -1,0 +1,54 @@
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+
+#include "ops/cpu/kernels.h"
+
+namespace tfm::cpu {
+
+namespace {
+void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda,
+              b, ldb, beta, c, ldc);
+}
+void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+               const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda,
+              b, ldb, beta, c, ldc);
+}
+}  // namespace
+
+template <class T>
+void gemm_ld(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+             int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  blas_gemm(ta, tb, m, n, k, alpha, a, std::max<int64_t>(1, lda), b, std::max<int64_t>(1, ldb), beta, c,
+            std::max<int64_t>(1, ldc));
+}
+
+template <class T>
+void gemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t stride_a,
+          const T* b, int64_t stride_b, T beta, T* c, int64_t stride_c) {
+  if (m == 0 || n == 0) return;
+  // BLAS wants leading dimensions of at least 1, also for empty matrices.
+  const int64_t lda = std::max<int64_t>(1, ta ? m : k), ldb = std::max<int64_t>(1, tb ? k : n);
+  if (batch == 1) {
+    blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);  // BLAS threads itself
+    return;
+  }
+  // Many small products: one per thread; OpenBLAS runs single-threaded inside a parallel region.
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < batch; ++i)
+    blas_gemm(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c, n);
+}
+
+#define INSTANTIATE(T)                                                                                    \
+  template void gemm<T>(int64_t, bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, \
+                        int64_t, T, T*, int64_t); \
+  template void gemm_ld<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*, \
+                           int64_t);
+TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+
+}  // namespace tfm::cpu

@@ -1,0 +1,78 @@
+#pragma once
+// CPU kernels behind the device-neutral ops in ops/*.h. Arguments are validated by the ops; these
+// take raw pointers and sizes. T is float or double. OpenMP threads share one pool with BLAS.
+// Every reduction runs in a fixed order within one thread, so results do not depend on the thread
+// count except inside BLAS.
+#include <cstdint>
+
+#include "core/rng.h"
+
+namespace tfm::cpu {
+
+// C[b] = alpha · op(A[b]) · op(B[b]) + beta · C[b] for b < batch; strides in elements (0 broadcasts).
+template <class T>
+void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t stride_a, const T* b, int64_t stride_b, T beta, T* c, int64_t stride_c);
+
+// One product with explicit leading dimensions (row-major), for strided views such as one head.
+template <class T>
+void gemm_ld(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+             const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
+template <class T> void add(int64_t n, const T* a, const T* b, T* y);
+template <class T> void add_to(int64_t n, const T* x, T* y);
+template <class T> void scale(int64_t n, const T* x, T alpha, T* y);
+template <class T> void bias_add(int64_t rows, int64_t cols, const T* x, const T* bias, T* y);
+template <class T> void bias_add_backward(int64_t rows, int64_t cols, const T* dy, T* dbias);
+template <class T> void relu(int64_t n, const T* x, T* y);
+template <class T> void relu_backward(int64_t n, const T* y, const T* dy, T* dx);
+template <class T> void dropout(int64_t n, const T* x, double p, const RngStream& rng, T* y);
+template <class T> void dropout_backward(int64_t n, const T* dy, double p, const RngStream& rng, T* dx);
+template <class T> double sum_squares(int64_t n, const T* x);
+
+template <class T>
+void layer_norm(int64_t rows, int64_t d, const T* x, const T* gamma, const T* beta, double eps, T* y, T* mean,
+                T* rstd);
+template <class T>
+void layer_norm_backward(int64_t rows, int64_t d, const T* dy, const T* x, const T* gamma, const T* mean,
+                         const T* rstd, T* dx, T* dgamma, T* dbeta);
+
+template <class T> void softmax(int64_t rows, int64_t cols, const T* x, T* y);
+template <class T> void softmax_backward(int64_t rows, int64_t cols, const T* y, const T* dy, T* dx);
+
+struct AttentionDims {
+  int64_t batch, queries, keys, heads, d_k, d_v;  // B, T, S, H, d_k, d_v
+};
+template <class T>
+void attention(const AttentionDims& dims, const T* q, const T* k, const T* v, bool causal,
+               const int32_t* key_lengths, double dropout, const RngStream& rng, T* probs, T* out);
+template <class T>
+void attention_backward(const AttentionDims& dims, const T* q, const T* k, const T* v, bool causal,
+                        const int32_t* key_lengths, double dropout, const RngStream& rng, const T* probs,
+                        const T* dout, T* dq, T* dk, T* dv);
+
+template <class T>
+void embedding(int64_t n, int64_t d, const int32_t* ids, const T* table, double scale, T* out);
+template <class T>
+void embedding_backward(int64_t n, int64_t d, const int32_t* ids, const T* dout, double scale, T* dtable);
+
+template <class T> void add_positional_encoding(int64_t batch, int64_t len, int64_t d, int64_t start, T* x);
+
+// Returns Σ loss over counted rows; row_loss (may be null) gets each row's loss (0 when ignored).
+template <class T>
+double cross_entropy(int64_t rows, int64_t vocab, const T* logits, const int32_t* targets, double smoothing,
+                     int32_t ignore_index, T* lse);
+template <class T>
+void cross_entropy_backward(int64_t rows, int64_t vocab, const T* logits, const int32_t* targets, const T* lse,
+                            double smoothing, int32_t ignore_index, double dloss, T* dlogits);
+
+template <class T>
+void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, double beta1, double beta2, double eps,
+               int64_t step);
+
+}  // namespace tfm::cpu
+
+// Explicit instantiation for both float types, at the end of each kernel file.
+#define TFM_INSTANTIATE_FLOAT(MACRO) \
+  MACRO(float)                       \
+  MACRO(double)

@@ -1,0 +1,35 @@
+#pragma once
+// One row of softmax, forward and backward; shared by the softmax and attention kernels.
+#include <cmath>
+#include <cstdint>
+
+namespace tfm::cpu {
+
+// y = softmax(x) over n elements (n ≥ 1); x and y may alias.
+template <class T>
+inline void softmax_row(int64_t n, const T* x, T* y) {
+  T max = x[0];
+  for (int64_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
+  T sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = std::exp(x[i] - max);
+    sum += y[i];
+  }
+  const T inv = T(1) / sum;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+}
+
+// dx (=|+=) y ⊙ (dy − Σ dy ⊙ y). dx may alias dy when overwriting.
+template <class T, bool kAccumulate>
+inline void softmax_row_backward(int64_t n, const T* y, const T* dy, T* dx) {
+  T dot = 0;
+  for (int64_t i = 0; i < n; ++i) dot += dy[i] * y[i];
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const T g = y[i] * (dy[i] - dot);
+    if constexpr (kAccumulate) dx[i] += g; else dx[i] = g;
+  }
+}
+
+}  // namespace tfm::cpu

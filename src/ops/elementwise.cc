@@ -1,0 +1,117 @@
+#include "ops/elementwise.h"
+
+#include "ops/cpu/kernels.h"
+#include "ops/dispatch.h"
+
+namespace tfm::ops {
+
+void add(const Tensor& a, const Tensor& b, const Tensor& y) {
+  check_same_shape("add", "a", a, "b", b);
+  check_same_shape("add", "a", a, "y", y);
+  check_all("add", y.dtype(), y.device(), {{"a", &a}, {"b", &b}});
+  dispatch("add", y.dtype(), y.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::add<T>(y.numel(), a.data<T>(), b.data<T>(), y.data<T>());
+  });
+}
+
+void add_to(const Tensor& x, const Tensor& y) {
+  check_same_shape("add_to", "x", x, "y", y);
+  check_all("add_to", y.dtype(), y.device(), {{"x", &x}});
+  dispatch("add_to", y.dtype(), y.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::add_to<T>(y.numel(), x.data<T>(), y.data<T>());
+  });
+}
+
+void scale(const Tensor& x, double alpha, const Tensor& y) {
+  check_same_shape("scale", "x", x, "y", y);
+  check_all("scale", y.dtype(), y.device(), {{"x", &x}});
+  dispatch("scale", y.dtype(), y.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::scale<T>(y.numel(), x.data<T>(), static_cast<T>(alpha), y.data<T>());
+  });
+}
+
+namespace {
+void check_bias(const char* op, const Tensor& x, const Tensor& bias) {
+  TFM_CHECK(x.rank() >= 1, op, ": input must have rank >= 1, got shape ", x.shape());
+  TFM_CHECK(bias.rank() == 1 && bias.size(0) == x.size(-1), op, ": bias has shape ", bias.shape(),
+            ", expected [", x.size(-1), "] for input of shape ", x.shape());
+}
+}  // namespace
+
+void bias_add(const Tensor& x, const Tensor& bias, const Tensor& y) {
+  check_bias("bias_add", x, bias);
+  check_same_shape("bias_add", "x", x, "y", y);
+  check_all("bias_add", y.dtype(), y.device(), {{"x", &x}, {"bias", &bias}});
+  dispatch("bias_add", y.dtype(), y.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::bias_add<T>(x.shape().rows(), x.shape().last(), x.data<T>(), bias.data<T>(), y.data<T>());
+  });
+}
+
+void bias_add_backward(const Tensor& dy, const Tensor& dbias) {
+  check_bias("bias_add_backward", dy, dbias);
+  check_all("bias_add_backward", dy.dtype(), dy.device(), {{"dbias", &dbias}});
+  dispatch("bias_add_backward", dy.dtype(), dy.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::bias_add_backward<T>(dy.shape().rows(), dy.shape().last(), dy.data<T>(), dbias.data<T>());
+  });
+}
+
+void relu(const Tensor& x, const Tensor& y) {
+  check_same_shape("relu", "x", x, "y", y);
+  check_all("relu", y.dtype(), y.device(), {{"x", &x}});
+  dispatch("relu", y.dtype(), y.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::relu<T>(y.numel(), x.data<T>(), y.data<T>());
+  });
+}
+
+void relu_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
+  check_same_shape("relu_backward", "y", y, "dy", dy);
+  check_same_shape("relu_backward", "y", y, "dx", dx);
+  check_all("relu_backward", y.dtype(), y.device(), {{"dy", &dy}, {"dx", &dx}});
+  dispatch("relu_backward", y.dtype(), y.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::relu_backward<T>(y.numel(), y.data<T>(), dy.data<T>(), dx.data<T>());
+  });
+}
+
+namespace {
+void check_rate(const char* op, double p) {
+  TFM_CHECK(p >= 0.0 && p < 1.0, op, ": dropout rate must be in [0, 1), got ", p);
+}
+}  // namespace
+
+void dropout(const Tensor& x, double p, const RngStream& rng, const Tensor& y) {
+  check_rate("dropout", p);
+  check_same_shape("dropout", "x", x, "y", y);
+  check_all("dropout", y.dtype(), y.device(), {{"x", &x}});
+  dispatch("dropout", y.dtype(), y.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::dropout<T>(y.numel(), x.data<T>(), p, rng, y.data<T>());
+  });
+}
+
+void dropout_backward(const Tensor& dy, double p, const RngStream& rng, const Tensor& dx) {
+  check_rate("dropout_backward", p);
+  check_same_shape("dropout_backward", "dy", dy, "dx", dx);
+  check_all("dropout_backward", dx.dtype(), dx.device(), {{"dy", &dy}});
+  dispatch("dropout_backward", dx.dtype(), dx.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::dropout_backward<T>(dx.numel(), dy.data<T>(), p, rng, dx.data<T>());
+  });
+}
+
+double sum_squares(const Tensor& x) {
+  double result = 0;
+  dispatch("sum_squares", x.dtype(), x.device(), [&](auto t) {
+    using T = decltype(t);
+    result = cpu::sum_squares<T>(x.numel(), x.data<T>());
+  });
+  return result;
+}
+
+}  // namespace tfm::ops

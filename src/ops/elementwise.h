@@ -1,0 +1,37 @@
+#pragma once
+// Element-wise ops. Every backward accumulates (dx += ...) into its gradient tensors, so that a
+// tensor used twice (a residual branch, a shared embedding) sums its gradients; callers zero them.
+// Shapes: N = any number of rows (all leading dims), C = the last dim.
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace tfm::ops {
+
+// y = a + b (same shapes; y may alias a or b).
+void add(const Tensor& a, const Tensor& b, const Tensor& y);
+// y += x (same shapes): the backward of add and of any identity, and gradient accumulation.
+void add_to(const Tensor& x, const Tensor& y);
+// y = alpha · x (same shapes; y may alias x).
+void scale(const Tensor& x, double alpha, const Tensor& y);
+
+// y[n, c] = x[n, c] + bias[c]; x, y: [N, C], bias: [C]; y may alias x.
+void bias_add(const Tensor& x, const Tensor& bias, const Tensor& y);
+// dbias[c] += Σ_n dy[n, c]. (dx = dy: the caller passes dy on.)
+void bias_add_backward(const Tensor& dy, const Tensor& dbias);
+
+// y = max(x, 0); y may alias x.
+void relu(const Tensor& x, const Tensor& y);
+// dx += dy where y > 0 (y: the forward output).
+void relu_backward(const Tensor& y, const Tensor& dy, const Tensor& dx);
+
+// Inverted dropout: y = x · keep / (1 − p), keep = [uniform(i) ≥ p] from `rng`, element i of the
+// flat tensor; p in [0, 1). The mask is a pure function of (rng, i): nothing is stored, the
+// backward recomputes it, and the result does not depend on the thread count. y may alias x.
+void dropout(const Tensor& x, double p, const RngStream& rng, const Tensor& y);
+// dx += dy · keep / (1 − p), with the same rng as the forward.
+void dropout_backward(const Tensor& dy, double p, const RngStream& rng, const Tensor& dx);
+
+// Σ x² over all elements, in double precision (for gradient-norm clipping).
+double sum_squares(const Tensor& x);
+
+}  // namespace tfm::ops

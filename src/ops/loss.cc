@@ -1,0 +1,51 @@
+#include "ops/loss.h"
+
+#include "ops/cpu/kernels.h"
+#include "ops/dispatch.h"
+
+namespace tfm::ops {
+
+namespace {
+void check_args(const char* op, const Tensor& logits, const Tensor& targets, const LossArgs& args, const Tensor& lse) {
+  check_rank(op, "logits", logits, 2);
+  check_dtype(op, "targets", targets, DType::I32);
+  const int64_t n = logits.size(0), v = logits.size(1);
+  TFM_CHECK(v > 0, op, ": logits ", logits.shape(), " have an empty vocabulary");
+  TFM_CHECK(targets.numel() == n, op, ": ", targets.numel(), " targets for ", n, " rows of logits");
+  TFM_CHECK(lse.numel() == n, op, ": lse has ", lse.numel(), " elements for ", n, " rows");
+  TFM_CHECK(args.smoothing >= 0 && args.smoothing <= 1, op, ": label smoothing must be in [0, 1], got ",
+            args.smoothing);
+  const int32_t* y = targets.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i)
+    TFM_CHECK(y[i] == args.ignore_index || (y[i] >= 0 && y[i] < v), op, ": target ", y[i], " in row ", i,
+              " is outside the vocabulary [0, ", v, ") and is not the ignore index ", args.ignore_index);
+}
+}  // namespace
+
+LossSum cross_entropy(const Tensor& logits, const Tensor& targets, const LossArgs& args, const Tensor& lse) {
+  check_args("cross_entropy", logits, targets, args, lse);
+  check_all("cross_entropy", logits.dtype(), logits.device(), {{"lse", &lse}});
+  LossSum result;
+  const int32_t* y = targets.data<int32_t>();
+  for (int64_t i = 0; i < targets.numel(); ++i) result.tokens += y[i] != args.ignore_index;
+  dispatch("cross_entropy", logits.dtype(), logits.device(), [&](auto t) {
+    using T = decltype(t);
+    result.loss = cpu::cross_entropy<T>(logits.size(0), logits.size(1), logits.data<T>(), y, args.smoothing,
+                                        args.ignore_index, lse.data<T>());
+  });
+  return result;
+}
+
+void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, const LossArgs& args,
+                            double dloss, const Tensor& dlogits) {
+  check_args("cross_entropy_backward", logits, targets, args, lse);
+  check_same_shape("cross_entropy_backward", "logits", logits, "dlogits", dlogits);
+  check_all("cross_entropy_backward", logits.dtype(), logits.device(), {{"lse", &lse}, {"dlogits", &dlogits}});
+  dispatch("cross_entropy_backward", logits.dtype(), logits.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::cross_entropy_backward<T>(logits.size(0), logits.size(1), logits.data<T>(), targets.data<int32_t>(),
+                                   lse.data<T>(), args.smoothing, args.ignore_index, dloss, dlogits.data<T>());
+  });
+}
+
+}  // namespace tfm::ops

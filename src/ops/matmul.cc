@@ -1,0 +1,81 @@
+#include "ops/matmul.h"
+
+#include "ops/cpu/kernels.h"
+#include "ops/dispatch.h"
+
+namespace tfm::ops {
+
+namespace {
+struct Plan {
+  int64_t batch, m, n, k, stride_a, stride_b, stride_c;
+};
+
+// Works out the product's sizes from the shapes and checks that they agree.
+Plan plan(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs& args) {
+  TFM_CHECK(a.rank() >= 2 && b.rank() >= 2 && c.rank() >= 2, "matmul: operands must have rank >= 2, got A ",
+            a.shape(), ", B ", b.shape(), ", C ", c.shape());
+  Plan p{};
+  const int64_t a_rows = a.size(-2), a_cols = a.size(-1);
+  const int64_t b_rows = b.size(-2), b_cols = b.size(-1);
+  p.k = args.trans_a ? a_rows : a_cols;
+  const int64_t k_b = args.trans_b ? b_cols : b_rows;
+  p.n = args.trans_b ? b_rows : b_cols;
+  TFM_CHECK(p.k == k_b, "matmul: inner dimensions differ: op(A) of ", a.shape(), (args.trans_a ? " (transposed)" : ""),
+            " has ", p.k, " columns, op(B) of ", b.shape(), (args.trans_b ? " (transposed)" : ""), " has ", k_b,
+            " rows");
+  if (b.rank() == 2 && a.rank() > 2) {
+    TFM_CHECK(!args.trans_a, "matmul: A of shape ", a.shape(),
+              " with leading dims cannot be transposed when B is a matrix");
+    p.batch = 1;
+    p.m = a.numel() / a_cols;
+  } else {
+    TFM_CHECK(a.rank() == b.rank(), "matmul: A ", a.shape(), " and B ", b.shape(), " have different ranks");
+    p.batch = a.numel() / (a_rows * a_cols == 0 ? 1 : a_rows * a_cols);
+    for (int i = 0; i < a.rank() - 2; ++i)
+      TFM_CHECK(a.size(i) == b.size(i), "matmul: batch dims of A ", a.shape(), " and B ", b.shape(), " differ");
+    p.m = args.trans_a ? a_cols : a_rows;
+  }
+  const int64_t want_c = p.batch * p.m * p.n;
+  TFM_CHECK(c.size(-1) == p.n && c.numel() == want_c, "matmul: C has shape ", c.shape(), ", expected ",
+            (p.batch > 1 ? cat(p.batch, " × ") : std::string()), "[", p.m, ", ", p.n, "] for A ", a.shape(),
+            (args.trans_a ? "ᵀ" : ""), " · B ", b.shape(), (args.trans_b ? "ᵀ" : ""));
+  p.stride_a = p.batch > 1 ? a_rows * a_cols : 0;
+  p.stride_b = p.batch > 1 ? b_rows * b_cols : 0;
+  p.stride_c = p.m * p.n;
+  return p;
+}
+}  // namespace
+
+void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs& args) {
+  check_all("matmul", c.dtype(), c.device(), {{"A", &a}, {"B", &b}});
+  const Plan p = plan(a, b, c, args);
+  dispatch("matmul", c.dtype(), c.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::gemm<T>(p.batch, args.trans_a, args.trans_b, p.m, p.n, p.k, static_cast<T>(args.alpha), a.data<T>(),
+                 p.stride_a, b.data<T>(), p.stride_b, static_cast<T>(args.beta), c.data<T>(), p.stride_c);
+  });
+}
+
+void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const Tensor* da, const Tensor* db,
+                     const MatmulArgs& args) {
+  plan(a, b, dc, args);  // validates the forward's shapes
+  // A weight B shared across A's leading dims: fold them into rows, so dB sums over all of them.
+  const bool fold = b.rank() == 2 && a.rank() > 2;
+  const Tensor a2 = fold ? a.view({a.numel() / a.size(-1), a.size(-1)}) : a;
+  const Tensor dc2 = fold ? dc.view({dc.numel() / dc.size(-1), dc.size(-1)}) : dc;
+  const bool ta = args.trans_a, tb = args.trans_b;
+  const float alpha = args.alpha;
+  if (da) {
+    check_same_shape("matmul_backward", "dA", *da, "A", a);
+    const Tensor da2 = fold ? da->view(a2.shape()) : *da;
+    if (!ta) matmul(dc2, b, da2, {false, !tb, alpha, 1.0f});  // dA = dC · op(B)ᵀ
+    else     matmul(b, dc2, da2, {tb, true, alpha, 1.0f});    // dA = op(B) · dCᵀ
+  }
+  if (db) {
+    check_same_shape("matmul_backward", "dB", *db, "B", b);
+    if (!tb) matmul(a2, dc2, *db, {!ta, false, alpha, 1.0f});  // dB = op(A)ᵀ · dC
+    else     matmul(dc2, a2, *db, {true, ta, alpha, 1.0f});    // dB = dCᵀ · op(A)
+  }
+}
+
+}  // namespace tfm::ops
