@@ -25,7 +25,7 @@ cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k
   TFM_CHECK(probs.shape() == Shape({d.batch, h, d.queries, d.keys}), op, ": probs has shape ", probs.shape(),
             ", expected [", d.batch, ", ", h, ", ", d.queries, ", ", d.keys, "]");
   TFM_CHECK(args.dropout >= 0 && args.dropout < 1, op, ": dropout rate must be in [0, 1), got ", args.dropout);
-  if (args.key_lengths.defined() && args.key_lengths.numel() > 0) {
+  if (args.key_lengths.defined()) {
     check_dtype(op, "key_lengths", args.key_lengths, DType::I32);
     TFM_CHECK(args.key_lengths.numel() == d.batch, op, ": key_lengths has ", args.key_lengths.numel(),
               " entries for a batch of ", d.batch);
@@ -38,7 +38,7 @@ cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k
 }
 
 const int32_t* lengths(const AttentionArgs& args) {
-  return args.key_lengths.numel() > 0 ? args.key_lengths.data<int32_t>() : nullptr;
+  return args.key_lengths.defined() ? args.key_lengths.data<int32_t>() : nullptr;
 }
 }  // namespace
 

@@ -1,0 +1,193 @@
+// The engine's core: tensors and views, the parameter store's flat buffers, the counter-based
+// random generator, and results that do not depend on the thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/param_store.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "core/threads.h"
+#include "ops/adam.h"
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/layer_norm.h"
+#include "ops/loss.h"
+#include "testing/gradcheck.h"
+
+namespace tfm {
+namespace {
+
+TEST(Tensor, ViewsShareMemory) {
+  Tensor t = Tensor::zeros({4, 3});
+  Tensor v = t.view({2, 6});
+  v.data<float>()[7] = 5.0f;
+  EXPECT_EQ(t.data<float>()[7], 5.0f);
+  Tensor r = t.rows(2, 2);
+  EXPECT_EQ(r.shape(), Shape({2, 3}));
+  EXPECT_EQ(r.data<float>()[1], 5.0f);  // element 7 = row 2, column 1
+  EXPECT_THROW(t.view({5, 3}), Error);
+  EXPECT_THROW(t.rows(3, 2), Error);
+  EXPECT_THROW(t.data<double>(), Error);
+}
+
+TEST(Tensor, ConvertsBetweenDtypes) {
+  Tensor t = Tensor::from<float>({3}, {1.5f, -2.0f, 0.25f});
+  EXPECT_EQ(t.to(DType::F64).to_doubles(), (std::vector<double>{1.5, -2.0, 0.25}));
+  EXPECT_EQ(t.clone().to_doubles(), t.to_doubles());
+}
+
+TEST(ParamStore, OneFlatBufferForValuesAndOneForGradients) {
+  ParamStore store;
+  const int a = store.add("a", {3, 5});
+  const int b = store.add("b", {7});
+  const int c = store.add("c", {2, 2});
+  EXPECT_THROW(store.add("a", {1}), Error);
+  store.allocate();
+  EXPECT_THROW(store.add("d", {1}), Error);
+  EXPECT_EQ(store.parameter_count(), 15 + 7 + 4);
+  EXPECT_EQ(store.find("b"), b);
+  EXPECT_EQ(store.find("nope"), -1);
+  // Every parameter starts on a 64-byte boundary, in order, inside the one buffer.
+  const char* base = static_cast<const char*>(store.values().raw());
+  int64_t end = 0;
+  for (int id : {a, b, c}) {
+    const char* p = static_cast<const char*>(store.value(id).raw());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+    EXPECT_GE(p - base, end);
+    end = (p - base) + static_cast<int64_t>(store.value(id).bytes());
+    EXPECT_EQ(store.grad(id).raw(), static_cast<char*>(store.grads().raw()) + (p - base));
+  }
+  EXPECT_LE(end, static_cast<int64_t>(store.values().bytes()));
+  // Writing through a view writes the flat buffer.
+  store.value(b).fill(2.0);
+  store.grad(c).fill(3.0);
+  double sum_values = 0, sum_grads = 0;
+  for (double x : store.values().to_doubles()) sum_values += x;
+  for (double x : store.grads().to_doubles()) sum_grads += x;
+  EXPECT_EQ(sum_values, 14.0);
+  EXPECT_EQ(sum_grads, 12.0);
+  store.zero_grad();
+  for (double x : store.grads().to_doubles()) EXPECT_EQ(x, 0.0);
+  EXPECT_THROW(store.value(3), Error);
+}
+
+TEST(Rng, PhiloxKnownAnswers) {
+  // Known-answer vectors of Philox4x32-10 published with the algorithm (Random123).
+  EXPECT_EQ(philox4x32({0, 0, 0, 0}, {0, 0}),
+            (std::array<uint32_t, 4>{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}));
+  EXPECT_EQ(philox4x32({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, {0xffffffffu, 0xffffffffu}),
+            (std::array<uint32_t, 4>{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
+  EXPECT_EQ(philox4x32({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, {0xa4093822u, 0x299f31d0u}),
+            (std::array<uint32_t, 4>{0xd16cfe09u, 0x94fdcceBu, 0x5001e420u, 0x24126ea1u}));
+}
+
+TEST(Rng, StreamsDifferAndUniformsLookUniform) {
+  Rng rng(123);
+  const RngStream s1 = rng.next(), s2 = rng.next();
+  EXPECT_NE(s1.uniform(0), s2.uniform(0));
+  EXPECT_EQ(rng.counter(), 2u);
+  double mean = 0;
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) {
+    const float u = s1.uniform(static_cast<uint64_t>(i));
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    mean += u;
+  }
+  EXPECT_NEAR(mean / n, 0.5, 0.005);
+  Rng again(0);
+  again.restore(123, 1);
+  EXPECT_EQ(again.next().uniform(17), s2.uniform(17));
+}
+
+TEST(Dropout, KeepsAboutOneMinusPAndScalesTheKept) {
+  const int64_t n = 200001;  // odd: the last Philox block is partial
+  Tensor x = Tensor::empty({n});
+  x.fill(1.0);
+  Tensor y = Tensor::zeros({n});
+  ops::dropout(x, 0.25, RngStream{9, 1}, y);
+  int64_t kept = 0;
+  for (double v : y.to_doubles()) {
+    if (v != 0.0) {
+      ++kept;
+      EXPECT_FLOAT_EQ(v, 1.0f / 0.75f);
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / n, 0.75, 0.005);
+}
+
+// Runs `f` with 1 thread and with 2 threads and expects bit-identical tensors.
+template <class F>
+void expect_same_for_thread_counts(F f) {
+  const int saved = num_threads();
+  set_num_threads(1);
+  const std::vector<double> one = f();
+  set_num_threads(2);
+  const std::vector<double> two = f();
+  set_num_threads(saved);
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], two[i]) << "element " << i;
+}
+
+TEST(Reproducible, DropoutLayerNormLossAttentionDoNotDependOnThreads) {
+  const Tensor x = testing::random_tensor({300, 257}, 1).to(DType::F32);
+  expect_same_for_thread_counts([&] {
+    Tensor y = Tensor::zeros(x.shape());
+    ops::dropout(x, 0.1, RngStream{3, 4}, y);
+    return y.to_doubles();
+  });
+  expect_same_for_thread_counts([&] {
+    Tensor y = Tensor::zeros(x.shape()), mean = Tensor::zeros({300}), rstd = Tensor::zeros({300});
+    Tensor gamma = Tensor::empty({257}), beta = Tensor::zeros({257});
+    gamma.fill(1.0);
+    ops::layer_norm(x, gamma, beta, 1e-5, y, mean, rstd);
+    Tensor dx = Tensor::zeros(x.shape()), dg = Tensor::zeros({257}), db = Tensor::zeros({257});
+    ops::layer_norm_backward(x, x, gamma, mean, rstd, dx, dg, db);
+    std::vector<double> all = dx.to_doubles();
+    for (double v : dg.to_doubles()) all.push_back(v);
+    return all;
+  });
+  expect_same_for_thread_counts([&] {
+    std::vector<int32_t> t(300);
+    for (int i = 0; i < 300; ++i) t[i] = (i * 37) % 257;
+    Tensor targets = Tensor::from<int32_t>({300}, t), lse = Tensor::zeros({300});
+    const ops::LossSum s = ops::cross_entropy(x, targets, {0.1, 0}, lse);
+    Tensor d = Tensor::zeros(x.shape());
+    ops::cross_entropy_backward(x, targets, lse, {0.1, 0}, 1.0 / s.tokens, d);
+    std::vector<double> all = d.to_doubles();
+    all.push_back(s.loss);
+    return all;
+  });
+  expect_same_for_thread_counts([&] {
+    const Tensor q = testing::random_tensor({4, 9, 16}, 2).to(DType::F32);
+    ops::AttentionArgs args;
+    args.heads = 2;
+    args.causal = true;
+    args.dropout = 0.1;
+    args.rng = RngStream{1, 2};
+    Tensor probs = Tensor::zeros({4, 2, 9, 9}), out = Tensor::zeros(q.shape());
+    ops::attention(q, q, q, args, probs, out);
+    return out.to_doubles();
+  });
+}
+
+TEST(Adam, MatchesTheUpdateRuleWorkedOutByHand) {
+  // One element, two steps, lr 0.1, β1 0.9, β2 0.98, ε 1e-9; gradients 0.5 then −1.
+  Tensor p = Tensor::from<double>({1}, {1.0}), g = Tensor::from<double>({1}, {0.5});
+  Tensor m = Tensor::zeros({1}, DType::F64), v = Tensor::zeros({1}, DType::F64);
+  ops::AdamArgs args{0.1, 0.9, 0.98, 1e-9, 1};
+  ops::adam_step(p, g, m, v, args);
+  // m = 0.05, v = 0.005; m̂ = 0.5, v̂ = 0.25: p = 1 − 0.1 · 0.5 / (0.5 + 1e-9)
+  EXPECT_NEAR(p.data<double>()[0], 1.0 - 0.1 * 0.5 / (0.5 + 1e-9), 1e-15);
+  g.data<double>()[0] = -1.0;
+  args.step = 2;
+  ops::adam_step(p, g, m, v, args);
+  const double m2 = 0.9 * 0.05 - 0.1, v2 = 0.98 * 0.005 + 0.02;
+  const double expected = 1.0 - 0.1 * 0.5 / (0.5 + 1e-9) -
+                          (0.1 / (1 - 0.81)) * m2 / (std::sqrt(v2) / std::sqrt(1 - 0.98 * 0.98) + 1e-9);
+  EXPECT_NEAR(p.data<double>()[0], expected, 1e-14);
+}
+
+}  // namespace
+}  // namespace tfm
