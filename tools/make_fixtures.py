@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""Writes the PyTorch reference fixtures that tests/torch_reference_test.cc checks our ops against.
+
+The tests read only the committed JSON files, so they never need PyTorch. To regenerate them (needs
+Debian's python3-torch; `scripts/install-deps.sh --fixtures` installs it):
+
+    make fixtures
+    # or: /usr/bin/python3 tools/make_fixtures.py --out tests/fixtures
+
+Everything is computed in float64 from fixed seeds, so a rerun with the same torch writes the same
+files. One file per op family; each is a JSON object whose entries are either a tensor,
+{"shape": [...], "data": [flat row-major numbers]}, or a scalar setting (number or bool). Sizes are
+deliberately odd so that no kernel gets away with assuming a multiple of a vector width.
+"""
+import argparse
+import json
+import math
+import os
+
+import torch
+
+torch.set_default_dtype(torch.float64)
+F64 = torch.float64
+
+
+def tensor_entry(t):
+    t = t.detach()
+    data = t.reshape(-1).tolist()  # floats keep all 17 digits: json writes repr(), which round-trips
+    return {"shape": list(t.shape), "data": data}
+
+
+def write(out_dir, name, entries):
+    """One entry per line (tensors on a single line each): small and still readable in a diff."""
+    lines = []
+    for key, value in entries.items():
+        value = tensor_entry(value) if isinstance(value, torch.Tensor) else value
+        lines.append(f"  {json.dumps(key)}: {json.dumps(value)}")
+    path = os.path.join(out_dir, name)
+    with open(path, "w") as f:
+        f.write("{\n" + ",\n".join(lines) + "\n}\n")
+    size = os.path.getsize(path)
+    assert size < 200_000, f"{path} is {size} bytes; keep fixtures small"
+    print(f"wrote {path} ({size} bytes)")
+
+
+def header(description):
+    return {"_about": description, "_generator": f"tools/make_fixtures.py, torch {torch.__version__}, float64"}
+
+
+def attention_case(gen, prefix, B, T, S, H, dk, key_lengths, causal):
+    """softmax(Q·Kᵀ/√d_k + mask)·V per head with plain torch ops; masked keys get -inf, so weight exactly 0."""
+    q = torch.randn(B, T, H * dk, generator=gen, dtype=F64, requires_grad=True)
+    k = torch.randn(B, S, H * dk, generator=gen, dtype=F64, requires_grad=True)
+    v = torch.randn(B, S, H * dk, generator=gen, dtype=F64, requires_grad=True)
+    heads = lambda x: x.view(B, x.shape[1], H, dk).transpose(1, 2)  # [B, H, len, dk]; head h = cols h·dk..
+    scores = heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(dk)  # [B, H, T, S]
+    allowed = torch.ones(B, 1, T, S, dtype=torch.bool)
+    if key_lengths is not None:
+        allowed &= (torch.arange(S).view(1, S) < torch.tensor(key_lengths).view(B, 1)).view(B, 1, 1, S)
+    if causal:  # query t sees keys s ≤ t + (S − T), as documented in src/ops/attention.h
+        allowed &= (torch.arange(S).view(1, S) <= torch.arange(T).view(T, 1) + (S - T)).view(1, 1, T, S)
+    assert allowed.any(-1).all(), "every query must see a key, or torch's softmax gives NaN"
+    mask = torch.zeros(B, 1, T, S).masked_fill(~allowed, float("-inf"))
+    probs = torch.softmax(scores + mask, dim=-1)
+    out = (probs @ heads(v)).transpose(1, 2).reshape(B, T, H * dk)
+    dout = torch.randn(B, T, H * dk, generator=gen, dtype=F64)
+    dq, dk_, dv = torch.autograd.grad(out, (q, k, v), dout)
+    assert (probs.detach()[~allowed.expand(B, H, T, S)] == 0).all()
+    e = {f"{prefix}.causal": causal}
+    if key_lengths is not None:
+        e[f"{prefix}.key_lengths"] = torch.tensor(key_lengths, dtype=torch.int32)
+    for name, t in [("q", q), ("k", k), ("v", v), ("probs", probs), ("out", out), ("dout", dout), ("dq", dq),
+                    ("dk", dk_), ("dv", dv)]:
+        e[f"{prefix}.{name}"] = t
+    return e
+
+
+def attention(out_dir):
+    gen = torch.Generator().manual_seed(1001)
+    B, T, S, H, dk = 2, 5, 7, 3, 4
+    e = header("Multi-head scaled dot-product attention. Cases (prefix.name): no_mask, padding (keys s >= "
+               "key_lengths[b] masked), causal (S = T, plus padding), causal_cache (causal with S > T: query t "
+               "sees keys s <= t + S - T, plus padding). q [B,T,H*dk], k/v [B,S,H*dk], probs [B,H,T,S], "
+               "out/dout [B,T,H*dk]; dq/dk/dv from autograd with upstream gradient dout.")
+    e["heads"] = H
+    e.update(attention_case(gen, "no_mask", B, T, S, H, dk, None, False))
+    e.update(attention_case(gen, "padding", B, T, S, H, dk, [7, 4], False))
+    e.update(attention_case(gen, "causal", B, 5, 5, H, dk, [5, 3], True))
+    e.update(attention_case(gen, "causal_cache", B, T, S, H, dk, [7, 6], True))
+    write(out_dir, "attention.json", e)
+
+
+def layer_norm(out_dir):
+    gen = torch.Generator().manual_seed(1002)
+    N, D, eps = 6, 13, 1e-5
+    x = (torch.randn(N, D, generator=gen) * 2 + 0.5).requires_grad_()  # nonzero mean, non-unit variance
+    gamma = (1 + 0.3 * torch.randn(D, generator=gen)).requires_grad_()
+    beta = (0.2 * torch.randn(D, generator=gen)).requires_grad_()
+    y = torch.nn.functional.layer_norm(x, (D,), gamma, beta, eps)
+    dy = torch.randn(N, D, generator=gen)
+    dx, dgamma, dbeta = torch.autograd.grad(y, (x, gamma, beta), dy)
+    xd = x.detach()
+    mean = xd.mean(-1)
+    rstd = 1 / torch.sqrt(xd.var(-1, unbiased=False) + eps)
+    e = header("torch.nn.functional.layer_norm over the last dim; mean/rstd are the per-row statistics (biased "
+               "variance); dx/dgamma/dbeta from autograd with upstream gradient dy.")
+    e.update(eps=eps, x=x, gamma=gamma, beta=beta, y=y, mean=mean, rstd=rstd, dy=dy, dx=dx, dgamma=dgamma,
+             dbeta=dbeta)
+    write(out_dir, "layer_norm.json", e)
+
+
+def loss(out_dir):
+    gen = torch.Generator().manual_seed(1003)
+    N, V, smoothing, ignore = 9, 11, 0.1, 0
+    logits = (3 * torch.randn(N, V, generator=gen)).requires_grad_()
+    targets = torch.randint(1, V, (N,), generator=gen)
+    targets[[2, 6]] = ignore  # padding rows; the rest are real tokens (1..V-1)
+    targets[4] = V - 1  # the last class, an off-by-one trap
+    loss_sum = torch.nn.CrossEntropyLoss(label_smoothing=smoothing, ignore_index=ignore, reduction="sum")(
+        logits, targets)
+    loss_mean = torch.nn.CrossEntropyLoss(label_smoothing=smoothing, ignore_index=ignore, reduction="mean")(
+        logits, targets)
+    (dlogits,) = torch.autograd.grad(loss_sum, logits)
+    (dlogits_mean,) = torch.autograd.grad(loss_mean, logits)
+    e = header("torch.nn.CrossEntropyLoss(label_smoothing, ignore_index) with reduction sum and mean; dlogits is "
+               "the gradient of the sum, dlogits_mean of the mean; tokens counts targets != ignore_index.")
+    e.update(smoothing=smoothing, ignore_index=ignore, tokens=int((targets != ignore).sum()), logits=logits,
+             targets=targets.to(torch.int32), loss_sum=loss_sum.item(), loss_mean=loss_mean.item(),
+             dlogits=dlogits, dlogits_mean=dlogits_mean)
+    write(out_dir, "loss.json", e)
+
+
+def softmax(out_dir):
+    gen = torch.Generator().manual_seed(1004)
+    x = 2 * torch.randn(5, 9, generator=gen)
+    x[3] += 90  # exp(90) overflows float32: only a softmax that subtracts the row max first gets this row right
+    x = x.requires_grad_()
+    y = torch.softmax(x, dim=-1)
+    dy = torch.randn(5, 9, generator=gen)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    e = header("torch.softmax over the last dim; dx from autograd with upstream gradient dy.")
+    e.update(x=x, y=y, dy=dy, dx=dx)
+    write(out_dir, "softmax.json", e)
+
+
+def adam(out_dir):
+    gen = torch.Generator().manual_seed(1005)
+    n, steps, lr, betas, eps = 17, 3, 0.01, (0.9, 0.98), 1e-9
+    p = torch.randn(n, generator=gen)
+    init = p.clone()
+    # Gradients spanning 1e-9..10 in magnitude, and one exact zero, so that eps's placement matters.
+    scale = torch.logspace(-9, 1, n)
+    grads = torch.randn(steps, n, generator=gen) * scale
+    grads[:, 5] = 0
+    p.requires_grad_()
+    opt = torch.optim.Adam([p], lr=lr, betas=betas, eps=eps)
+    after = []
+    for t in range(steps):
+        p.grad = grads[t].clone()
+        opt.step()
+        after.append(p.detach().clone())
+    state = opt.state[p]
+    e = header("torch.optim.Adam on one vector: params before, grads[t] for step t+1, params_after[t] after step "
+               "t+1; m and v are exp_avg and exp_avg_sq after the last step.")
+    e.update(lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, steps=steps, params=init, grads=grads,
+             params_after=torch.stack(after), m=state["exp_avg"], v=state["exp_avg_sq"])
+    write(out_dir, "adam.json", e)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures"),
+                        help="output folder (default: tests/fixtures)")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    torch.manual_seed(0)  # nothing should draw from the global generator, but pin it anyway
+    for make in (attention, layer_norm, loss, softmax, adam):
+        make(args.out)
+
+
+if __name__ == "__main__":
+    main()
