@@ -78,7 +78,9 @@ TEST(AttentionMask, CausalWeightsAreZeroAboveTheDiagonal) {
       double row = 0;
       for (int64_t s = 0; s < T; ++s) {
         const double w = p[(h * T + t) * T + s];
-        if (s > t) EXPECT_EQ(w, 0.0) << "query " << t << " sees future key " << s;
+        if (s > t) {
+          EXPECT_EQ(w, 0.0) << "query " << t << " sees future key " << s;
+        }
         row += w;
       }
       EXPECT_NEAR(row, 1.0, 1e-6);
@@ -93,8 +95,11 @@ TEST(AttentionMask, CausalWithCachedKeysSeesEveryEarlierKey) {
   for (int64_t t = 0; t < 2; ++t)
     for (int64_t s = 0; s < 6; ++s) {
       const double w = p[t * 6 + s];  // head 0
-      if (s <= t + 4) EXPECT_GT(w, 0.0) << t << "," << s;
-      else EXPECT_EQ(w, 0.0) << t << "," << s;
+      if (s <= t + 4) {
+        EXPECT_GT(w, 0.0) << t << "," << s;
+      } else {
+        EXPECT_EQ(w, 0.0) << t << "," << s;
+      }
     }
 }
 

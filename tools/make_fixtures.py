@@ -167,6 +167,144 @@ def adam(out_dir):
     write(out_dir, "adam.json", e)
 
 
+class TorchTransformer(torch.nn.Module):
+    """The paper's model from torch.nn layers: shared embedding ×√D + sinusoidal positions, encoder
+    and decoder stacks of nn.TransformerEncoderLayer / nn.TransformerDecoderLayer (ReLU, dropout 0,
+    post-LN or pre-LN), a final layer norm per stack only for pre-LN, and the pre-softmax projection
+    through the same embedding matrix."""
+
+    def __init__(self, V, D, H, F, enc, dec, pre_norm):
+        super().__init__()
+        self.D = D
+        self.embed = torch.nn.Embedding(V, D)
+        kw = dict(d_model=D, nhead=H, dim_feedforward=F, dropout=0.0, activation="relu", batch_first=True,
+                  norm_first=pre_norm, layer_norm_eps=1e-5)
+        self.enc = torch.nn.ModuleList(torch.nn.TransformerEncoderLayer(**kw) for _ in range(enc))
+        self.dec = torch.nn.ModuleList(torch.nn.TransformerDecoderLayer(**kw) for _ in range(dec))
+        self.enc_norm = torch.nn.LayerNorm(D) if pre_norm else None
+        self.dec_norm = torch.nn.LayerNorm(D) if pre_norm else None
+
+    def positions(self, L):
+        pos = torch.arange(L, dtype=F64).unsqueeze(1)
+        i = torch.arange(0, self.D, 2, dtype=F64)
+        angle = pos * torch.exp(-math.log(10000.0) * i / self.D)
+        pe = torch.zeros(L, self.D)
+        pe[:, 0::2] = torch.sin(angle)
+        pe[:, 1::2] = torch.cos(angle)
+        return pe
+
+    def forward(self, src, src_len, tgt_in, tgt_len):
+        B, S = src.shape
+        T = tgt_in.shape[1]
+        src_pad = torch.arange(S).view(1, S) >= src_len.view(B, 1)  # True = padding
+        tgt_pad = torch.arange(T).view(1, T) >= tgt_len.view(B, 1)
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = not allowed
+        x = self.embed(src) * math.sqrt(self.D) + self.positions(S)
+        for layer in self.enc:
+            x = layer(x, src_key_padding_mask=src_pad)
+        if self.enc_norm is not None:
+            x = self.enc_norm(x)
+        y = self.embed(tgt_in) * math.sqrt(self.D) + self.positions(T)
+        for layer in self.dec:
+            y = layer(y, x, tgt_mask=causal, tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
+        if self.dec_norm is not None:
+            y = self.dec_norm(y)
+        return y @ self.embed.weight.t()
+
+    def named_like_ours(self, grad=False):
+        """(our parameter name, tensor) pairs, the parameters or (grad=True) their gradients.
+        nn.MultiheadAttention keeps Q, K, V in one in_proj matrix [3D, D], split here into our
+        q_proj, k_proj, v_proj."""
+        D = self.D
+        g = (lambda p: p.grad) if grad else (lambda p: p)
+        out = [("embed.weight", g(self.embed.weight))]
+
+        def attn(prefix, m):
+            for j, n in enumerate(("q_proj", "k_proj", "v_proj")):
+                out.append((f"{prefix}.{n}.weight", g(m.in_proj_weight)[j * D:(j + 1) * D]))
+                out.append((f"{prefix}.{n}.bias", g(m.in_proj_bias)[j * D:(j + 1) * D]))
+            out.append((f"{prefix}.out_proj.weight", g(m.out_proj.weight)))
+            out.append((f"{prefix}.out_proj.bias", g(m.out_proj.bias)))
+
+        def norm(prefix, m):
+            out.append((f"{prefix}.weight", g(m.weight)))
+            out.append((f"{prefix}.bias", g(m.bias)))
+
+        def ffn(prefix, layer):
+            for ours, theirs in (("fc1", layer.linear1), ("fc2", layer.linear2)):
+                out.append((f"{prefix}.{ours}.weight", g(theirs.weight)))
+                out.append((f"{prefix}.{ours}.bias", g(theirs.bias)))
+
+        for i, layer in enumerate(self.enc):
+            p = f"encoder.layers.{i}"
+            attn(p + ".self_attn", layer.self_attn)
+            norm(p + ".self_attn_norm", layer.norm1)
+            ffn(p + ".ffn", layer)
+            norm(p + ".ffn_norm", layer.norm2)
+        for i, layer in enumerate(self.dec):
+            p = f"decoder.layers.{i}"
+            attn(p + ".self_attn", layer.self_attn)
+            norm(p + ".self_attn_norm", layer.norm1)
+            attn(p + ".cross_attn", layer.multihead_attn)
+            norm(p + ".cross_attn_norm", layer.norm2)
+            ffn(p + ".ffn", layer)
+            norm(p + ".ffn_norm", layer.norm3)
+        if self.enc_norm is not None:
+            norm("encoder.final_norm", self.enc_norm)
+            norm("decoder.final_norm", self.dec_norm)
+        return out
+
+
+def model_case(out_dir, name, pre_norm, enc, dec):
+    """A tiny model with given weights, dropout off, on a padded batch of sentences of different
+    lengths: logits, the label-smoothed loss and the gradient of every parameter."""
+    V, D, H, F, pad, bos, eos = 11, 8, 2, 12, 0, 2, 3
+    torch.manual_seed(1234)
+    m = TorchTransformer(V, D, H, F, enc, dec, pre_norm)
+    gen = torch.Generator().manual_seed(99)
+    with torch.no_grad():  # non-trivial biases and norms, so that every parameter is exercised
+        for n, t in m.named_like_ours():
+            if t.dim() == 1:
+                t.copy_(0.2 * torch.randn(t.shape, generator=gen, dtype=F64) + (1.0 if n.endswith("norm.weight") else 0.0))
+    m.train()  # dropout is 0; train mode keeps torch off its inference fast path
+    sources = [[4, 5, 6, 7, 8], [9, 4], [10, 5, 7]]
+    targets = [[5, 6, 7], [8, 9, 10, 4, 6], [7]]
+    B, S, T = len(sources), max(len(x) for x in sources) + 1, max(len(y) for y in targets) + 1
+    src = torch.full((B, S), pad, dtype=torch.long)
+    tgt_in = torch.full((B, T), pad, dtype=torch.long)
+    tgt_out = torch.full((B, T), pad, dtype=torch.long)
+    for b, (x, y) in enumerate(zip(sources, targets)):
+        src[b, :len(x) + 1] = torch.tensor(x + [eos])
+        tgt_in[b, :len(y) + 1] = torch.tensor([bos] + y)
+        tgt_out[b, :len(y) + 1] = torch.tensor(y + [eos])
+    src_len = torch.tensor([len(x) + 1 for x in sources])
+    tgt_len = torch.tensor([len(y) + 1 for y in targets])
+    logits = m(src, src_len, tgt_in, tgt_len)
+    lossf = torch.nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=pad, reduction="sum")
+    loss = lossf(logits.reshape(-1, V), tgt_out.reshape(-1))
+    loss.backward()
+    e = header(f"Tiny Transformer ({'pre' if pre_norm else 'post'}-LN) from torch.nn layers: logits, summed "
+               "label-smoothed loss (0.1, padding ignored) and the gradient of every parameter by our names")
+    e.update(vocab_size=V, d_model=D, heads=H, d_ff=F, encoder_layers=enc, decoder_layers=dec, pre_norm=pre_norm,
+             pad_id=pad, bos_id=bos, eos_id=eos, smoothing=0.1,
+             sources=json.dumps(sources), targets=json.dumps(targets),
+             src=src.double(), src_lengths=src_len.double(), tgt_in=tgt_in.double(), tgt_out=tgt_out.double(),
+             tgt_lengths=tgt_len.double(),
+             logits=logits, loss=loss.item(), tokens=int((tgt_out != pad).sum()))
+    params = m.named_like_ours()
+    e["parameter_names"] = [n for n, _ in params]
+    for n, t in params:
+        e["param:" + n] = t
+    for n, g in m.named_like_ours(grad=True):
+        e["grad:" + n] = g
+    write(out_dir, f"model_{name}.json", e)
+
+
+def model(out_dir):
+    model_case(out_dir, "post_ln", pre_norm=False, enc=2, dec=2)
+    model_case(out_dir, "pre_ln", pre_norm=True, enc=2, dec=1)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures"),
@@ -174,7 +312,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(0)  # nothing should draw from the global generator, but pin it anyway
-    for make in (attention, layer_norm, loss, softmax, adam):
+    for make in (attention, layer_norm, loss, softmax, adam, model):
         make(args.out)
 
 

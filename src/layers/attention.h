@@ -1,0 +1,47 @@
+#pragma once
+// Multi-head attention (§3.2.2): MultiHead(Q, K, V) = Concat(head_1..head_H) · W^O, with
+// head_i = Attention(Q·W_i^Q, K·W_i^K, V·W_i^V). The H heads' projections are one D×D matrix each
+// for Q, K and V, their outputs side by side (head h = columns [h·D/H, (h+1)·D/H)).
+#include <string>
+
+#include "layers/linear.h"
+#include "ops/attention.h"
+
+namespace tfm {
+
+// Which keys each query may see.
+struct AttentionMask {
+  bool causal = false;  // decoder self-attention: no looking ahead
+  Tensor key_lengths;   // int32 [B]: keys at or past the length are padding; undefined: none
+};
+
+class MultiHeadAttention {
+ public:
+  struct Saved {
+    Tensor xq, xkv;     // inputs: [B, T, D], [B, S, D]
+    Tensor q, k, v;     // projections: [B, T, D], [B, S, D], [B, S, D]
+    Tensor probs;       // attention weights: [B, H, T, S]
+    Tensor heads_out;   // concatenated heads before W^O: [B, T, D]
+    ops::AttentionArgs args;
+  };
+
+  MultiHeadAttention() = default;
+  // Registers `<name>.{q,k,v,out}_proj.{weight,bias}`.
+  MultiHeadAttention(ParamStore& params, const std::string& name, int64_t d_model, int64_t heads,
+                     double attention_dropout);
+
+  // xq: [B, T, D] (queries), xkv: [B, S, D] (keys and values; the same tensor for self-attention)
+  // → [B, T, D].
+  Tensor forward(const Context& ctx, const Tensor& xq, const Tensor& xkv, const AttentionMask& mask,
+                 Saved* saved) const;
+  // Accumulates the parameters' gradients, dxq += dL/dxq and dxkv += dL/dxkv (pass the same tensor
+  // twice for self-attention).
+  void backward(const Context& ctx, const Saved& saved, const Tensor& dy, const Tensor& dxq,
+                const Tensor& dxkv) const;
+
+  Linear q_proj, k_proj, v_proj, out_proj;
+  int64_t heads = 1;
+  double attention_dropout = 0.0;
+};
+
+}  // namespace tfm

@@ -1,0 +1,39 @@
+#include "layers/linear.h"
+
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+
+namespace tfm {
+
+Linear::Linear(ParamStore& params, const std::string& name, int64_t in_features, int64_t out_features)
+    : weight(params.add(name + ".weight", {out_features, in_features})),
+      bias(params.add(name + ".bias", {out_features})),
+      in(in_features),
+      out(out_features) {}
+
+namespace {
+Shape with_last(const Shape& s, int64_t last) {
+  std::vector<int64_t> d = s.to_vector();
+  d.back() = last;
+  return Shape(d);
+}
+}  // namespace
+
+Tensor Linear::forward(const Context& ctx, const Tensor& x) const {
+  TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "linear layer expects inputs with last dim ", in, ", got shape ",
+            x.shape());
+  Tensor y = Tensor::empty(with_last(x.shape(), out), x.dtype(), x.device());
+  ops::matmul(x, ctx.value(weight), y, {.trans_b = true});
+  ops::bias_add(y, ctx.value(bias), y);
+  return y;
+}
+
+void Linear::backward(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor* dx) const {
+  ops::matmul_backward(x, ctx.value(weight), dy, dx, nullptr, {.trans_b = true});
+  // dW = dyᵀ · x over all rows: [out, N] · [N, in]
+  const Tensor x2 = x.view({x.shape().rows(), in}), dy2 = dy.view({dy.shape().rows(), out});
+  ops::matmul(dy2, x2, ctx.grad(weight), {.trans_a = true, .beta = 1.0f});
+  ops::bias_add_backward(dy, ctx.grad(bias));
+}
+
+}  // namespace tfm

@@ -1,0 +1,24 @@
+#pragma once
+// y = x · Wᵀ + b, with W stored [out, in] as PyTorch stores it.
+#include <string>
+
+#include "layers/context.h"
+
+namespace tfm {
+
+class Linear {
+ public:
+  Linear() = default;
+  // Registers `<name>.weight` [out, in] and `<name>.bias` [out].
+  Linear(ParamStore& params, const std::string& name, int64_t in, int64_t out);
+
+  // x: [..., in] → y: [..., out] (a new tensor).
+  Tensor forward(const Context& ctx, const Tensor& x) const;
+  // dW += dyᵀ·x, db += Σ dy, and dx += dy·W when dx is given.
+  void backward(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor* dx) const;
+
+  int weight = -1, bias = -1;  // parameter ids
+  int64_t in = 0, out = 0;
+};
+
+}  // namespace tfm

@@ -1,0 +1,50 @@
+#include "model/batch.h"
+
+#include <algorithm>
+
+namespace tfm {
+
+Batch make_batch(const std::vector<std::vector<int32_t>>& sources, const std::vector<std::vector<int32_t>>& targets,
+                 const ModelConfig& config) {
+  TFM_CHECK(sources.size() == targets.size(), "make_batch: ", sources.size(), " sources but ", targets.size(),
+            " targets");
+  TFM_CHECK(!sources.empty(), "make_batch: empty batch");
+  const int64_t B = static_cast<int64_t>(sources.size());
+  int64_t S = 0, T = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    S = std::max<int64_t>(S, static_cast<int64_t>(sources[b].size()) + 1);
+    T = std::max<int64_t>(T, static_cast<int64_t>(targets[b].size()) + 1);
+    for (const auto* seq : {&sources[b], &targets[b]})
+      for (int32_t id : *seq)
+        TFM_CHECK(id >= 0 && id < config.vocab_size, "make_batch: token id ", id, " in sentence ", b,
+                  " is outside the vocabulary [0, ", config.vocab_size, ")");
+  }
+  Batch batch;
+  batch.src = Tensor::empty({B, S}, DType::I32);
+  batch.tgt_in = Tensor::empty({B, T}, DType::I32);
+  batch.tgt_out = Tensor::empty({B, T}, DType::I32);
+  batch.src.fill(config.pad_id);
+  batch.tgt_in.fill(config.pad_id);
+  batch.tgt_out.fill(config.pad_id);
+  batch.src_lengths = Tensor::empty({B}, DType::I32);
+  batch.tgt_lengths = Tensor::empty({B}, DType::I32);
+  for (int64_t b = 0; b < B; ++b) {
+    int32_t* src = batch.src.data<int32_t>() + b * S;
+    int32_t* in = batch.tgt_in.data<int32_t>() + b * T;
+    int32_t* out = batch.tgt_out.data<int32_t>() + b * T;
+    const auto& x = sources[b];
+    const auto& y = targets[b];
+    std::copy(x.begin(), x.end(), src);
+    src[x.size()] = config.eos_id;
+    in[0] = config.bos_id;
+    std::copy(y.begin(), y.end(), in + 1);
+    std::copy(y.begin(), y.end(), out);
+    out[y.size()] = config.eos_id;
+    batch.src_lengths.data<int32_t>()[b] = static_cast<int32_t>(x.size() + 1);
+    batch.tgt_lengths.data<int32_t>()[b] = static_cast<int32_t>(y.size() + 1);
+    batch.target_tokens += static_cast<int64_t>(y.size() + 1);
+  }
+  return batch;
+}
+
+}  // namespace tfm

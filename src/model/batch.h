@@ -1,0 +1,28 @@
+#pragma once
+// A padded batch of sentence pairs for teacher forcing. Shapes: B sentences, S source length,
+// T target length (each the longest in the batch, with its end-of-sentence token).
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/config.h"
+
+namespace tfm {
+
+struct Batch {
+  Tensor src;          // int32 [B, S]: x_1 .. x_m, EOS, then pad_id
+  Tensor src_lengths;  // int32 [B]: m + 1
+  Tensor tgt_in;       // int32 [B, T]: BOS, y_1 .. y_n (the decoder's input, shifted right), then pad_id
+  Tensor tgt_out;      // int32 [B, T]: y_1 .. y_n, EOS (what the decoder predicts), then pad_id
+  Tensor tgt_lengths;  // int32 [B]: n + 1
+  int64_t target_tokens = 0;  // Σ n + 1, the tokens the loss counts
+
+  int64_t size() const { return src.size(0); }
+};
+
+// Builds a batch from token ids without special tokens (the vocabulary's encoding of each line).
+// Throws on an id outside the vocabulary or on mismatched counts.
+Batch make_batch(const std::vector<std::vector<int32_t>>& sources, const std::vector<std::vector<int32_t>>& targets,
+                 const ModelConfig& config);
+
+}  // namespace tfm

@@ -1,0 +1,71 @@
+#include "model/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace tfm {
+
+void ModelConfig::validate() const {
+  TFM_CHECK(vocab_size >= 4, "model: vocab_size must be at least 4 (pad, unk, bos, eos), got ", vocab_size);
+  TFM_CHECK(d_model >= 1 && d_ff >= 1 && heads >= 1, "model: d_model, d_ff and heads must be positive, got ", d_model,
+            ", ", d_ff, ", ", heads);
+  TFM_CHECK(d_model % heads == 0, "model: d_model ", d_model, " is not divisible by heads ", heads);
+  TFM_CHECK(encoder_layers >= 1 && decoder_layers >= 1, "model: encoder_layers and decoder_layers must be >= 1, got ",
+            encoder_layers, " and ", decoder_layers);
+  for (double p : {dropout, embedding_dropout, attention_dropout})
+    TFM_CHECK(p >= 0 && p < 1, "model: dropout rates must be in [0, 1), got ", p);
+  TFM_CHECK(layer_norm_eps > 0, "model: layer_norm_eps must be positive, got ", layer_norm_eps);
+  for (int32_t id : {pad_id, unk_id, bos_id, eos_id})
+    TFM_CHECK(id >= 0 && id < vocab_size, "model: special token id ", id, " is outside the vocabulary [0, ",
+              vocab_size, ")");
+}
+
+ModelConfig model_preset(const std::string& name) {
+  ModelConfig c;
+  if (name == "base") return c;
+  auto set = [&](int64_t layers, int64_t d, int64_t ff, int64_t h, double p) {
+    c.encoder_layers = c.decoder_layers = layers;
+    c.d_model = d;
+    c.d_ff = ff;
+    c.heads = h;
+    c.dropout = c.embedding_dropout = c.attention_dropout = p;
+  };
+  if (name == "big") set(6, 1024, 4096, 16, 0.3);
+  else if (name == "small") set(3, 256, 1024, 4, 0.1);
+  else if (name == "tiny") set(2, 32, 64, 4, 0.1);
+  else throw Error(cat("unknown model preset '", name, "' (known: tiny, small, base, big)"));
+  return c;
+}
+
+#define TFM_CONFIG_FIELDS(X)                                                                                   \
+  X(vocab_size) X(d_model) X(d_ff) X(heads) X(encoder_layers) X(decoder_layers) X(dropout) X(embedding_dropout) \
+  X(attention_dropout) X(pre_norm) X(tie_source_target) X(layer_norm_eps) X(pad_id) X(unk_id) X(bos_id) X(eos_id)
+
+void to_json(nlohmann::json& j, const ModelConfig& c) {
+  j = nlohmann::json::object();
+#define TFM_WRITE(f) j[#f] = c.f;
+  TFM_CONFIG_FIELDS(TFM_WRITE)
+#undef TFM_WRITE
+}
+
+void from_json(const nlohmann::json& j, ModelConfig& c) {
+  TFM_CHECK(j.is_object(), "model config must be a JSON object, got ", j.type_name());
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+#define TFM_READ(f)                                                                                    \
+  if (key == #f) {                                                                                     \
+    try {                                                                                              \
+      value.get_to(c.f);                                                                               \
+    } catch (const nlohmann::json::exception&) {                                                       \
+      throw Error(cat("model config field '", key, "' has the wrong type: ", value.dump()));            \
+    }                                                                                                  \
+    known = true;                                                                                      \
+  }
+    TFM_CONFIG_FIELDS(TFM_READ)
+#undef TFM_READ
+    TFM_CHECK(known, "unknown model config field '", key, "'");
+  }
+}
+
+}  // namespace tfm

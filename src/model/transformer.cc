@@ -1,0 +1,182 @@
+#include "model/transformer.h"
+
+#include <cmath>
+
+#include "layers/init.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/matmul.h"
+#include "ops/positional.h"
+
+namespace tfm {
+
+EncoderLayer::EncoderLayer(ParamStore& params, const std::string& name, const ModelConfig& c)
+    : self_attn(params, name + ".self_attn", c.d_model, c.heads, c.attention_dropout),
+      ffn(params, name + ".ffn", c.d_model, c.d_ff),
+      attn_res(params, name + ".self_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout),
+      ffn_res(params, name + ".ffn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout) {}
+
+Tensor EncoderLayer::forward(const Context& ctx, const Tensor& x, const AttentionMask& mask, Saved* saved) const {
+  Saved local;
+  Saved& s = saved ? *saved : local;
+  const Tensor h = attn_res.forward(
+      ctx, x, [&](const Tensor& in) { return self_attn.forward(ctx, in, in, mask, &s.attn); }, &s.attn_res);
+  return ffn_res.forward(ctx, h, [&](const Tensor& in) { return ffn.forward(ctx, in, &s.ffn); }, &s.ffn_res);
+}
+
+Tensor EncoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& dy) const {
+  const Tensor dh = ffn_res.backward(
+      ctx, s.ffn_res, dy, [&](const Tensor& dout, const Tensor& din) { ffn.backward(ctx, s.ffn, dout, din); });
+  return attn_res.backward(ctx, s.attn_res, dh, [&](const Tensor& dout, const Tensor& din) {
+    self_attn.backward(ctx, s.attn, dout, din, din);
+  });
+}
+
+DecoderLayer::DecoderLayer(ParamStore& params, const std::string& name, const ModelConfig& c)
+    : self_attn(params, name + ".self_attn", c.d_model, c.heads, c.attention_dropout),
+      cross_attn(params, name + ".cross_attn", c.d_model, c.heads, c.attention_dropout),
+      ffn(params, name + ".ffn", c.d_model, c.d_ff),
+      self_res(params, name + ".self_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout),
+      cross_res(params, name + ".cross_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout),
+      ffn_res(params, name + ".ffn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout) {}
+
+Tensor DecoderLayer::forward(const Context& ctx, const Tensor& x, const Tensor& memory, const AttentionMask& self_mask,
+                             const AttentionMask& memory_mask, Saved* saved) const {
+  Saved local;
+  Saved& s = saved ? *saved : local;
+  const Tensor h1 = self_res.forward(
+      ctx, x, [&](const Tensor& in) { return self_attn.forward(ctx, in, in, self_mask, &s.self_attn); },
+      &s.self_res);
+  const Tensor h2 = cross_res.forward(
+      ctx, h1, [&](const Tensor& in) { return cross_attn.forward(ctx, in, memory, memory_mask, &s.cross_attn); },
+      &s.cross_res);
+  return ffn_res.forward(ctx, h2, [&](const Tensor& in) { return ffn.forward(ctx, in, &s.ffn); }, &s.ffn_res);
+}
+
+Tensor DecoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& dy, const Tensor& dmemory) const {
+  const Tensor dh2 = ffn_res.backward(
+      ctx, s.ffn_res, dy, [&](const Tensor& dout, const Tensor& din) { ffn.backward(ctx, s.ffn, dout, din); });
+  const Tensor dh1 = cross_res.backward(ctx, s.cross_res, dh2, [&](const Tensor& dout, const Tensor& din) {
+    cross_attn.backward(ctx, s.cross_attn, dout, din, dmemory);
+  });
+  return self_res.backward(ctx, s.self_res, dh1, [&](const Tensor& dout, const Tensor& din) {
+    self_attn.backward(ctx, s.self_attn, dout, din, din);
+  });
+}
+
+Transformer::Transformer(const ModelConfig& config, DType dtype) : config_(config) {
+  config_.validate();
+  const ModelConfig& c = config_;
+  if (c.tie_source_target) {
+    src_embedding = tgt_embedding = params_.add("embed.weight", {c.vocab_size, c.d_model});
+  } else {
+    src_embedding = params_.add("encoder.embed.weight", {c.vocab_size, c.d_model});
+    tgt_embedding = params_.add("decoder.embed.weight", {c.vocab_size, c.d_model});
+  }
+  for (int64_t i = 0; i < c.encoder_layers; ++i) encoder.emplace_back(params_, cat("encoder.layers.", i), c);
+  for (int64_t i = 0; i < c.decoder_layers; ++i) decoder.emplace_back(params_, cat("decoder.layers.", i), c);
+  if (c.pre_norm) {
+    encoder_norm = LayerNorm(params_, "encoder.final_norm", c.d_model, c.layer_norm_eps);
+    decoder_norm = LayerNorm(params_, "decoder.final_norm", c.d_model, c.layer_norm_eps);
+  }
+  params_.allocate(dtype);
+}
+
+void Transformer::init_parameters(uint64_t seed) {
+  for (int id = 0; id < params_.size(); ++id) {
+    const std::string& n = params_.name(id);
+    const Tensor t = params_.value(id);
+    const RngStream rng{seed, static_cast<uint64_t>(id)};
+    const bool is_bias = n.ends_with(".bias");
+    const bool is_norm = n.find("norm.") != std::string::npos;
+    if (id == src_embedding || id == tgt_embedding) init_normal(t, 1.0 / std::sqrt(double(config_.d_model)), rng);
+    else if (is_norm && !is_bias) t.fill(1.0);
+    else if (is_bias) t.zero();
+    else init_xavier_uniform(t, rng);
+  }
+}
+
+Tensor Transformer::embed(const Context& ctx, int table, const Tensor& ids, int64_t start, EmbedSaved* saved) const {
+  check_rank("embed", "ids", ids, 2);
+  const Tensor e = ctx.value(table);
+  Tensor x = Tensor::empty({ids.size(0), ids.size(1), config_.d_model}, e.dtype(), e.device());
+  ops::embedding(ids, e, std::sqrt(double(config_.d_model)), x);  // E[ids] · √D (§3.4)
+  ops::add_positional_encoding(x, start);                          // + PE (§3.5)
+  EmbedSaved s{ids, {}, ctx.training() && config_.embedding_dropout > 0};
+  if (s.dropped) {
+    s.dropout = ctx.rng->next();
+    ops::dropout(x, config_.embedding_dropout, s.dropout, x);
+  }
+  if (saved) *saved = s;
+  return x;
+}
+
+void Transformer::embed_backward(const Context& ctx, int table, const EmbedSaved& s, const Tensor& dx) const {
+  if (s.dropped) ops::dropout(dx, config_.embedding_dropout, s.dropout, dx);  // same mask, in place
+  ops::embedding_backward(s.ids, dx, std::sqrt(double(config_.d_model)), ctx.grad(table));
+}
+
+Tensor Transformer::encode(const Context& ctx, const Tensor& src, const Tensor& src_lengths, Saved* saved) const {
+  const AttentionMask mask{false, src_lengths};
+  if (saved) saved->encoder.resize(encoder.size());
+  Tensor x = embed(ctx, src_embedding, src, 0, saved ? &saved->src_embed : nullptr);
+  for (size_t i = 0; i < encoder.size(); ++i) x = encoder[i].forward(ctx, x, mask, saved ? &saved->encoder[i] : nullptr);
+  if (config_.pre_norm) x = encoder_norm.forward(ctx, x, saved ? &saved->encoder_norm : nullptr);
+  return x;
+}
+
+Tensor Transformer::decode(const Context& ctx, const Tensor& tgt_in, const Tensor& tgt_lengths, const Tensor& memory,
+                           const Tensor& src_lengths, Saved* saved) const {
+  const AttentionMask self_mask{true, tgt_lengths}, memory_mask{false, src_lengths};
+  if (saved) saved->decoder.resize(decoder.size());
+  Tensor x = embed(ctx, tgt_embedding, tgt_in, 0, saved ? &saved->tgt_embed : nullptr);
+  for (size_t i = 0; i < decoder.size(); ++i)
+    x = decoder[i].forward(ctx, x, memory, self_mask, memory_mask, saved ? &saved->decoder[i] : nullptr);
+  if (config_.pre_norm) x = decoder_norm.forward(ctx, x, saved ? &saved->decoder_norm : nullptr);
+  return x;
+}
+
+Tensor Transformer::project(const Context& ctx, const Tensor& hidden) const {
+  std::vector<int64_t> dims = hidden.shape().to_vector();
+  dims.back() = config_.vocab_size;
+  Tensor logits = Tensor::empty(Shape(dims), hidden.dtype(), hidden.device());
+  ops::matmul(hidden, ctx.value(tgt_embedding), logits, {.trans_b = true});  // h · Eᵀ (§3.4)
+  return logits;
+}
+
+Tensor Transformer::forward(const Context& ctx, const Batch& batch, Saved* saved) const {
+  const Tensor memory = encode(ctx, batch.src, batch.src_lengths, saved);
+  Tensor hidden = decode(ctx, batch.tgt_in, batch.tgt_lengths, memory, batch.src_lengths, saved);
+  if (saved) saved->hidden = hidden;
+  return project(ctx, hidden);
+}
+
+void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& s, const Tensor& dlogits) const {
+  const DType dt = dlogits.dtype();
+  // Output projection: dE += dlogitsᵀ · h, dh = dlogits · E.
+  Tensor dx = Tensor::zeros(s.hidden.shape(), dt);
+  const Tensor e = ctx.value(tgt_embedding);
+  ops::matmul_backward(s.hidden, e, dlogits, &dx, nullptr, {.trans_b = true});
+  ops::matmul(dlogits.view({dlogits.shape().rows(), config_.vocab_size}),
+              s.hidden.view({s.hidden.shape().rows(), config_.d_model}), ctx.grad(tgt_embedding),
+              {.trans_a = true, .beta = 1.0f});
+  if (config_.pre_norm) {
+    Tensor d = Tensor::zeros(dx.shape(), dt);
+    decoder_norm.backward(ctx, s.decoder_norm, dx, d);
+    dx = d;
+  }
+  Tensor dmemory = Tensor::zeros({batch.src.size(0), batch.src.size(1), config_.d_model}, dt);
+  for (size_t i = decoder.size(); i-- > 0;) dx = decoder[i].backward(ctx, s.decoder[i], dx, dmemory);
+  embed_backward(ctx, tgt_embedding, s.tgt_embed, dx);
+
+  dx = dmemory;
+  if (config_.pre_norm) {
+    Tensor d = Tensor::zeros(dx.shape(), dt);
+    encoder_norm.backward(ctx, s.encoder_norm, dx, d);
+    dx = d;
+  }
+  for (size_t i = encoder.size(); i-- > 0;) dx = encoder[i].backward(ctx, s.encoder[i], dx);
+  embed_backward(ctx, src_embedding, s.src_embed, dx);
+}
+
+}  // namespace tfm
