@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 
-.PHONY: all deps configure build test bench demo fixtures clean
+.PHONY: all deps configure build test bench demo fixtures fuzz clean
 
 all: build
 
@@ -34,6 +34,19 @@ demo: build
 fixtures:
 	@scripts/install-deps.sh --fixtures
 	/usr/bin/python3 tools/make_fixtures.py --out tests/fixtures
+
+# Fuzzes the model-file loader for FUZZ_SECONDS under AddressSanitizer and UBSan (clang, libFuzzer),
+# starting from a valid model file; crashes are written to build-fuzz/crash-*.
+FUZZ_SECONDS ?= 60
+fuzz: build
+	@scripts/install-deps.sh --fuzz
+	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DTFM_FUZZ=ON -DTFM_BUILD_TESTS=OFF -DTFM_BUILD_BENCH=OFF
+	cmake --build build-fuzz --target safetensors_fuzzer
+	mkdir -p build-fuzz/corpus
+	$(BUILD)/transformer init --preset tiny --vocab-size 16 --d-model 8 --heads 2 --d-ff 8 --layers 1 \
+	  -o build-fuzz/corpus/seed.safetensors
+	cd build-fuzz && ./fuzz/safetensors_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=65536 corpus
 
 clean:
 	rm -rf $(BUILD)

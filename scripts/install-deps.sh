@@ -6,6 +6,7 @@
 #   scripts/install-deps.sh              build + test + benchmark dependencies
 #   scripts/install-deps.sh --fixtures   also python3-torch, needed only to regenerate the PyTorch
 #                                        fixtures (tools/make_fixtures.py); tests never need it
+#   scripts/install-deps.sh --fuzz       also clang and its runtime, for `make fuzz` (libFuzzer)
 set -euo pipefail
 
 packages=(
@@ -20,7 +21,8 @@ packages=(
 for arg in "$@"; do
   case "$arg" in
     --fixtures) packages+=(python3-torch python3-numpy) ;;
-    *) echo "install-deps.sh: unknown option '$arg' (known: --fixtures)" >&2; exit 2 ;;
+    --fuzz) packages+=(clang libclang-rt-dev) ;;
+    *) echo "install-deps.sh: unknown option '$arg' (known: --fixtures, --fuzz)" >&2; exit 2 ;;
   esac
 done
 

@@ -10,6 +10,11 @@ void ModelConfig::validate() const {
   TFM_CHECK(vocab_size >= 4, "model: vocab_size must be at least 4 (pad, unk, bos, eos), got ", vocab_size);
   TFM_CHECK(d_model >= 1 && d_ff >= 1 && heads >= 1, "model: d_model, d_ff and heads must be positive, got ", d_model,
             ", ", d_ff, ", ", heads);
+  // Bounds far beyond any real model, so that a corrupt configuration cannot ask for absurd memory.
+  TFM_CHECK(vocab_size <= 10'000'000 && d_model <= 65'536 && d_ff <= 1'048'576 && heads <= d_model &&
+                encoder_layers <= 1'000 && decoder_layers <= 1'000,
+            "model: configuration out of range (vocab_size ", vocab_size, ", d_model ", d_model, ", d_ff ", d_ff,
+            ", heads ", heads, ", layers ", encoder_layers, "+", decoder_layers, ")");
   TFM_CHECK(d_model % heads == 0, "model: d_model ", d_model, " is not divisible by heads ", heads);
   TFM_CHECK(encoder_layers >= 1 && decoder_layers >= 1, "model: encoder_layers and decoder_layers must be >= 1, got ",
             encoder_layers, " and ", decoder_layers);
@@ -19,6 +24,13 @@ void ModelConfig::validate() const {
   for (int32_t id : {pad_id, unk_id, bos_id, eos_id})
     TFM_CHECK(id >= 0 && id < vocab_size, "model: special token id ", id, " is outside the vocabulary [0, ",
               vocab_size, ")");
+}
+
+int64_t parameter_count(const ModelConfig& c) {
+  const int64_t d = c.d_model, attention = 4 * (d * d + d), ffn = 2 * d * c.d_ff + c.d_ff + d, norm = 2 * d;
+  const int64_t embeddings = (c.tie_source_target ? 1 : 2) * c.vocab_size * d;
+  return embeddings + c.encoder_layers * (attention + ffn + 2 * norm) +
+         c.decoder_layers * (2 * attention + ffn + 3 * norm) + (c.pre_norm ? 2 * norm : 0);
 }
 
 ModelConfig model_preset(const std::string& name) {
@@ -41,6 +53,13 @@ ModelConfig model_preset(const std::string& name) {
 #define TFM_CONFIG_FIELDS(X)                                                                                   \
   X(vocab_size) X(d_model) X(d_ff) X(heads) X(encoder_layers) X(decoder_layers) X(dropout) X(embedding_dropout) \
   X(attention_dropout) X(pre_norm) X(tie_source_target) X(layer_norm_eps) X(pad_id) X(unk_id) X(bos_id) X(eos_id)
+
+const std::vector<std::string>& model_config_fields() {
+#define TFM_NAME(f) #f,
+  static const std::vector<std::string> names = {TFM_CONFIG_FIELDS(TFM_NAME)};
+#undef TFM_NAME
+  return names;
+}
 
 void to_json(nlohmann::json& j, const ModelConfig& c) {
   j = nlohmann::json::object();

@@ -3,6 +3,7 @@
 // checkpoint header) and command-line flags. Fields from the paper cite its section.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -33,8 +34,14 @@ struct ModelConfig {
   void validate() const;
 };
 
+// Number of parameter values a model of this configuration has (without building it).
+int64_t parameter_count(const ModelConfig& c);
+
 // Presets: "base", "big" and "small" as the paper's and common practice; "tiny" for tests.
 ModelConfig model_preset(const std::string& name);
+
+// The field names, as in JSON (and, with '-' for '_', as command-line flags).
+const std::vector<std::string>& model_config_fields();
 
 void to_json(nlohmann::json& j, const ModelConfig& c);
 // Reads the fields present over `c`'s current values; unknown fields are an error naming them.

@@ -1,0 +1,65 @@
+// transformer info MODEL: the configuration, the parameter count per component and the file size.
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "model/checkpoint.h"
+
+namespace tfm::cli {
+
+namespace {
+std::string grouped(int64_t n) {  // 12345678 → "12,345,678"
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+}  // namespace
+
+Action add_info(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("info", "print a model's configuration, parameter counts and file size");
+  cmd->add_option("model", *path, "model file (.safetensors)")->required();
+  return [cmd, path] {
+    if (!*cmd) return -1;
+    const SafetensorsFile file = SafetensorsFile::read(*path);
+    const auto model = load_model(file);  // validates everything the file claims
+    const ModelConfig& c = model->config();
+    const auto bytes = std::filesystem::file_size(*path);
+    std::printf("model      %s\n", path->c_str());
+    std::printf("file size  %s bytes (%.1f MiB)\n\n", grouped(static_cast<int64_t>(bytes)).c_str(),
+                static_cast<double>(bytes) / (1 << 20));
+    std::printf("configuration\n");
+    const nlohmann::json j = c;
+    for (const std::string& field : model_config_fields()) std::printf("  %-18s %s\n", field.c_str(), j[field].dump().c_str());
+    std::printf("  %-18s %lld\n", "head_dim", static_cast<long long>(c.head_dim()));
+
+    int64_t embeddings = 0, encoder = 0, decoder = 0;
+    const ParamStore& p = model->params();
+    for (int id = 0; id < p.size(); ++id) {
+      const std::string& n = p.name(id);
+      const int64_t count = p.shape(id).numel();
+      if (n.find("embed.") != std::string::npos) embeddings += count;
+      else if (n.starts_with("encoder.")) encoder += count;
+      else decoder += count;
+    }
+    std::printf("\nparameters\n");
+    std::printf("  %-12s %14s  (%s)\n", "embeddings", grouped(embeddings).c_str(),
+                c.tie_source_target ? "shared by source, target and output projection"
+                                    : "source; target shared with output projection");
+    std::printf("  %-12s %14s  (%lld layers)\n", "encoder", grouped(encoder).c_str(),
+                static_cast<long long>(c.encoder_layers));
+    std::printf("  %-12s %14s  (%lld layers)\n", "decoder", grouped(decoder).c_str(),
+                static_cast<long long>(c.decoder_layers));
+    std::printf("  %-12s %14s\n", "total", grouped(p.parameter_count()).c_str());
+    const auto& meta = file.metadata();
+    for (const auto& [k, v] : meta)
+      if (k != "config" && k != "format" && k != "format_version") std::printf("  meta %s = %s\n", k.c_str(), v.c_str());
+    return 0;
+  };
+}
+
+}  // namespace tfm::cli

@@ -1,0 +1,36 @@
+#include "cli/model_flags.h"
+
+#include "core/error.h"
+
+namespace tfm::cli {
+
+void ModelFlags::add_to(CLI::App& app) {
+  app.add_option("--preset", preset_, "model preset: tiny, small, base, big")->capture_default_str();
+  for (const std::string& field : model_config_fields()) {
+    std::string flag = "--" + field;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    app.add_option(flag, values_[field], "override the preset's " + field)->type_name("VALUE");
+  }
+  app.add_option("--layers", layers_, "encoder and decoder depth at once")->type_name("N");
+}
+
+ModelConfig ModelFlags::resolve() const {
+  ModelConfig c = model_preset(preset_);
+  nlohmann::json overrides = nlohmann::json::object();
+  auto parse = [](std::string field, const std::string& text) {
+    try {
+      return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception&) {
+      std::replace(field.begin(), field.end(), '_', '-');
+      throw Error(cat("--", field, ": '", text, "' is not a number or true/false"));
+    }
+  };
+  if (!layers_.empty()) overrides["encoder_layers"] = overrides["decoder_layers"] = parse("layers", layers_);
+  for (const auto& [field, text] : values_)
+    if (!text.empty()) overrides[field] = parse(field, text);
+  from_json(overrides, c);
+  c.validate();
+  return c;
+}
+
+}  // namespace tfm::cli

@@ -1,0 +1,174 @@
+#include "io/safetensors.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "io/atomic_file.h"
+
+namespace tfm {
+
+static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+
+namespace {
+const char* dtype_code(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F64: return "F64";
+    case DType::I32: return "I32";
+  }
+  return "?";
+}
+
+DType parse_dtype(const std::string& code, const std::string& tensor, const std::string& source) {
+  if (code == "F32") return DType::F32;
+  if (code == "F64") return DType::F64;
+  if (code == "I32") return DType::I32;
+  throw Error(cat(source, ": tensor '", tensor, "' has dtype '", code, "', which is not supported (F32, F64, I32)"));
+}
+
+uint64_t read_u64_le(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+}  // namespace
+
+void write_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
+                       const std::vector<NamedTensor>& tensors) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const NamedTensor& nt : tensors) {
+    TFM_CHECK(nt.name != "__metadata__" && !header.contains(nt.name), "write_safetensors: tensor name '", nt.name,
+              "' is reserved or repeated");
+    TFM_CHECK(nt.tensor.device() == Device::CPU, "write_safetensors: tensor '", nt.name, "' is not on the CPU");
+    header[nt.name] = {{"dtype", dtype_code(nt.tensor.dtype())},
+                       {"shape", nt.tensor.shape().to_vector()},
+                       {"data_offsets", {offset, offset + nt.tensor.bytes()}}};
+    offset += nt.tensor.bytes();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
+  write_file_atomic(path, [&](std::ostream& out) {
+    const uint64_t n = text.size();
+    char len[8];
+    std::memcpy(len, &n, 8);
+    out.write(len, 8);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    for (const NamedTensor& nt : tensors)
+      out.write(static_cast<const char*>(nt.tensor.raw()), static_cast<std::streamsize>(nt.tensor.bytes()));
+  });
+}
+
+SafetensorsFile SafetensorsFile::read(const std::string& path) { return parse(read_file(path), path); }
+
+SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& source) {
+  SafetensorsFile f;
+  f.source_ = source;
+  f.bytes_ = std::move(bytes);
+  const uint64_t size = f.bytes_.size();
+  TFM_CHECK(size >= 8, source, ": not a safetensors file: ", size, " bytes, too short for the 8-byte header length");
+  const uint64_t n = read_u64_le(f.bytes_.data());
+  TFM_CHECK(n <= kMaxSafetensorsHeader, source, ": header length ", n, " exceeds the limit of ", kMaxSafetensorsHeader,
+            " bytes (corrupt or not a safetensors file)");
+  TFM_CHECK(n <= size - 8, source, ": header length ", n, " runs past the end of the file (", size,
+            " bytes): truncated?");
+  f.data_start_ = 8 + n;
+  const uint64_t data_size = size - f.data_start_;
+
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(f.bytes_.begin() + 8, f.bytes_.begin() + static_cast<std::ptrdiff_t>(8 + n));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat(source, ": the header is not valid JSON: ", e.what()));
+  }
+  TFM_CHECK(header.is_object(), source, ": the header must be a JSON object, got ", header.type_name());
+
+  for (const auto& [key, value] : header.items()) {
+    if (key == "__metadata__") {
+      TFM_CHECK(value.is_object(), source, ": __metadata__ must be an object, got ", value.type_name());
+      for (const auto& [mk, mv] : value.items()) {
+        TFM_CHECK(mv.is_string(), source, ": metadata '", mk, "' must be a string, got ", mv.type_name());
+        f.metadata_[mk] = mv.get<std::string>();
+      }
+      continue;
+    }
+    TFM_CHECK(value.is_object(), source, ": entry '", key, "' must be an object, got ", value.type_name());
+    for (const char* field : {"dtype", "shape", "data_offsets"})
+      TFM_CHECK(value.contains(field), source, ": tensor '", key, "' has no '", field, "'");
+    TFM_CHECK(value["dtype"].is_string(), source, ": tensor '", key, "': dtype must be a string");
+    const DType dtype = parse_dtype(value["dtype"].get<std::string>(), key, source);
+    const nlohmann::json& shape = value["shape"];
+    TFM_CHECK(shape.is_array() && shape.size() <= static_cast<size_t>(Shape::kMaxRank), source, ": tensor '", key,
+              "': shape must be an array of at most ", Shape::kMaxRank, " dimensions, got ", shape.dump());
+    std::vector<int64_t> dims;
+    uint64_t bytes = size_of(dtype);
+    for (const auto& d : shape) {
+      TFM_CHECK(d.is_number_unsigned(), source, ": tensor '", key, "': dimension ", d.dump(),
+                " is not a non-negative integer");
+      const uint64_t v = d.get<uint64_t>();
+      TFM_CHECK(v <= data_size && (v == 0 || bytes <= data_size / v), source, ": tensor '", key, "' of shape ",
+                shape.dump(), " is larger than the file's data (", data_size, " bytes)");
+      bytes *= v;
+      dims.push_back(static_cast<int64_t>(v));
+    }
+    const nlohmann::json& off = value["data_offsets"];
+    TFM_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(),
+              source, ": tensor '", key, "': data_offsets must be two non-negative integers, got ", off.dump());
+    const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+    TFM_CHECK(begin <= end && end <= data_size, source, ": tensor '", key, "': data_offsets [", begin, ", ", end,
+              "] lie outside the data (", data_size, " bytes): truncated?");
+    TFM_CHECK(end - begin == bytes, source, ": tensor '", key, "': data_offsets [", begin, ", ", end, "] hold ",
+              end - begin, " bytes, but dtype ", name(dtype), " and shape ", shape.dump(), " need ", bytes);
+    f.index_[key] = f.entries_.size();
+    f.entries_.push_back({key, dtype, Shape(dims), begin, end});
+  }
+
+  // The tensors must tile the data exactly: no overlaps, no gaps, nothing left over.
+  std::vector<const Entry*> order;
+  for (const Entry& e : f.entries_) order.push_back(&e);
+  std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  uint64_t expected = 0;
+  for (const Entry* e : order) {
+    TFM_CHECK(e->begin >= expected, source, ": tensor '", e->name, "' at bytes [", e->begin, ", ", e->end,
+              ") overlaps the tensor before it");
+    TFM_CHECK(e->begin == expected, source, ": a gap of ", e->begin - expected, " bytes before tensor '", e->name,
+              "'");
+    expected = e->end;
+  }
+  TFM_CHECK(expected == data_size, source, ": ", data_size - expected,
+            " bytes after the last tensor belong to no tensor");
+  // File order = data order, which is how write_safetensors lays them out.
+  std::sort(f.entries_.begin(), f.entries_.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  f.index_.clear();
+  for (size_t i = 0; i < f.entries_.size(); ++i) f.index_[f.entries_[i].name] = i;
+  return f;
+}
+
+std::vector<std::string> SafetensorsFile::names() const {
+  std::vector<std::string> out;
+  for (const Entry& e : entries_) out.push_back(e.name);
+  return out;
+}
+
+const SafetensorsFile::Entry& SafetensorsFile::entry(const std::string& name) const {
+  auto it = index_.find(name);
+  TFM_CHECK(it != index_.end(), source_, ": no tensor named '", name, "'");
+  return entries_[it->second];
+}
+
+Tensor SafetensorsFile::tensor(const std::string& name) const {
+  const Entry& e = entry(name);
+  Tensor t = Tensor::empty(e.shape, e.dtype);
+  if (e.end > e.begin) std::memcpy(t.raw(), bytes_.data() + data_start_ + e.begin, e.end - e.begin);
+  return t;
+}
+
+Shape SafetensorsFile::shape(const std::string& name) const { return entry(name).shape; }
+DType SafetensorsFile::dtype(const std::string& name) const { return entry(name).dtype; }
+
+}  // namespace tfm

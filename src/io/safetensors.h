@@ -1,0 +1,60 @@
+#pragma once
+// The safetensors format (read by Hugging Face, candle and others):
+//   8 bytes: N, the header's length, unsigned little-endian
+//   N bytes: a JSON object; "__metadata__" maps strings to strings, every other key names a tensor:
+//            {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]} (byte offsets into the data)
+//   the data: every tensor's bytes, row-major, little-endian, covering the data with no gaps or overlaps
+// Reading validates all of it and throws tfm::Error naming the problem; it never reads out of bounds.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tfm {
+
+// The largest header accepted (as the reference implementation: 100 MB).
+constexpr uint64_t kMaxSafetensorsHeader = 100'000'000;
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;  // CPU; float32, float64 or int32
+};
+
+// Writes atomically (io/atomic_file.h). Names must be unique and not "__metadata__".
+void write_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
+                       const std::vector<NamedTensor>& tensors);
+
+class SafetensorsFile {
+ public:
+  // Reads and validates a file; `bytes` variant validates a buffer (`source` names it in errors).
+  static SafetensorsFile read(const std::string& path);
+  static SafetensorsFile parse(std::string bytes, const std::string& source);
+
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  std::vector<std::string> names() const;  // in file order
+  bool has(const std::string& name) const { return index_.count(name) > 0; }
+  // A copy of the named tensor; throws naming the tensor and the file if it is absent.
+  Tensor tensor(const std::string& name) const;
+  Shape shape(const std::string& name) const;
+  DType dtype(const std::string& name) const;
+
+ private:
+  struct Entry {
+    std::string name;
+    DType dtype;
+    Shape shape;
+    uint64_t begin, end;  // into data
+  };
+  const Entry& entry(const std::string& name) const;
+
+  std::string source_;
+  std::string bytes_;
+  uint64_t data_start_ = 0;
+  std::map<std::string, std::string> metadata_;
+  std::vector<Entry> entries_;
+  std::map<std::string, size_t> index_;
+};
+
+}  // namespace tfm

@@ -1,0 +1,83 @@
+#include "model/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+namespace tfm {
+
+void save_model(const Transformer& model, const std::string& path, const std::map<std::string, std::string>& extra,
+                const std::vector<NamedTensor>& extra_tensors) {
+  std::map<std::string, std::string> metadata = extra;
+  metadata["format"] = kModelFormat;
+  metadata["format_version"] = kModelFormatVersion;
+  metadata["config"] = nlohmann::json(model.config()).dump();
+  std::vector<NamedTensor> tensors;
+  const ParamStore& p = model.params();
+  for (int id = 0; id < p.size(); ++id) {
+    const Tensor v = p.value(id);
+    tensors.push_back({p.name(id), v.dtype() == DType::F32 ? v : v.to(DType::F32)});
+  }
+  tensors.insert(tensors.end(), extra_tensors.begin(), extra_tensors.end());
+  write_safetensors(path, metadata, tensors);
+}
+
+ModelConfig read_model_config(const SafetensorsFile& file) {
+  const auto& meta = file.metadata();
+  auto format = meta.find("format");
+  TFM_CHECK(format != meta.end() && format->second == kModelFormat, "not a model file of this program: metadata 'format' is ",
+            format == meta.end() ? std::string("missing") : "'" + format->second + "'", ", expected '", kModelFormat,
+            "'");
+  auto version = meta.find("format_version");
+  TFM_CHECK(version != meta.end() && version->second == kModelFormatVersion, "unsupported model format version ",
+            version == meta.end() ? std::string("(missing)") : "'" + version->second + "'", ", expected '",
+            kModelFormatVersion, "'");
+  auto text = meta.find("config");
+  TFM_CHECK(text != meta.end(), "the model file has no 'config' in its metadata");
+  ModelConfig c;
+  try {
+    from_json(nlohmann::json::parse(text->second), c);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat("the model configuration in the file is not valid JSON: ", e.what()));
+  }
+  c.validate();
+  return c;
+}
+
+std::unique_ptr<Transformer> load_model(const SafetensorsFile& file, DType dtype) {
+  const ModelConfig c = read_model_config(file);
+  // Check the size the configuration implies against the file before allocating anything.
+  int64_t in_file = 0;
+  for (const std::string& n : file.names())
+    if (!n.starts_with("optimizer.")) in_file += file.shape(n).numel();
+  const int64_t needed = parameter_count(c);
+  TFM_CHECK(in_file == needed, "the model file holds ", in_file, " parameter values but its configuration needs ",
+            needed);
+  auto model = std::make_unique<Transformer>(c, dtype);
+  const ParamStore& p = model->params();
+  for (int id = 0; id < p.size(); ++id) {
+    const std::string& n = p.name(id);
+    TFM_CHECK(file.has(n), "the model file has no tensor '", n, "'");
+    TFM_CHECK(file.shape(n) == p.shape(id), "tensor '", n, "' has shape ", file.shape(n),
+              " but the configuration needs ", p.shape(id));
+    const DType dt = file.dtype(n);
+    TFM_CHECK(dt == DType::F32 || dt == DType::F64, "tensor '", n, "' has dtype ", name(dt),
+              ", expected float32");
+    const Tensor t = file.tensor(n);
+    p.value(id).copy_from(dt == dtype ? t : t.to(dtype));
+  }
+  for (const std::string& n : file.names())
+    TFM_CHECK(n.starts_with("optimizer.") || p.find(n) >= 0, "the model file has a tensor '", n,
+              "' that is not a parameter of this model");
+  return model;
+}
+
+std::unique_ptr<Transformer> load_model(const std::string& path, DType dtype) {
+  try {
+    return load_model(SafetensorsFile::read(path), dtype);
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.starts_with(path)) throw;
+    throw Error(cat(path, ": ", what));
+  }
+}
+
+}  // namespace tfm
