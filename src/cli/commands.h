@@ -1,15 +1,24 @@
 #pragma once
-// The `transformer` command's subcommands. Each registers its options on the app and returns the
-// action to run after parsing.
+// The `transformer` command's subcommands. Each lives in its own src/cli/<name>.cc and registers
+// itself with a static Command object:
+//   static const Command kInfo(20, add_info);
+// where add_info registers the subcommand's options on the app and returns the action to run after
+// parsing (which returns -1 when its subcommand was not the one given). `order` sorts --help.
 #include <functional>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 namespace tfm::cli {
 
 using Action = std::function<int()>;
+using AddCommand = Action (*)(CLI::App& app);
 
-Action add_init(CLI::App& app);
-Action add_info(CLI::App& app);
+struct Command {
+  Command(int order, AddCommand add);
+};
+
+// Every registered command, sorted by order.
+std::vector<AddCommand> registered_commands();
 
 }  // namespace tfm::cli

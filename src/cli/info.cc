@@ -19,6 +19,7 @@ std::string grouped(int64_t n) {  // 12345678 → "12,345,678"
 }
 }  // namespace
 
+namespace {
 Action add_info(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("info", "print a model's configuration, parameter counts and file size");
@@ -61,5 +62,9 @@ Action add_info(CLI::App& app) {
     return 0;
   };
 }
+
+}  // namespace
+
+static const Command kCommand(20, add_info);
 
 }  // namespace tfm::cli

@@ -5,6 +5,7 @@
 
 namespace tfm::cli {
 
+namespace {
 Action add_init(CLI::App& app) {
   struct Options {
     ModelFlags model;
@@ -26,5 +27,9 @@ Action add_init(CLI::App& app) {
     return 0;
   };
 }
+
+}  // namespace
+
+static const Command kCommand(10, add_init);
 
 }  // namespace tfm::cli

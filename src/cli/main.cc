@@ -1,14 +1,37 @@
 // transformer: train encoder-decoder Transformer models and translate with them.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 
 #include "cli/commands.h"
 #include "core/error.h"
 
+namespace tfm::cli {
+
+namespace {
+std::vector<std::pair<int, AddCommand>>& registry() {
+  static std::vector<std::pair<int, AddCommand>> commands;
+  return commands;
+}
+}  // namespace
+
+Command::Command(int order, AddCommand add) { registry().emplace_back(order, add); }
+
+std::vector<AddCommand> registered_commands() {
+  auto sorted = registry();
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<AddCommand> out;
+  for (const auto& [order, add] : sorted) out.push_back(add);
+  return out;
+}
+
+}  // namespace tfm::cli
+
 int main(int argc, char** argv) {
   CLI::App app("transformer: the Transformer of \"Attention Is All You Need\" in C++", "transformer");
   app.require_subcommand(1);
-  const std::vector<tfm::cli::Action> actions = {tfm::cli::add_init(app), tfm::cli::add_info(app)};
+  std::vector<tfm::cli::Action> actions;
+  for (tfm::cli::AddCommand add : tfm::cli::registered_commands()) actions.push_back(add(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
