@@ -1,6 +1,7 @@
 #include "io/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -64,6 +65,10 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
   const int fd = ::mkstemp(tmp.data());
   TFM_CHECK(fd >= 0, "cannot create a temporary file beside '", path, "': ", reason());
   try {
+    // mkstemp makes the file private (0600); give it the permissions a plainly created file gets.
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    TFM_CHECK(::fchmod(fd, 0666 & ~mask) == 0, "cannot set the permissions of '", tmp, "': ", reason());
     FdBuf buf(fd);
     std::ostream out(&buf);
     write(out);

@@ -13,8 +13,19 @@ MultiHeadAttention::MultiHeadAttention(ParamStore& params, const std::string& na
 
 Tensor MultiHeadAttention::forward(const Context& ctx, const Tensor& xq, const Tensor& xkv, const AttentionMask& mask,
                                    Saved* saved) const {
-  const int64_t B = xq.size(0), T = xq.size(1), S = xkv.size(1);
-  Tensor q = q_proj.forward(ctx, xq), k = k_proj.forward(ctx, xkv), v = v_proj.forward(ctx, xkv);
+  const auto [k, v] = project_kv(ctx, xkv);
+  if (saved) saved->xkv = xkv;
+  return attend(ctx, xq, k, v, mask, saved);
+}
+
+std::pair<Tensor, Tensor> MultiHeadAttention::project_kv(const Context& ctx, const Tensor& xkv) const {
+  return {k_proj.forward(ctx, xkv), v_proj.forward(ctx, xkv)};
+}
+
+Tensor MultiHeadAttention::attend(const Context& ctx, const Tensor& xq, const Tensor& k, const Tensor& v,
+                                  const AttentionMask& mask, Saved* saved) const {
+  const int64_t B = xq.size(0), T = xq.size(1), S = k.size(1);
+  Tensor q = q_proj.forward(ctx, xq);
   ops::AttentionArgs args;
   args.heads = static_cast<int>(heads);
   args.causal = mask.causal;
@@ -27,7 +38,15 @@ Tensor MultiHeadAttention::forward(const Context& ctx, const Tensor& xq, const T
   Tensor heads_out = Tensor::empty({B, T, q.size(2)}, xq.dtype(), xq.device());
   ops::attention(q, k, v, args, probs, heads_out);
   Tensor y = out_proj.forward(ctx, heads_out);
-  if (saved) *saved = {xq, xkv, q, k, v, probs, heads_out, args};
+  if (saved) {
+    saved->xq = xq;
+    saved->q = q;
+    saved->k = k;
+    saved->v = v;
+    saved->probs = probs;
+    saved->heads_out = heads_out;
+    saved->args = args;
+  }
   return y;
 }
 

@@ -34,6 +34,12 @@ class MultiHeadAttention {
   // → [B, T, D].
   Tensor forward(const Context& ctx, const Tensor& xq, const Tensor& xkv, const AttentionMask& mask,
                  Saved* saved) const;
+  // The pieces of forward, for incremental decoding: keys and values of xkv [B, S, D] (each
+  // [B, S, D]); then attention of queries xq [B, T, D] over given keys and values → [B, T, D].
+  std::pair<Tensor, Tensor> project_kv(const Context& ctx, const Tensor& xkv) const;
+  Tensor attend(const Context& ctx, const Tensor& xq, const Tensor& k, const Tensor& v, const AttentionMask& mask,
+                Saved* saved) const;
+
   // Accumulates the parameters' gradients, dxq += dL/dxq and dxkv += dL/dxkv (pass the same tensor
   // twice for self-attention).
   void backward(const Context& ctx, const Saved& saved, const Tensor& dy, const Tensor& dxq,

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "layers/init.h"
+#include "ops/copy.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/matmul.h"
@@ -51,6 +52,30 @@ Tensor DecoderLayer::forward(const Context& ctx, const Tensor& x, const Tensor& 
       ctx, h1, [&](const Tensor& in) { return cross_attn.forward(ctx, in, memory, memory_mask, &s.cross_attn); },
       &s.cross_res);
   return ffn_res.forward(ctx, h2, [&](const Tensor& in) { return ffn.forward(ctx, in, &s.ffn); }, &s.ffn_res);
+}
+
+Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& state, size_t index) const {
+  const Tensor h1 = self_res.forward(
+      ctx, x,
+      [&](const Tensor& in) {
+        const auto [k, v] = self_attn.project_kv(ctx, in);
+        ops::write_position(state.self_k[index], k, state.length);
+        ops::write_position(state.self_v[index], v, state.length);
+        return self_attn.attend(ctx, in, state.self_k[index], state.self_v[index], {false, state.step_lengths},
+                                nullptr);
+      },
+      nullptr);
+  const Tensor h2 = cross_res.forward(
+      ctx, h1,
+      [&](const Tensor& in) {
+        MultiHeadAttention::Saved saved;
+        Tensor y = cross_attn.attend(ctx, in, state.memory_k[index], state.memory_v[index],
+                                     {false, state.src_lengths}, state.record_attention ? &saved : nullptr);
+        if (state.record_attention) state.cross_attention[index] = saved.probs;
+        return y;
+      },
+      nullptr);
+  return ffn_res.forward(ctx, h2, [&](const Tensor& in) { return ffn.forward(ctx, in, nullptr); }, nullptr);
 }
 
 Tensor DecoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& dy, const Tensor& dmemory) const {
@@ -142,6 +167,54 @@ Tensor Transformer::project(const Context& ctx, const Tensor& hidden) const {
   Tensor logits = Tensor::empty(Shape(dims), hidden.dtype(), hidden.device());
   ops::matmul(hidden, ctx.value(tgt_embedding), logits, {.trans_b = true});  // h · Eᵀ (§3.4)
   return logits;
+}
+
+DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,
+                                        int64_t max_length, bool record_attention) const {
+  TFM_CHECK(max_length >= 1, "decoding needs a maximum length of at least 1, got ", max_length);
+  DecodeState state;
+  state.src_lengths = src_lengths.clone();
+  state.record_attention = record_attention;
+  const int64_t B = memory.size(0);
+  for (const DecoderLayer& layer : decoder) {
+    const auto [k, v] = layer.cross_attn.project_kv(ctx, memory);
+    state.memory_k.push_back(k);
+    state.memory_v.push_back(v);
+    state.self_k.push_back(Tensor::zeros({B, max_length, config_.d_model}, memory.dtype(), memory.device()));
+    state.self_v.push_back(Tensor::zeros({B, max_length, config_.d_model}, memory.dtype(), memory.device()));
+  }
+  state.cross_attention.resize(decoder.size());
+  state.step_lengths = Tensor::zeros({B}, DType::I32);
+  return state;
+}
+
+Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const {
+  const int64_t rows = state.rows();
+  TFM_CHECK(tokens.numel() == rows, "decode_step: ", tokens.numel(), " tokens for ", rows, " hypotheses");
+  TFM_CHECK(state.self_k.empty() || state.length < state.self_k[0].size(1), "decode_step: the cache holds ",
+            state.length, " tokens, its capacity");
+  state.step_lengths.fill(static_cast<double>(state.length + 1));
+  Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);
+  for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].step(ctx, x, state, i);
+  if (config_.pre_norm) x = decoder_norm.forward(ctx, x, nullptr);
+  ++state.length;
+  return project(ctx, x).view({rows, config_.vocab_size});
+}
+
+void Transformer::reorder(DecodeState& state, const Tensor& rows) const {
+  auto select = [&](Tensor& t) {
+    std::vector<int64_t> dims = t.shape().to_vector();
+    dims[0] = rows.numel();
+    Tensor out = Tensor::empty(Shape(dims), t.dtype(), t.device());
+    ops::index_select(t, rows, out);
+    t = out;
+  };
+  select(state.src_lengths);
+  select(state.step_lengths);
+  for (auto* group : {&state.memory_k, &state.memory_v, &state.self_k, &state.self_v})
+    for (Tensor& t : *group) select(t);
+  for (Tensor& t : state.cross_attention)
+    if (t.defined()) select(t);
 }
 
 Tensor Transformer::forward(const Context& ctx, const Batch& batch, Saved* saved) const {

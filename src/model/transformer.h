@@ -13,6 +13,19 @@
 
 namespace tfm {
 
+// Incremental decoding (one token per hypothesis per step). B' counts hypotheses (sentences ×
+// beams); rows can be reordered or dropped between steps (Transformer::reorder).
+struct DecodeState {
+  Tensor src_lengths;                      // int32 [B']
+  std::vector<Tensor> memory_k, memory_v;  // per decoder layer: the encoder output's keys, values [B', S, D]
+  std::vector<Tensor> self_k, self_v;      // per decoder layer: keys, values of the tokens so far [B', L, D]
+  Tensor step_lengths;                     // int32 [B']: tokens visible to self-attention this step
+  int64_t length = 0;                      // tokens decoded so far (< L, the cache's capacity)
+  bool record_attention = false;           // keep each layer's encoder-decoder attention of the last step
+  std::vector<Tensor> cross_attention;     // per decoder layer: [B', H, 1, S] (when recorded)
+  int64_t rows() const { return src_lengths.numel(); }
+};
+
 class EncoderLayer {
  public:
   struct Saved {
@@ -41,6 +54,9 @@ class DecoderLayer {
   // x: [B, T, D], memory (the encoder's output): [B, S, D] → [B, T, D]
   Tensor forward(const Context& ctx, const Tensor& x, const Tensor& memory, const AttentionMask& self_mask,
                  const AttentionMask& memory_mask, Saved* saved) const;
+  // One decoding step: x [B', 1, D] at position state.length, using and extending layer `index`'s
+  // cache → [B', 1, D].
+  Tensor step(const Context& ctx, const Tensor& x, DecodeState& state, size_t index) const;
   // → dx; dmemory += the gradient reaching the encoder's output through this layer.
   Tensor backward(const Context& ctx, const Saved& saved, const Tensor& dy, const Tensor& dmemory) const;
 
@@ -86,6 +102,15 @@ class Transformer {
                 const Tensor& src_lengths, Saved* saved) const;
   // hidden [..., D] → logits [..., V], through the (shared) target embedding: h · Eᵀ.
   Tensor project(const Context& ctx, const Tensor& hidden) const;
+
+  // Incremental decoding over the encoder output memory [B, S, D], for up to max_length tokens.
+  DecodeState start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,
+                             int64_t max_length, bool record_attention = false) const;
+  // Feeds each hypothesis's last token, int32 [B'], and returns the next token's logits [B', V].
+  Tensor decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const;
+  // Keeps rows `rows` (int32 [B'']) of every cache, in that order: beam reordering, expansion of
+  // sentences into beams, dropping finished sentences.
+  void reorder(DecodeState& state, const Tensor& rows) const;
 
   const ModelConfig& config() const { return config_; }
   ParamStore& params() { return params_; }

@@ -70,6 +70,10 @@ template <class T>
 void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, double beta1, double beta2, double eps,
                int64_t step);
 
+// Byte copies (any dtype): dst row i = src row indices[i]; cache[b, position] = x[b].
+void copy_rows(int64_t n, int64_t row_bytes, const int32_t* indices, const char* src, char* dst);
+void write_position(int64_t batch, int64_t length, int64_t row_bytes, int64_t position, const char* x, char* cache);
+
 }  // namespace tfm::cpu
 
 // Explicit instantiation for both float types, at the end of each kernel file.

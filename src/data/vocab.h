@@ -1,0 +1,47 @@
+#pragma once
+// The subword vocabulary: a SentencePiece model (BPE or unigram) shared by source and target, as the
+// paper's shared BPE, so that the embeddings can be tied. Special ids are fixed: pad 0, unk 1,
+// bos 2, eos 3 (ModelConfig's defaults).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace tfm {
+
+struct VocabOptions {
+  int64_t size = 8000;               // pieces, specials included
+  std::string model_type = "bpe";    // "bpe" or "unigram"
+  double character_coverage = 1.0;   // fraction of characters the vocabulary must cover
+  int64_t max_sentences = 2'000'000; // sentences sampled for training the vocabulary
+  uint64_t seed = 1;
+};
+
+class Vocab {
+ public:
+  Vocab();
+  ~Vocab();
+  Vocab(Vocab&&) noexcept;
+  Vocab& operator=(Vocab&&) noexcept;
+
+  // Trains on the given sentences (e.g. both sides of the training data) and returns the vocabulary.
+  static Vocab train(const std::vector<std::string>& sentences, const VocabOptions& options);
+  static Vocab load(const std::string& path);
+  // Writes the .model file atomically.
+  void save(const std::string& path) const;
+
+  std::vector<int32_t> encode(const std::string& text) const;
+  std::string decode(const std::vector<int32_t>& ids) const;  // stops at nothing; skips specials
+  std::string piece(int32_t id) const;
+  int64_t size() const;
+
+ private:
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::string serialized_;
+};
+
+}  // namespace tfm

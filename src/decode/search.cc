@@ -1,0 +1,263 @@
+#include "decode/search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tfm {
+
+double length_penalty(int64_t length, double alpha) {
+  return std::pow((5.0 + static_cast<double>(length)) / 6.0, alpha);
+}
+
+namespace {
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+struct Encoded {
+  Tensor src, src_lengths, memory;
+  std::vector<int64_t> max_length;  // per sentence, EOS included
+  int64_t capacity = 0;
+};
+
+Encoded encode_batch(const Transformer& model, const Context& ctx, const std::vector<std::vector<int32_t>>& sources,
+                     const SearchOptions& o) {
+  TFM_CHECK(!sources.empty(), "decoding an empty batch");
+  const ModelConfig& c = model.config();
+  // make_batch needs targets; decoding has none, so give each sentence an empty one.
+  const Batch batch = make_batch(sources, std::vector<std::vector<int32_t>>(sources.size()), c);
+  Encoded e;
+  e.src = batch.src;
+  e.src_lengths = batch.src_lengths;
+  e.memory = model.encode(ctx, batch.src, batch.src_lengths, nullptr);
+  for (const auto& s : sources) {
+    const double limit = o.max_length_a * static_cast<double>(s.size()) + o.max_length_b;
+    e.max_length.push_back(std::max<int64_t>(1, static_cast<int64_t>(std::floor(limit))));
+    e.capacity = std::max(e.capacity, e.max_length.back());
+  }
+  return e;
+}
+
+// log softmax of one row of logits, in double.
+template <class T>
+void log_softmax(const T* z, int64_t n, std::vector<double>& out) {
+  out.resize(static_cast<size_t>(n));
+  double max = kNegInf;
+  for (int64_t i = 0; i < n; ++i) max = std::max(max, double(z[i]));
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(double(z[i]) - max);
+  const double lse = max + std::log(sum);
+  for (int64_t i = 0; i < n; ++i) out[i] = double(z[i]) - lse;
+}
+
+// log softmax of row r of logits [rows, V] (float32 or float64).
+void row_log_softmax(const Tensor& logits, int64_t r, std::vector<double>& out) {
+  const int64_t V = logits.size(1);
+  if (logits.dtype() == DType::F64) log_softmax(logits.data<double>() + r * V, V, out);
+  else log_softmax(logits.data<float>() + r * V, V, out);
+}
+
+// Tokens a hypothesis may produce: never padding or BOS.
+bool allowed(const ModelConfig& c, int32_t v) { return v != c.pad_id && v != c.bos_id; }
+
+// One step's bookkeeping for backtracking: for each row, the row of the previous step it extends,
+// the token it was fed, and (when recorded) each layer's attention [rows, H, 1, S].
+struct StepRecord {
+  std::vector<int32_t> parent, token;
+  std::vector<Tensor> attention;
+};
+
+// Follows a hypothesis back from (step, row), where it produced EOS.
+Hypothesis backtrack(const std::vector<StepRecord>& steps, int64_t step, int32_t row, double score, double alpha,
+                     bool with_attention, int64_t src_len, int64_t heads) {
+  Hypothesis h;
+  h.score = score;
+  const int64_t length = step + 1;  // tokens including EOS
+  h.normalized = score / length_penalty(length, alpha);
+  std::vector<int32_t> chain(static_cast<size_t>(length));  // row at each step
+  int32_t r = row;
+  for (int64_t t = step; t >= 0; --t) {
+    chain[t] = r;
+    if (t > 0) h.tokens.push_back(steps[t].token[r]);
+    r = steps[t].parent[r];
+  }
+  std::reverse(h.tokens.begin(), h.tokens.end());
+  if (with_attention) {
+    const int64_t layers = static_cast<int64_t>(steps[0].attention.size());
+    h.attention = Tensor::zeros({layers, heads, length, src_len});
+    float* out = h.attention.data<float>();
+    for (int64_t t = 0; t < length; ++t)
+      for (int64_t l = 0; l < layers; ++l) {
+        const Tensor& a = steps[t].attention[l];  // [rows, H, 1, S_batch]
+        const Tensor af = a.dtype() == DType::F32 ? a : a.to(DType::F32);
+        const int64_t s_batch = a.size(3);
+        const float* src = af.data<float>() + chain[t] * heads * s_batch;
+        for (int64_t hd = 0; hd < heads; ++hd)
+          for (int64_t s = 0; s < src_len; ++s)
+            out[((l * heads + hd) * length + t) * src_len + s] = src[hd * s_batch + s];
+      }
+  }
+  return h;
+}
+
+StepRecord record_of(const std::vector<int32_t>& parent, const std::vector<int32_t>& token, const DecodeState& state) {
+  StepRecord r{parent, token, {}};
+  if (state.record_attention) r.attention = state.cross_attention;
+  return r;
+}
+}  // namespace
+
+std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
+                                      const SearchOptions& o) {
+  const Context ctx = model.context();
+  const ModelConfig& c = model.config();
+  Encoded e = encode_batch(model, ctx, sources, o);
+  DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention);
+  const int64_t B = static_cast<int64_t>(sources.size());
+  std::vector<Hypothesis> out(static_cast<size_t>(B));
+  std::vector<int32_t> rows(B), parent(B), token(B, c.bos_id);  // row → sentence
+  for (int64_t b = 0; b < B; ++b) rows[b] = parent[b] = static_cast<int32_t>(b);
+  std::vector<double> score(B, 0.0);
+  std::vector<StepRecord> steps;
+  std::vector<double> logp;
+  for (int64_t t = 0; !rows.empty(); ++t) {
+    const Tensor logits = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token));
+    steps.push_back(record_of(parent, token, state));
+    std::vector<int32_t> keep, next_rows, next_token;
+    std::vector<double> next_score;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const int64_t b = rows[r];
+      row_log_softmax(logits, static_cast<int64_t>(r), logp);
+      int32_t best = c.eos_id;
+      if (t + 1 < e.max_length[b])
+        for (int32_t v = 0; v < c.vocab_size; ++v)
+          if (allowed(c, v) && logp[v] > logp[best]) best = v;
+      const double s = score[r] + logp[best];
+      if (best == c.eos_id) {
+        out[b] = backtrack(steps, t, static_cast<int32_t>(r), s, o.length_penalty, o.record_attention,
+                           e.src_lengths.data<int32_t>()[b], c.heads);
+      } else {
+        keep.push_back(static_cast<int32_t>(r));
+        next_rows.push_back(static_cast<int32_t>(b));
+        next_token.push_back(best);
+        next_score.push_back(s);
+      }
+    }
+    if (next_rows.empty()) break;
+    if (keep.size() != rows.size()) model.reorder(state, Tensor::from<int32_t>({int64_t(keep.size())}, keep));
+    rows = next_rows;
+    parent = keep;
+    token = next_token;
+    score = next_score;
+  }
+  return out;
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
+                                                 const std::vector<std::vector<int32_t>>& sources,
+                                                 const SearchOptions& o) {
+  TFM_CHECK(o.beam_size >= 1, "beam size must be at least 1, got ", o.beam_size);
+  TFM_CHECK(o.n_best >= 1 && o.n_best <= o.beam_size, "n-best must be in [1, beam size ", o.beam_size, "], got ",
+            o.n_best);
+  const Context ctx = model.context();
+  const ModelConfig& c = model.config();
+  const int64_t K = o.beam_size, V = c.vocab_size, B = static_cast<int64_t>(sources.size());
+  Encoded e = encode_batch(model, ctx, sources, o);
+  DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention);
+
+  // Rows are grouped by sentence, K per active sentence. At the start only beam 0 of each sentence
+  // is alive (the others score −∞), so the first step expands one hypothesis.
+  std::vector<int32_t> active(B), parent, token;
+  std::vector<double> score;
+  for (int64_t b = 0; b < B; ++b) {
+    active[b] = static_cast<int32_t>(b);
+    for (int64_t k = 0; k < K; ++k) {
+      parent.push_back(static_cast<int32_t>(b));
+      token.push_back(c.bos_id);
+      score.push_back(k == 0 ? 0.0 : kNegInf);
+    }
+  }
+  model.reorder(state, Tensor::from<int32_t>({B * K}, parent));
+  std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(B));
+  std::vector<StepRecord> steps;
+  std::vector<double> logp;
+  struct Candidate {
+    double score;
+    int32_t row, token;
+  };
+  std::vector<Candidate> cands;
+  for (int64_t t = 0; !active.empty(); ++t) {
+    const Tensor logits = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(token.size())}, token));
+    steps.push_back(record_of(parent, token, state));
+    std::vector<int32_t> next_active, next_parent, next_token;
+    std::vector<double> next_score;
+    for (size_t i = 0; i < active.size(); ++i) {
+      const int64_t b = active[i];
+      const bool last = t + 1 >= e.max_length[b];  // only EOS may follow
+      cands.clear();
+      for (int64_t k = 0; k < K; ++k) {
+        const int32_t r = static_cast<int32_t>(i * K + k);
+        if (score[r] == kNegInf) continue;
+        row_log_softmax(logits, r, logp);
+        if (last) {
+          cands.push_back({score[r] + logp[c.eos_id], r, c.eos_id});
+          continue;
+        }
+        for (int32_t v = 0; v < V; ++v)
+          if (allowed(c, v)) cands.push_back({score[r] + logp[v], r, v});
+      }
+      // The best 2K: enough to refill K live beams even if K of them end here.
+      const size_t top = std::min(cands.size(), static_cast<size_t>(2 * K));
+      std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(top), cands.end(),
+                        [](const Candidate& a, const Candidate& b) {
+                          return a.score != b.score ? a.score > b.score : (a.row != b.row ? a.row < b.row : a.token < b.token);
+                        });
+      std::vector<Candidate> live;
+      auto& done = finished[b];
+      for (size_t rank = 0; rank < top; ++rank) {
+        const Candidate& cand = cands[rank];
+        if (cand.token == c.eos_id) {
+          // As fairseq: an ending counts only among the best K, so beam 1 is greedy search.
+          if (rank < static_cast<size_t>(K) || last)
+            done.push_back(backtrack(steps, t, cand.row, cand.score, o.length_penalty, o.record_attention,
+                                     e.src_lengths.data<int32_t>()[b], c.heads));
+        } else if (static_cast<int64_t>(live.size()) < K) {
+          live.push_back(cand);
+        }
+      }
+      std::sort(done.begin(), done.end(), [](const Hypothesis& x, const Hypothesis& y) { return x.normalized > y.normalized; });
+      // Done when K hypotheses have ended, or when none of the live ones can beat the n-th best
+      // ended one: a live score can only fall, and the length penalty is largest at the maximum
+      // length, so score / max lp bounds what it can reach.
+      bool stop = last || live.empty() || static_cast<int64_t>(done.size()) >= K;
+      if (!stop && static_cast<int64_t>(done.size()) >= o.n_best) {
+        const double lp_max = std::max(length_penalty(t + 2, o.length_penalty),
+                                       length_penalty(e.max_length[b], o.length_penalty));
+        double bound = kNegInf;
+        for (const Candidate& l : live) bound = std::max(bound, l.score <= 0 ? l.score / lp_max : l.score);
+        stop = done[o.n_best - 1].normalized >= bound;
+      }
+      if (stop) continue;
+      next_active.push_back(static_cast<int32_t>(b));
+      for (int64_t k = 0; k < K; ++k) {
+        const bool real = k < static_cast<int64_t>(live.size());
+        const Candidate& l = real ? live[k] : live[0];
+        next_parent.push_back(l.row);
+        next_token.push_back(l.token);
+        next_score.push_back(real ? l.score : kNegInf);
+      }
+    }
+    if (next_active.empty()) break;
+    model.reorder(state, Tensor::from<int32_t>({int64_t(next_parent.size())}, next_parent));
+    active = next_active;
+    parent = next_parent;
+    token = next_token;
+    score = next_score;
+  }
+  for (auto& done : finished) {
+    TFM_CHECK(!done.empty(), "beam search ended a sentence without a hypothesis");
+    if (static_cast<int64_t>(done.size()) > o.n_best) done.resize(static_cast<size_t>(o.n_best));
+  }
+  return finished;
+}
+
+}  // namespace tfm

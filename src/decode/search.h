@@ -1,0 +1,41 @@
+#pragma once
+// Decoding as in the paper (§6.1): beam search with a length penalty, and greedy search.
+// Sentences of a batch are decoded together, all their beams in one batch of hypotheses, with the
+// model's incremental decoding cache (keys and values of earlier tokens; the encoder output's
+// keys and values computed once per sentence).
+#include <cstdint>
+#include <vector>
+
+#include "model/transformer.h"
+
+namespace tfm {
+
+struct SearchOptions {
+  int64_t beam_size = 4;        // 1 = greedy
+  double length_penalty = 0.6;  // α of GNMT's lp(Y) = ((5 + |Y|) / 6)^α (Wu et al., 2016); 0 = none
+  double max_length_a = 1.0;    // at most a · (source tokens) + b output tokens, end of sentence included
+  double max_length_b = 50.0;
+  int64_t n_best = 1;           // hypotheses returned per sentence (≤ beam_size)
+  bool record_attention = false;  // keep the encoder-decoder attention of every output token
+};
+
+struct Hypothesis {
+  std::vector<int32_t> tokens;  // without BOS and EOS
+  double score = 0;             // Σ log p of the tokens and EOS
+  double normalized = 0;        // score / lp(|tokens| + 1): what beam search ranks by
+  // When recorded: encoder-decoder attention [layers, heads, |tokens| + 1, source length incl. EOS].
+  Tensor attention;
+};
+
+// The length penalty of a hypothesis of `length` tokens (EOS included).
+double length_penalty(int64_t length, double alpha);
+
+// n-best hypotheses per sentence (best first), for a batch of source sentences (ids without EOS).
+std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
+                                                 const std::vector<std::vector<int32_t>>& sources,
+                                                 const SearchOptions& options);
+// The most probable token at each step until EOS (ranks by score, not normalized score).
+std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
+                                      const SearchOptions& options);
+
+}  // namespace tfm

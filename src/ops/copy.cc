@@ -1,0 +1,39 @@
+#include "ops/copy.h"
+
+#include "ops/cpu/kernels.h"
+#include "ops/dispatch.h"
+
+namespace tfm::ops {
+
+void index_select(const Tensor& src, const Tensor& indices, const Tensor& dst) {
+  TFM_CHECK(src.rank() >= 1 && dst.rank() == src.rank(), "index_select: src ", src.shape(), " and dst ", dst.shape(),
+            " must have the same rank >= 1");
+  check_dtype("index_select", "indices", indices, DType::I32);
+  const int64_t n = indices.numel(), rows = src.size(0), row = rows ? src.numel() / rows : 0;
+  TFM_CHECK(dst.size(0) == n && dst.numel() == n * row, "index_select: dst has shape ", dst.shape(), ", expected ", n,
+            " rows like ", src.shape());
+  TFM_CHECK(src.dtype() == dst.dtype() && src.device() == dst.device(), "index_select: src and dst differ in dtype or device");
+  const int32_t* idx = indices.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i)
+    TFM_CHECK(idx[i] >= 0 && idx[i] < rows, "index_select: index ", idx[i], " at position ", i, " is outside [0, ", rows,
+              ")");
+  TFM_CHECK(src.device() == Device::CPU, "index_select: no kernel for device '", name(src.device()), "'");
+  cpu::copy_rows(n, static_cast<int64_t>(row * size_of(src.dtype())), idx, static_cast<const char*>(src.raw()),
+                 static_cast<char*>(dst.raw()));
+}
+
+void write_position(const Tensor& cache, const Tensor& x, int64_t position) {
+  check_rank("write_position", "cache", cache, 3);
+  check_rank("write_position", "x", x, 3);
+  TFM_CHECK(x.size(0) == cache.size(0) && x.size(1) == 1 && x.size(2) == cache.size(2), "write_position: x ",
+            x.shape(), " does not fit cache ", cache.shape());
+  TFM_CHECK(position >= 0 && position < cache.size(1), "write_position: position ", position,
+            " is outside the cache's ", cache.size(1), " positions");
+  TFM_CHECK(x.dtype() == cache.dtype() && x.device() == cache.device(), "write_position: x and cache differ in dtype or device");
+  TFM_CHECK(x.device() == Device::CPU, "write_position: no kernel for device '", name(x.device()), "'");
+  const int64_t width = cache.size(2) * static_cast<int64_t>(size_of(x.dtype()));
+  cpu::write_position(cache.size(0), cache.size(1), width, position, static_cast<const char*>(x.raw()),
+                      static_cast<char*>(cache.raw()));
+}
+
+}  // namespace tfm::ops

@@ -1,0 +1,16 @@
+#pragma once
+// Moving rows: beam reordering and writing decoding caches.
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace tfm::ops {
+
+// dst[i, ...] = src[indices[i], ...]: rows of src (along dim 0) picked by int32 indices [N];
+// dst: [N, ...rest of src's shape]. dst must not alias src.
+void index_select(const Tensor& src, const Tensor& indices, const Tensor& dst);
+
+// cache[b, position, :] = x[b, 0, :] for every b; cache: [B, L, D], x: [B, 1, D], 0 ≤ position < L.
+void write_position(const Tensor& cache, const Tensor& x, int64_t position);
+
+}  // namespace tfm::ops
