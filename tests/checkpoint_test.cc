@@ -142,7 +142,9 @@ TEST(Checkpoint, BitFlipsAreRejectedOrHarmless) {
     const std::string msg = try_load(b);  // must return, never crash
     if (!msg.empty()) ++rejected;
     // A flip inside the 8-byte length or the JSON's structure must never be accepted silently.
-    if (pos < 8) EXPECT_NE(msg, "") << "flip in the header length at byte " << pos << " accepted";
+    if (pos < 8) {
+      EXPECT_NE(msg, "") << "flip in the header length at byte " << pos << " accepted";
+    }
   }
   EXPECT_GT(rejected, 500);
 }

@@ -145,7 +145,9 @@ TEST(Decode, NBestListsAreSortedDistinctAndScoredConsistently) {
     ASSERT_EQ(beam[b].size(), 5u);
     for (size_t i = 0; i < beam[b].size(); ++i) {
       const Hypothesis& h = beam[b][i];
-      if (i > 0) EXPECT_GE(beam[b][i - 1].normalized, h.normalized);
+      if (i > 0) {
+        EXPECT_GE(beam[b][i - 1].normalized, h.normalized);
+      }
       for (size_t j = 0; j < i; ++j) EXPECT_NE(beam[b][j].tokens, h.tokens);
       EXPECT_NEAR(h.score, sequence_score(*m, kSources[b], h.tokens), 1e-4);
       EXPECT_NEAR(h.normalized, h.score / length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, 0.6), 1e-9);

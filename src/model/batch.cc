@@ -42,6 +42,7 @@ Batch make_batch(const std::vector<std::vector<int32_t>>& sources, const std::ve
     out[y.size()] = config.eos_id;
     batch.src_lengths.data<int32_t>()[b] = static_cast<int32_t>(x.size() + 1);
     batch.tgt_lengths.data<int32_t>()[b] = static_cast<int32_t>(y.size() + 1);
+    batch.source_tokens += static_cast<int64_t>(x.size() + 1);
     batch.target_tokens += static_cast<int64_t>(y.size() + 1);
   }
   return batch;

@@ -15,6 +15,7 @@ struct Batch {
   Tensor tgt_in;       // int32 [B, T]: BOS, y_1 .. y_n (the decoder's input, shifted right), then pad_id
   Tensor tgt_out;      // int32 [B, T]: y_1 .. y_n, EOS (what the decoder predicts), then pad_id
   Tensor tgt_lengths;  // int32 [B]: n + 1
+  int64_t source_tokens = 0;  // Σ m + 1
   int64_t target_tokens = 0;  // Σ n + 1, the tokens the loss counts
 
   int64_t size() const { return src.size(0); }

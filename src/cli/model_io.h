@@ -1,0 +1,27 @@
+#pragma once
+// -m MODEL and --vocab for the commands that use a trained model. The vocabulary defaults to
+// vocab.model in the model's folder, where `transformer train` writes it.
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "data/vocab.h"
+#include "model/transformer.h"
+
+namespace tfm::cli {
+
+struct ModelPaths {
+  std::string model, vocab;
+};
+
+struct LoadedModel {
+  std::unique_ptr<Transformer> model;
+  Vocab vocab;  // loaded only when needed
+};
+
+void add_model_options(CLI::App& cmd, ModelPaths& paths);
+// Loads the model (and the vocabulary if `need_vocab`), checking that they agree in size.
+LoadedModel load_model_and_vocab(const ModelPaths& paths, bool need_vocab);
+
+}  // namespace tfm::cli

@@ -1,0 +1,77 @@
+// transformer train: from parallel text to a model (train/options.h documents every option).
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "io/atomic_file.h"
+#include "train/trainer.h"
+
+namespace tfm::cli {
+
+namespace {
+
+std::string dashed(std::string s) {
+  std::replace(s.begin(), s.end(), '_', '-');
+  return s;
+}
+
+Action add_train(CLI::App& app) {
+  struct Options {
+    std::string config;
+    std::map<std::string, std::string> train;  // field → text from the command line
+    std::map<std::string, std::string> model;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("train", "train a model from parallel text (options: docs/training.md)");
+  cmd->add_option("--config", o->config, "JSON file of training options; flags override it");
+  const TrainOptions default_options;
+  const nlohmann::json defaults = default_options;
+  for (const auto& [field, value] : defaults.items()) {
+    if (field == "model") continue;
+    cmd->add_option("--" + dashed(field), o->train[field], "default: " + value.dump())->type_name("VALUE");
+  }
+  // The vocabulary fixes the model's vocab_size and special ids, so they have no flags here.
+  const std::set<std::string> from_vocab = {"vocab_size", "pad_id", "unk_id", "bos_id", "eos_id"};
+  for (const std::string& field : model_config_fields())
+    if (!from_vocab.count(field)) cmd->add_option("--" + dashed(field), o->model[field], "model: override the preset's " + field)->type_name("VALUE");
+  return [cmd, o, defaults] {
+    if (!*cmd) return -1;
+    TrainOptions options;
+    if (!o->config.empty()) {
+      nlohmann::json file;
+      try {
+        file = nlohmann::json::parse(read_file(o->config));
+      } catch (const nlohmann::json::exception& e) {
+        throw tfm::Error(cat(o->config, ": not valid JSON: ", e.what()));
+      }
+      from_json(file, options);
+    }
+    // A flag's text is read as JSON for numbers and booleans, as is for strings.
+    auto value_of = [](const std::string& field, const std::string& text, const nlohmann::json& like) {
+      if (like.is_string()) return nlohmann::json(text);
+      nlohmann::json v = nlohmann::json::parse(text, nullptr, false);
+      TFM_CHECK(!v.is_discarded() && !v.is_string() && !v.is_object() && !v.is_array(), "--", dashed(field), ": '",
+                text, "' is not a ", like.is_boolean() ? "boolean (true/false)" : "number");
+      return v;
+    };
+    nlohmann::json overrides = nlohmann::json::object();
+    for (const auto& [field, text] : o->train)
+      if (!text.empty()) overrides[field] = value_of(field, text, defaults[field]);
+    const ModelConfig default_model;
+    const nlohmann::json model_defaults = default_model;
+    for (const auto& [field, text] : o->model)
+      if (!text.empty()) overrides["model"][field] = value_of(field, text, model_defaults[field]);
+    from_json(overrides, options);
+    const TrainResult r = train(options);
+    std::printf("%s\n", r.final_model.c_str());
+    return 0;
+  };
+}
+
+}  // namespace
+
+static const Command kCommand(30, add_train);
+
+}  // namespace tfm::cli

@@ -1,0 +1,171 @@
+// transformer translate -m MODEL: sentences on stdin (or --input) → translations on stdout, in order.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/model_io.h"
+#include "core/error.h"
+#include "core/threads.h"
+#include "data/text.h"
+#include "decode/translator.h"
+
+namespace tfm::cli {
+
+namespace {
+
+struct Options {
+  ModelPaths paths;
+  std::string input, attention_path;
+  TranslateOptions translate;
+  bool scores = false, ids = false;
+  int64_t threads = 0, chunk_lines = 10000;
+};
+
+// Reads up to `max` lines; returns false at end of input with nothing read.
+bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines) {
+  lines.clear();
+  std::string line;
+  while (static_cast<int64_t>(lines.size()) < max && std::getline(in, line)) lines.push_back(line);
+  return !lines.empty();
+}
+
+std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number, int64_t vocab_size) {
+  std::vector<int32_t> ids;
+  std::istringstream s(line);
+  std::string word;
+  while (s >> word) {
+    char* end = nullptr;
+    const long long v = std::strtoll(word.c_str(), &end, 10);
+    TFM_CHECK(end && *end == '\0', "line ", line_number, ": '", word, "' is not a token id");
+    TFM_CHECK(v >= 0 && v < vocab_size, "line ", line_number, ": token id ", v, " is outside the vocabulary [0, ",
+              vocab_size, ")");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+std::string join_ids(const std::vector<int32_t>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size(); ++i) out += (i ? " " : "") + std::to_string(ids[i]);
+  return out;
+}
+
+int run(const Options& o) {
+  if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
+  const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
+  std::ifstream file;
+  if (!o.input.empty()) {
+    file.open(o.input, std::ios::binary);
+    TFM_CHECK(file, "cannot open --input '", o.input, "'");
+  }
+  std::istream& in = o.input.empty() ? std::cin : file;
+  std::ofstream attention;
+  if (!o.attention_path.empty()) {
+    attention.open(o.attention_path);
+    TFM_CHECK(attention, "cannot write --attention '", o.attention_path, "'");
+  }
+  TranslateOptions to = o.translate;
+  to.search.record_attention = !o.attention_path.empty();
+  std::vector<std::string> lines;
+  int64_t line_number = 0;
+  while (read_chunk(in, o.chunk_lines, lines)) {
+    std::vector<std::vector<int32_t>> sources;
+    for (std::string& raw : lines) {
+      ++line_number;
+      std::string line(trim(raw));
+      if (o.ids) {
+        sources.push_back(parse_ids(line, line_number, lm.model->config().vocab_size));
+        continue;
+      }
+      if (!valid_utf8(line)) {
+        std::fprintf(stderr, "warning: line %lld is not valid UTF-8; invalid bytes replaced by U+FFFD\n",
+                     static_cast<long long>(line_number));
+        line = repair_utf8(line);
+      }
+      sources.push_back(lm.vocab.encode(line));
+    }
+    const std::vector<Translation> out = translate_ids(*lm.model, sources, to);
+    const int64_t first = line_number - static_cast<int64_t>(lines.size()) + 1;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const Translation& t = out[i];
+      const int64_t n = first + static_cast<int64_t>(i);
+      if (t.truncated)
+        std::fprintf(stderr, "warning: line %lld has more than %lld tokens; translated its first %lld\n",
+                     static_cast<long long>(n), static_cast<long long>(to.max_input_tokens),
+                     static_cast<long long>(to.max_input_tokens));
+      auto text = [&](const Hypothesis& h) { return o.ids ? join_ids(h.tokens) : lm.vocab.decode(h.tokens); };
+      if (to.search.n_best > 1) {
+        for (const Hypothesis& h : t.hypotheses)
+          std::printf("%lld ||| %s ||| %.6f\n", static_cast<long long>(n - 1), text(h).c_str(), h.normalized);
+        if (t.hypotheses.empty()) std::printf("%lld ||| ||| 0\n", static_cast<long long>(n - 1));
+      } else {
+        const std::string best = t.hypotheses.empty() ? "" : text(t.hypotheses[0]);
+        if (o.scores) std::printf("%s\t%.6f\n", best.c_str(), t.hypotheses.empty() ? 0.0 : t.hypotheses[0].normalized);
+        else std::printf("%s\n", best.c_str());
+      }
+      if (attention.is_open()) {
+        nlohmann::json j = {{"line", n}};
+        std::vector<std::string> src, tgt;
+        for (int32_t id : t.source_ids) src.push_back(o.ids ? std::to_string(id) : lm.vocab.piece(id));
+        src.push_back("</s>");
+        if (!t.hypotheses.empty()) {
+          const Hypothesis& h = t.hypotheses[0];
+          for (int32_t id : h.tokens) tgt.push_back(o.ids ? std::to_string(id) : lm.vocab.piece(id));
+          tgt.push_back("</s>");
+          // [layers][heads][target][source]
+          const Tensor& a = h.attention;
+          nlohmann::json layers = nlohmann::json::array();
+          const float* p = a.data<float>();
+          for (int64_t l = 0; l < a.size(0); ++l) {
+            nlohmann::json heads = nlohmann::json::array();
+            for (int64_t hd = 0; hd < a.size(1); ++hd) {
+              nlohmann::json rows = nlohmann::json::array();
+              for (int64_t r = 0; r < a.size(2); ++r) {
+                const float* row = p + ((l * a.size(1) + hd) * a.size(2) + r) * a.size(3);
+                rows.push_back(std::vector<float>(row, row + a.size(3)));
+              }
+              heads.push_back(rows);
+            }
+            layers.push_back(heads);
+          }
+          j["attention"] = layers;
+        }
+        j["source"] = src;
+        j["target"] = tgt;
+        attention << j.dump() << '\n';
+      }
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+Action add_translate(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("translate", "translate sentences from stdin (or --input) to stdout");
+  add_model_options(*cmd, o->paths);
+  cmd->add_option("-i,--input", o->input, "input file (default: stdin)");
+  SearchOptions& s = o->translate.search;
+  cmd->add_option("-b,--beam", s.beam_size, "beam size (1: greedy)")->capture_default_str();
+  cmd->add_option("--length-penalty", s.length_penalty, "alpha of ((5+|Y|)/6)^alpha")->capture_default_str();
+  cmd->add_option("--max-length-a", s.max_length_a, "at most a*source_tokens + b output tokens")->capture_default_str();
+  cmd->add_option("--max-length-b", s.max_length_b, "see --max-length-a")->capture_default_str();
+  cmd->add_option("--n-best", s.n_best, "print this many hypotheses per line: 'i ||| text ||| score'")->capture_default_str();
+  cmd->add_flag("--scores", o->scores, "append each translation's normalized log-probability after a tab");
+  cmd->add_flag("--ids", o->ids, "read and write space-separated token ids instead of text");
+  cmd->add_option("--attention", o->attention_path,
+                  "write encoder-decoder attention as JSON lines: [layer][head][target][source] per sentence");
+  cmd->add_option("--batch-size", o->translate.batch_sentences, "sentences decoded together")->capture_default_str();
+  cmd->add_option("--max-input-tokens", o->translate.max_input_tokens, "longer inputs are truncated (with a warning)")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  return [cmd, o] { return *cmd ? run(*o) : -1; };
+}
+
+}  // namespace
+
+static const Command kCommand(40, add_translate);
+
+}  // namespace tfm::cli

@@ -1,0 +1,13 @@
+#pragma once
+// Training curves as SVG: the training and validation loss against steps, and validation BLEU,
+// drawn from the metrics log (transformer plot RUN).
+#include <string>
+
+#include "train/metrics.h"
+
+namespace tfm {
+
+// Writes the picture atomically; returns false (writing nothing) if the log has no records.
+bool write_training_plot(const MetricsLog& metrics, const std::string& svg_path);
+
+}  // namespace tfm

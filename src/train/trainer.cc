@@ -1,0 +1,446 @@
+#include "train/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
+#include "core/threads.h"
+#include "data/batcher.h"
+#include "data/parallel_corpus.h"
+#include "decode/translator.h"
+#include "eval/bleu.h"
+#include "io/atomic_file.h"
+#include "model/checkpoint.h"
+#include "ops/adam.h"
+#include "ops/elementwise.h"
+#include "ops/loss.h"
+#include "train/metrics.h"
+#include "train/plot.h"
+
+namespace tfm {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Ctrl-C / SIGTERM: finish the current step, save a checkpoint, stop.
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_signal(int) { g_interrupted = 1; }
+
+// All a checkpoint must restore for a resumed run to continue exactly as if never stopped.
+struct TrainState {
+  int64_t step = 0;
+  int64_t epoch = 0;
+  int64_t position = 0;  // batches of this epoch already used
+  uint64_t rng_counter = 0;
+  bool has_best = false;
+  double best = 0;
+  int64_t bad_validations = 0;
+  int64_t tokens_seen = 0;
+  double elapsed_s = 0;  // training time before this process
+};
+
+std::string checkpoint_path(const std::string& run_dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "checkpoint-%08lld.safetensors", static_cast<long long>(step));
+  return (fs::path(run_dir) / name).string();
+}
+
+std::vector<std::string> checkpoints(const std::string& run_dir) {
+  std::vector<std::string> out;
+  if (!fs::is_directory(run_dir)) return out;
+  for (const auto& e : fs::directory_iterator(run_dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.starts_with("checkpoint-") && n.ends_with(".safetensors")) out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());  // zero-padded step numbers sort by step
+  return out;
+}
+
+std::string hms(double seconds) {
+  const auto s = static_cast<long long>(std::max(0.0, seconds));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  return buf;
+}
+
+struct ValidData {
+  std::vector<Example> examples;          // for the loss
+  std::vector<std::vector<int32_t>> src;  // for translation
+  std::vector<std::string> references;
+};
+
+struct ValidResult {
+  double loss = 0, ppl = 0, bleu = 0, exact = 0;
+};
+
+Batch to_batch(const std::vector<Example>& examples, const std::vector<int32_t>& indices, const ModelConfig& c) {
+  std::vector<std::vector<int32_t>> src, tgt;
+  for (int32_t i : indices) {
+    src.push_back(examples[i].src);
+    tgt.push_back(examples[i].tgt);
+  }
+  return make_batch(src, tgt, c);
+}
+
+// Label-smoothed loss of one batch; with `dloss_scale`, also its backward (gradients accumulate).
+ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batch& batch, double smoothing,
+                        double dloss_scale, bool backward) {
+  Transformer::Saved saved;
+  const Tensor logits = model.forward(ctx, batch, backward ? &saved : nullptr);
+  const int64_t V = model.config().vocab_size;
+  const Tensor flat = logits.view({logits.shape().rows(), V});
+  const Tensor targets = batch.tgt_out.view({batch.tgt_out.numel()});
+  const Tensor lse = Tensor::empty({flat.size(0)}, flat.dtype());
+  const ops::LossArgs args{smoothing, model.config().pad_id};
+  const ops::LossSum sum = ops::cross_entropy(flat, targets, args, lse);
+  if (backward) {
+    const Tensor dlogits = Tensor::zeros(logits.shape(), logits.dtype());
+    ops::cross_entropy_backward(flat, targets, lse, args, dloss_scale, dlogits.view(flat.shape()));
+    model.backward(ctx, batch, saved, dlogits);
+  }
+  return sum;
+}
+
+ValidResult validate(const Transformer& model, const Vocab& vocab, const ValidData& data, const TrainOptions& o) {
+  ValidResult r;
+  // Loss: the plain cross-entropy per target token (no smoothing), so that ppl = exp(loss).
+  double nll = 0;
+  int64_t tokens = 0;
+  for (const auto& indices : plan_batches(data.examples, o.batch_tokens)) {
+    const ops::LossSum s = batch_loss(model, model.context(), to_batch(data.examples, indices, model.config()), 0.0, 0, false);
+    nll += s.loss;
+    tokens += s.tokens;
+  }
+  r.loss = tokens ? nll / static_cast<double>(tokens) : 0;
+  r.ppl = std::exp(r.loss);
+  // BLEU and exact match of the translations.
+  const size_t n = o.valid_max_sentences > 0 ? std::min(data.src.size(), static_cast<size_t>(o.valid_max_sentences))
+                                             : data.src.size();
+  TranslateOptions to;
+  to.search.beam_size = o.valid_beam;
+  const std::vector<std::vector<int32_t>> sources(data.src.begin(), data.src.begin() + static_cast<std::ptrdiff_t>(n));
+  const std::vector<Translation> out = translate_ids(model, sources, to);
+  std::vector<std::string> hyps, refs;
+  int64_t exact = 0;
+  for (size_t i = 0; i < n; ++i) {
+    hyps.push_back(out[i].hypotheses.empty() ? "" : vocab.decode(out[i].hypotheses[0].tokens));
+    refs.push_back(data.references[i]);
+    exact += hyps.back() == refs.back();
+  }
+  if (n > 0) {
+    r.bleu = corpus_bleu(hyps, {refs}).score;
+    r.exact = static_cast<double>(exact) / static_cast<double>(n);
+  }
+  return r;
+}
+
+void save_checkpoint(const Transformer& model, const TrainOptions& o, const TrainState& s, const Tensor& m,
+                     const Tensor& v) {
+  const std::map<std::string, std::string> meta = {
+      {"train.step", std::to_string(s.step)},
+      {"train.epoch", std::to_string(s.epoch)},
+      {"train.position", std::to_string(s.position)},
+      {"train.rng_counter", std::to_string(s.rng_counter)},
+      {"train.best", s.has_best ? nlohmann::json(s.best).dump() : "none"},
+      {"train.bad_validations", std::to_string(s.bad_validations)},
+      {"train.tokens_seen", std::to_string(s.tokens_seen)},
+      {"train.elapsed_s", nlohmann::json(s.elapsed_s).dump()},
+      {"train.options", nlohmann::json(o).dump()},
+  };
+  save_model(model, checkpoint_path(o.run_dir, s.step), meta, {{"optimizer.m", m}, {"optimizer.v", v}});
+  const std::vector<std::string> all = checkpoints(o.run_dir);
+  for (size_t i = 0; i + static_cast<size_t>(o.keep_last) < all.size(); ++i) fs::remove(all[i]);
+}
+
+int64_t meta_int(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
+  auto it = meta.find(key);
+  TFM_CHECK(it != meta.end(), path, ": not a training checkpoint (no '", key, "' in its metadata)");
+  try {
+    return std::stoll(it->second);
+  } catch (const std::exception&) {
+    throw Error(cat(path, ": metadata '", key, "' is not an integer: '", it->second, "'"));
+  }
+}
+
+TrainState resume_from(const std::string& path, Transformer& model, const Tensor& m, const Tensor& v) {
+  const SafetensorsFile file = SafetensorsFile::read(path);
+  const ModelConfig saved = read_model_config(file);
+  TFM_CHECK(nlohmann::json(saved) == nlohmann::json(model.config()), path,
+            ": the checkpoint's model configuration differs from this run's: ", nlohmann::json(saved).dump(), " vs ",
+            nlohmann::json(model.config()).dump());
+  const auto loaded = load_model(file, model.params().values().dtype());
+  model.params().values().copy_from(loaded->params().values());
+  for (const auto& [name, dst] : {std::pair{"optimizer.m", m}, std::pair{"optimizer.v", v}}) {
+    TFM_CHECK(file.has(name), path, ": no optimizer state '", name, "'");
+    const Tensor t = file.tensor(name);
+    TFM_CHECK(t.numel() == dst.numel() && t.dtype() == dst.dtype(), path, ": optimizer state '", name,
+              "' has shape ", t.shape(), ", expected [", dst.numel(), "]");
+    dst.copy_from(t.view(dst.shape()));
+  }
+  const auto& meta = file.metadata();
+  TrainState s;
+  s.step = meta_int(meta, "train.step", path);
+  s.epoch = meta_int(meta, "train.epoch", path);
+  s.position = meta_int(meta, "train.position", path);
+  s.rng_counter = static_cast<uint64_t>(meta_int(meta, "train.rng_counter", path));
+  s.bad_validations = meta_int(meta, "train.bad_validations", path);
+  s.tokens_seen = meta_int(meta, "train.tokens_seen", path);
+  const std::string best = meta.at("train.best");
+  s.has_best = best != "none";
+  if (s.has_best) s.best = nlohmann::json::parse(best).get<double>();
+  s.elapsed_s = nlohmann::json::parse(meta.at("train.elapsed_s")).get<double>();
+  return s;
+}
+
+// Progress: a line updated in place on a terminal, plain lines otherwise.
+class Progress {
+ public:
+  Progress() : tty_(::isatty(STDERR_FILENO) == 1) {}
+  void update(const std::string& line, bool log_line) {
+    if (tty_) {
+      std::fprintf(stderr, "\r%-100s", line.c_str());
+      if (log_line) std::fprintf(stderr, "\n");
+    } else if (log_line) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    std::fflush(stderr);
+  }
+  void message(const std::string& line) {
+    std::fprintf(stderr, "%s%s\n", tty_ ? "\r\033[K" : "", line.c_str());
+    std::fflush(stderr);
+  }
+
+ private:
+  bool tty_;
+};
+
+}  // namespace
+
+std::string newest_checkpoint(const std::string& run_dir) {
+  const std::vector<std::string> all = checkpoints(run_dir);
+  return all.empty() ? "" : all.back();
+}
+
+TrainResult train(const TrainOptions& o) {
+  o.validate();
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
+  Progress progress;
+  fs::create_directories(o.run_dir);
+
+  // Data and vocabulary.
+  CorpusStats stats;
+  const std::vector<SentencePair> pairs = read_parallel(o.train_source, o.train_target, o.max_chars, &stats);
+  progress.message(cat("training data: ", stats.summary()));
+  TFM_CHECK(!pairs.empty(), "no usable training pairs in '", o.train_source, "' and '", o.train_target, "'");
+  const std::string vocab_path = (fs::path(o.run_dir) / "vocab.model").string();
+  Vocab vocab;
+  if (!o.vocab.empty()) {
+    vocab = Vocab::load(o.vocab);
+    vocab.save(vocab_path);
+  } else if (o.resume && fs::exists(vocab_path)) {
+    vocab = Vocab::load(vocab_path);
+  } else {
+    std::vector<std::string> sentences;
+    for (const auto& p : pairs) {
+      sentences.push_back(p.source);
+      sentences.push_back(p.target);
+    }
+    VocabOptions vo = o.vocab_options;
+    vo.seed = o.seed;
+    vocab = Vocab::train(sentences, vo);
+    vocab.save(vocab_path);
+    progress.message(cat("vocabulary: ", vocab.size(), " ", vo.model_type, " pieces, written to ", vocab_path));
+  }
+  std::vector<Example> examples;
+  int64_t too_long = 0;
+  for (const auto& p : pairs) {
+    Example e{vocab.encode(p.source), vocab.encode(p.target)};
+    if (static_cast<int64_t>(e.src.size()) > o.max_tokens || static_cast<int64_t>(e.tgt.size()) > o.max_tokens) {
+      ++too_long;
+      continue;
+    }
+    examples.push_back(std::move(e));
+  }
+  if (too_long) progress.message(cat("skipped ", too_long, " pairs longer than ", o.max_tokens, " tokens"));
+  TFM_CHECK(!examples.empty(), "every training pair is longer than max_tokens ", o.max_tokens);
+  ValidData valid;
+  if (!o.valid_source.empty()) {
+    CorpusStats vstats;
+    for (const auto& p : read_parallel(o.valid_source, o.valid_target, o.max_chars, &vstats)) {
+      valid.examples.push_back({vocab.encode(p.source), vocab.encode(p.target)});
+      valid.src.push_back(valid.examples.back().src);
+      valid.references.push_back(p.target);
+    }
+    progress.message(cat("validation data: ", vstats.summary()));
+  }
+
+  // Model, optimizer state, batches.
+  const ModelConfig config = o.resolved_model(vocab.size());
+  {
+    nlohmann::json resolved = o;
+    resolved["resolved_model"] = config;
+    write_file_atomic((fs::path(o.run_dir) / "config.json").string(),
+                      [&](std::ostream& out) { out << resolved.dump(2) << '\n'; });
+  }
+  Transformer model(config);
+  model.init_parameters(o.seed);
+  const Tensor& values = model.params().values();
+  const Tensor m = Tensor::zeros(values.shape(), values.dtype()), v = Tensor::zeros(values.shape(), values.dtype());
+  const std::vector<std::vector<int32_t>> batches = plan_batches(examples, o.batch_tokens);
+  progress.message(cat("model: ", model.params().parameter_count(), " parameters; ", examples.size(), " pairs in ",
+                       batches.size(), " batches of up to ", o.batch_tokens, " tokens"));
+  const MetricsLog metrics((fs::path(o.run_dir) / "metrics.jsonl").string());
+
+  TrainState s;
+  if (o.resume) {
+    const std::string path = newest_checkpoint(o.run_dir);
+    TFM_CHECK(!path.empty(), "--resume: no checkpoint in '", o.run_dir, "'");
+    s = resume_from(path, model, m, v);
+    metrics.truncate_after(s.step);
+    progress.message(cat("resumed from ", path, " at step ", s.step, ", epoch ", s.epoch));
+  } else if (fs::exists(metrics.path())) {
+    fs::remove(metrics.path());
+  }
+  Rng rng(o.seed);
+  rng.restore(o.seed, s.rng_counter);
+
+  g_interrupted = 0;
+  auto old_int = std::signal(SIGINT, on_signal);
+  auto old_term = std::signal(SIGTERM, on_signal);
+  struct Restore {
+    void (*i)(int), (*t)(int);
+    ~Restore() {
+      std::signal(SIGINT, i);
+      std::signal(SIGTERM, t);
+    }
+  } restore{old_int, old_term};
+
+  std::vector<int32_t> order = epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
+  TrainResult result;
+  double interval_loss = 0;
+  int64_t interval_tokens = 0, interval_src_tokens = 0, last_saved = s.step;
+  auto interval_start = Clock::now();
+  const double elapsed_before = s.elapsed_s;
+  const int64_t first_step = s.step;
+  auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(Clock::now() - start).count(); };
+
+  while (true) {
+    if (o.max_steps > 0 && s.step >= o.max_steps) { result.stop_reason = cat("reached max_steps ", o.max_steps); break; }
+    if (o.max_epochs > 0 && s.epoch >= o.max_epochs) { result.stop_reason = cat("reached max_epochs ", o.max_epochs); break; }
+    if (o.max_seconds > 0 && elapsed() >= o.max_seconds) { result.stop_reason = cat("reached max_seconds ", o.max_seconds); break; }
+    if (g_interrupted) { result.stop_reason = "interrupted"; break; }
+
+    // The step's batches: the next `accumulate` of this epoch's order (an epoch ends between steps).
+    std::vector<Batch> step_batches;
+    int64_t step_tokens = 0;
+    for (int64_t k = 0; k < o.accumulate; ++k) {
+      if (s.position >= static_cast<int64_t>(batches.size())) {
+        if (k > 0) break;
+        ++s.epoch;
+        s.position = 0;
+        order = epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
+        if (o.max_epochs > 0 && s.epoch >= o.max_epochs) break;
+      }
+      step_batches.push_back(to_batch(examples, batches[order[s.position++]], config));
+      step_tokens += step_batches.back().target_tokens;
+      interval_src_tokens += step_batches.back().source_tokens;
+    }
+    if (step_batches.empty()) continue;  // the epoch limit is checked at the top
+
+    // Forward and backward; the loss is the mean per target token over the whole step.
+    model.params().zero_grad();
+    const Context ctx = model.context(&rng);
+    double step_loss = 0;
+    for (const Batch& batch : step_batches)
+      step_loss += batch_loss(model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(step_tokens), true).loss;
+    if (o.clip_norm > 0) {
+      const double norm = std::sqrt(ops::sum_squares(model.params().grads()));
+      if (norm > o.clip_norm) ops::scale(model.params().grads(), o.clip_norm / norm, model.params().grads());
+    }
+    ++s.step;
+    const double lr = learning_rate(o, config.d_model, s.step);
+    ops::adam_step(values, model.params().grads(), m, v, {lr, o.adam_beta1, o.adam_beta2, o.adam_eps, s.step});
+    s.rng_counter = rng.counter();
+    s.tokens_seen += step_tokens;
+    result.last_loss = step_loss / static_cast<double>(step_tokens);
+    TFM_CHECK(std::isfinite(result.last_loss), "the training loss became ", result.last_loss, " at step ", s.step,
+              " (try a lower lr_factor or clip_norm)");
+    interval_loss += step_loss;
+    interval_tokens += step_tokens;
+
+    // Progress and metrics.
+    const double secs = std::chrono::duration<double>(Clock::now() - interval_start).count();
+    const double tok_s = secs > 0 ? static_cast<double>(interval_tokens + interval_src_tokens) / secs : 0;
+    const bool log_line = s.step % o.log_every == 0;
+    std::string eta;  // from this process's own pace
+    if (o.max_steps > 0)
+      eta = " | ETA " + hms((elapsed() - elapsed_before) / static_cast<double>(s.step - first_step) *
+                            static_cast<double>(o.max_steps - s.step));
+    char line[256];
+    std::snprintf(line, sizeof line, "step %lld | epoch %lld | %.0f tok/s | loss %.4f | lr %.3g | %s%s",
+                  static_cast<long long>(s.step), static_cast<long long>(s.epoch), tok_s,
+                  interval_loss / static_cast<double>(std::max<int64_t>(1, interval_tokens)), lr, hms(elapsed()).c_str(),
+                  eta.c_str());
+    progress.update(line, log_line);
+    if (log_line) {
+      metrics.append({{"step", s.step}, {"epoch", s.epoch}, {"loss", interval_loss / static_cast<double>(interval_tokens)},
+                      {"lr", lr}, {"tokens_per_s", tok_s}, {"elapsed_s", elapsed()}});
+      interval_loss = 0;
+      interval_tokens = interval_src_tokens = 0;
+      interval_start = Clock::now();
+    }
+
+    // Validation, best model, early stopping.
+    if (!valid.src.empty() && s.step % o.valid_every == 0) {
+      const ValidResult r = validate(model, vocab, valid, o);
+      const double score = o.best_metric == "bleu" ? r.bleu : -r.loss;
+      const bool better = !s.has_best || score > s.best;
+      if (better) {
+        s.has_best = true;
+        s.best = score;
+        s.bad_validations = 0;
+        save_model(model, (fs::path(o.run_dir) / "model-best.safetensors").string());
+      } else {
+        ++s.bad_validations;
+      }
+      metrics.append({{"step", s.step}, {"valid_loss", r.loss}, {"valid_ppl", r.ppl}, {"valid_bleu", r.bleu},
+                      {"valid_exact", r.exact}});
+      char vline[256];
+      std::snprintf(vline, sizeof vline, "validation at step %lld: loss %.4f | ppl %.2f | BLEU %.2f | exact %.1f%%%s",
+                    static_cast<long long>(s.step), r.loss, r.ppl, r.bleu, 100 * r.exact, better ? " (best)" : "");
+      progress.message(vline);
+      if (o.patience > 0 && s.bad_validations >= o.patience) {
+        result.stop_reason = cat("no improvement in ", o.patience, " validations");
+        s.elapsed_s = elapsed();
+        save_checkpoint(model, o, s, m, v);
+        last_saved = s.step;
+        break;
+      }
+    }
+    if (s.step % o.save_every == 0) {
+      s.elapsed_s = elapsed();
+      save_checkpoint(model, o, s, m, v);
+      last_saved = s.step;
+    }
+  }
+  s.elapsed_s = elapsed();
+  if (last_saved != s.step) save_checkpoint(model, o, s, m, v);
+  result.final_model = (fs::path(o.run_dir) / "model.safetensors").string();
+  save_model(model, result.final_model);
+  write_training_plot(metrics, (fs::path(o.run_dir) / "training.svg").string());
+  result.steps = s.step;
+  result.epochs = s.epoch;
+  result.best_score = s.has_best ? s.best : 0;
+  progress.message(cat("stopped at step ", s.step, ": ", result.stop_reason, "; model written to ", result.final_model));
+  return result;
+}
+
+}  // namespace tfm
