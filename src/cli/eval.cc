@@ -1,0 +1,147 @@
+// transformer eval --ref REF [--ref REF2 ...] [--hyp HYP]: corpus BLEU and chrF of detokenized
+// hypotheses against one or more references, computed as sacreBLEU 2.x does with its defaults, so the
+// numbers can be compared with published ones (src/eval/bleu.h, src/eval/chrf.h).
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "eval/bleu.h"
+#include "eval/chrf.h"
+#include "eval/text.h"
+
+namespace tfm::cli {
+
+namespace {
+
+struct EvalOptions {
+  std::vector<std::string> refs;
+  std::string hyp;  // empty: stdin
+  bool lowercase = false;
+  std::string tokenize = "13a";
+  std::vector<std::string> metrics = {"bleu", "chrf"};
+  bool json = false;
+};
+
+// sacreBLEU's reproducibility signature, without its version field (this is not sacreBLEU).
+std::string bleu_signature(size_t nrefs, const BleuOptions& o) {
+  return cat("nrefs:", nrefs, "|case:", o.lowercase ? "lc" : "mixed", "|eff:no|tok:", bleu_tokenize_name(o.tokenize),
+             "|smooth:exp");
+}
+std::string chrf_signature(size_t nrefs, const ChrfOptions& o) {
+  return cat("nrefs:", nrefs, "|case:", o.lowercase ? "lc" : "mixed", "|eff:", o.eps_smoothing ? "no" : "yes",
+             "|nc:", o.char_order, "|nw:", o.word_order, "|space:", o.whitespace ? "yes" : "no");
+}
+
+int run_eval(const EvalOptions& o) {
+  std::vector<std::string> hyps;
+  std::string hyp_name;
+  if (o.hyp.empty()) {
+    hyp_name = "stdin";
+    const std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+    TFM_CHECK(!std::cin.bad(), "cannot read the hypotheses from stdin");
+    hyps = split_text_lines(text, hyp_name);
+  } else {
+    hyp_name = o.hyp;
+    hyps = read_text_lines(o.hyp);
+  }
+  std::vector<std::vector<std::string>> refs;
+  for (const std::string& path : o.refs) {
+    refs.push_back(read_text_lines(path));
+    TFM_CHECK(refs.back().size() == hyps.size(), "the hypotheses (", hyp_name, ") have ", hyps.size(),
+              " lines but the reference ", path, " has ", refs.back().size(), " lines");
+  }
+
+  bool want_bleu = false, want_chrf = false;
+  for (const std::string& m : o.metrics) {
+    if (m == "bleu") want_bleu = true;
+    else if (m == "chrf") want_chrf = true;
+    else throw Error(cat("unknown metric '", m, "' (choices: bleu, chrf)"));
+  }
+  TFM_CHECK(want_bleu || want_chrf, "--metrics names no metric");
+
+  BleuOptions bleu_options;
+  bleu_options.lowercase = o.lowercase;
+  bleu_options.tokenize = parse_bleu_tokenize(o.tokenize);
+  ChrfOptions chrf_options;
+  chrf_options.lowercase = o.lowercase;
+
+  nlohmann::ordered_json j;
+  if (want_bleu) {
+    const BleuScore b = corpus_bleu(hyps, refs, bleu_options);
+    if (o.json) {
+      j["bleu"] = {
+          {"score", b.score},
+          {"precisions", std::vector<double>(std::begin(b.precisions), std::end(b.precisions))},
+          {"bp", b.bp},
+          {"ratio", b.ratio},
+          {"hyp_len", b.stats.hyp_len},
+          {"ref_len", b.stats.ref_len},
+          {"counts", std::vector<int64_t>(std::begin(b.stats.correct), std::end(b.stats.correct))},
+          {"totals", std::vector<int64_t>(std::begin(b.stats.total), std::end(b.stats.total))},
+          {"signature", bleu_signature(refs.size(), bleu_options)},
+          {"line", b.format()},
+      };
+    } else {
+      std::printf("%s\n", b.format().c_str());
+    }
+  }
+  if (want_chrf) {
+    const ChrfScore c = corpus_chrf(hyps, refs, chrf_options);
+    if (o.json) {
+      j["chrf"] = {
+          {"name", c.name},
+          {"score", c.score},
+          {"char_order", chrf_options.char_order},
+          {"word_order", chrf_options.word_order},
+          {"beta", chrf_options.beta},
+          {"signature", chrf_signature(refs.size(), chrf_options)},
+          {"line", c.format()},
+      };
+    } else {
+      std::printf("%s\n", c.format().c_str());
+    }
+  }
+  if (o.json) {
+    j["segments"] = hyps.size();
+    j["hyp"] = hyp_name;
+    j["refs"] = o.refs;
+    std::printf("%s\n", j.dump(2).c_str());
+  }
+  return 0;
+}
+
+Action add_eval(CLI::App& app) {
+  auto o = std::make_shared<EvalOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "score detokenized translations with BLEU and chrF, as sacreBLEU 2.x does with its defaults");
+  cmd->add_option("-r,--ref", o->refs, "reference file, one segment per line (repeat for several references)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--hyp", o->hyp, "hypothesis file, one segment per line (default: read stdin)")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--lowercase", o->lowercase, "lowercase hypotheses and references (case-insensitive scores)");
+  cmd->add_option("--tokenize", o->tokenize, "BLEU tokenizer: 13a (mteval-v13a, sacreBLEU's default) or none")
+      ->check(CLI::IsMember({"13a", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--metrics", o->metrics, "comma-separated metrics: bleu, chrf")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"bleu", "chrf"}))
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "print a JSON object with every number instead of the score lines");
+  return [cmd, o] {
+    if (!*cmd) return -1;
+    return run_eval(*o);
+  };
+}
+
+}  // namespace
+
+static const Command kCommand(60, add_eval);
+
+}  // namespace tfm::cli
