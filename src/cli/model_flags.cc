@@ -6,10 +6,13 @@ namespace tfm::cli {
 
 void ModelFlags::add_to(CLI::App& app) {
   app.add_option("--preset", preset_, "model preset: tiny, small, base, big")->capture_default_str();
+  const ModelConfig example;
+  const nlohmann::json fields = example;
   for (const std::string& field : model_config_fields()) {
     std::string flag = "--" + field;
     std::replace(flag.begin(), flag.end(), '_', '-');
-    app.add_option(flag, values_[field], "override the preset's " + field)->type_name("VALUE");
+    if (fields[field].is_boolean()) app.add_flag(flag, flags_[field], "set " + field);
+    else app.add_option(flag, values_[field], "override the preset's " + field)->type_name("VALUE");
   }
   app.add_option("--layers", layers_, "encoder and decoder depth at once")->type_name("N");
 }
@@ -28,6 +31,8 @@ ModelConfig ModelFlags::resolve() const {
   if (!layers_.empty()) overrides["encoder_layers"] = overrides["decoder_layers"] = parse("layers", layers_);
   for (const auto& [field, text] : values_)
     if (!text.empty()) overrides[field] = parse(field, text);
+  for (const auto& [field, on] : flags_)
+    if (on) overrides[field] = true;
   from_json(overrides, c);
   c.validate();
   return c;

@@ -20,6 +20,7 @@ class ModelFlags {
   std::string preset_ = "base";
   std::map<std::string, std::string> values_;  // field → text given on the command line
   std::string layers_;
+  std::map<std::string, bool> flags_;  // boolean fields, given as plain flags
 };
 
 }  // namespace tfm::cli

@@ -22,6 +22,8 @@ Action add_train(CLI::App& app) {
     std::string config;
     std::map<std::string, std::string> train;  // field → text from the command line
     std::map<std::string, std::string> model;
+    std::string layers;
+    std::map<std::string, bool> flags;  // boolean options, given as plain flags
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("train", "train a model from parallel text (options: docs/training.md)");
@@ -30,12 +32,18 @@ Action add_train(CLI::App& app) {
   const nlohmann::json defaults = default_options;
   for (const auto& [field, value] : defaults.items()) {
     if (field == "model") continue;
-    cmd->add_option("--" + dashed(field), o->train[field], "default: " + value.dump())->type_name("VALUE");
+    if (value.is_boolean()) cmd->add_flag("--" + dashed(field), o->flags[field], "default: " + value.dump());
+    else cmd->add_option("--" + dashed(field), o->train[field], "default: " + value.dump())->type_name("VALUE");
   }
   // The vocabulary fixes the model's vocab_size and special ids, so they have no flags here.
   const std::set<std::string> from_vocab = {"vocab_size", "pad_id", "unk_id", "bos_id", "eos_id"};
+  const ModelConfig model_example;
+  const nlohmann::json model_fields = model_example;
   for (const std::string& field : model_config_fields())
-    if (!from_vocab.count(field)) cmd->add_option("--" + dashed(field), o->model[field], "model: override the preset's " + field)->type_name("VALUE");
+    if (from_vocab.count(field)) continue;
+    else if (model_fields[field].is_boolean()) cmd->add_flag("--" + dashed(field), o->flags["model." + field], "model: " + field);
+    else cmd->add_option("--" + dashed(field), o->model[field], "model: override the preset's " + field)->type_name("VALUE");
+  cmd->add_option("--layers", o->layers, "model: encoder and decoder depth at once")->type_name("N");
   return [cmd, o, defaults] {
     if (!*cmd) return -1;
     TrainOptions options;
@@ -63,6 +71,14 @@ Action add_train(CLI::App& app) {
     const nlohmann::json model_defaults = default_model;
     for (const auto& [field, text] : o->model)
       if (!text.empty()) overrides["model"][field] = value_of(field, text, model_defaults[field]);
+    for (const auto& [name, on] : o->flags) {
+      if (!on) continue;
+      if (name.starts_with("model.")) overrides["model"][name.substr(6)] = true;
+      else overrides[name] = true;
+    }
+    if (!o->layers.empty())
+      overrides["model"]["encoder_layers"] = overrides["model"]["decoder_layers"] =
+          value_of("layers", o->layers, model_defaults["encoder_layers"]);
     from_json(overrides, options);
     const TrainResult r = train(options);
     std::printf("%s\n", r.final_model.c_str());

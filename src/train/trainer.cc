@@ -43,6 +43,8 @@ struct TrainState {
   int64_t bad_validations = 0;
   int64_t tokens_seen = 0;
   double elapsed_s = 0;  // training time before this process
+  double interval_loss = 0;      // the loss sum and target tokens since the last log line, so that a
+  int64_t interval_tokens = 0;   //   resumed run logs exactly what an uninterrupted one does
 };
 
 std::string checkpoint_path(const std::string& run_dir, int64_t step) {
@@ -151,6 +153,8 @@ void save_checkpoint(const Transformer& model, const TrainOptions& o, const Trai
       {"train.bad_validations", std::to_string(s.bad_validations)},
       {"train.tokens_seen", std::to_string(s.tokens_seen)},
       {"train.elapsed_s", nlohmann::json(s.elapsed_s).dump()},
+      {"train.interval_loss", nlohmann::json(s.interval_loss).dump()},
+      {"train.interval_tokens", std::to_string(s.interval_tokens)},
       {"train.options", nlohmann::json(o).dump()},
   };
   save_model(model, checkpoint_path(o.run_dir, s.step), meta, {{"optimizer.m", m}, {"optimizer.v", v}});
@@ -158,14 +162,26 @@ void save_checkpoint(const Transformer& model, const TrainOptions& o, const Trai
   for (size_t i = 0; i + static_cast<size_t>(o.keep_last) < all.size(); ++i) fs::remove(all[i]);
 }
 
-int64_t meta_int(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
+const std::string& meta_text(const std::map<std::string, std::string>& meta, const std::string& key,
+                             const std::string& path) {
   auto it = meta.find(key);
   TFM_CHECK(it != meta.end(), path, ": not a training checkpoint (no '", key, "' in its metadata)");
+  return it->second;
+}
+
+int64_t meta_int(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
+  const std::string& text = meta_text(meta, key, path);
   try {
-    return std::stoll(it->second);
+    return std::stoll(text);
   } catch (const std::exception&) {
-    throw Error(cat(path, ": metadata '", key, "' is not an integer: '", it->second, "'"));
+    throw Error(cat(path, ": metadata '", key, "' is not an integer: '", text, "'"));
   }
+}
+
+double meta_double(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
+  const nlohmann::json j = nlohmann::json::parse(meta_text(meta, key, path), nullptr, false);
+  TFM_CHECK(j.is_number(), path, ": metadata '", key, "' is not a number: '", meta_text(meta, key, path), "'");
+  return j.get<double>();
 }
 
 TrainState resume_from(const std::string& path, Transformer& model, const Tensor& m, const Tensor& v) {
@@ -191,10 +207,11 @@ TrainState resume_from(const std::string& path, Transformer& model, const Tensor
   s.rng_counter = static_cast<uint64_t>(meta_int(meta, "train.rng_counter", path));
   s.bad_validations = meta_int(meta, "train.bad_validations", path);
   s.tokens_seen = meta_int(meta, "train.tokens_seen", path);
-  const std::string best = meta.at("train.best");
-  s.has_best = best != "none";
-  if (s.has_best) s.best = nlohmann::json::parse(best).get<double>();
-  s.elapsed_s = nlohmann::json::parse(meta.at("train.elapsed_s")).get<double>();
+  s.has_best = meta_text(meta, "train.best", path) != "none";
+  if (s.has_best) s.best = meta_double(meta, "train.best", path);
+  s.elapsed_s = meta_double(meta, "train.elapsed_s", path);
+  s.interval_loss = meta_double(meta, "train.interval_loss", path);
+  s.interval_tokens = meta_int(meta, "train.interval_tokens", path);
   return s;
 }
 
@@ -325,8 +342,9 @@ TrainResult train(const TrainOptions& o) {
 
   std::vector<int32_t> order = epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
   TrainResult result;
-  double interval_loss = 0;
-  int64_t interval_tokens = 0, interval_src_tokens = 0, last_saved = s.step;
+  double& interval_loss = s.interval_loss;
+  int64_t& interval_tokens = s.interval_tokens;
+  int64_t interval_src_tokens = 0, last_saved = s.step;
   auto interval_start = Clock::now();
   const double elapsed_before = s.elapsed_s;
   const int64_t first_step = s.step;
@@ -394,7 +412,8 @@ TrainResult train(const TrainOptions& o) {
       metrics.append({{"step", s.step}, {"epoch", s.epoch}, {"loss", interval_loss / static_cast<double>(interval_tokens)},
                       {"lr", lr}, {"tokens_per_s", tok_s}, {"elapsed_s", elapsed()}});
       interval_loss = 0;
-      interval_tokens = interval_src_tokens = 0;
+      interval_tokens = 0;
+      interval_src_tokens = 0;
       interval_start = Clock::now();
     }
 
