@@ -26,12 +26,9 @@ test: build
 bench: build
 	OMP_NUM_THREADS=2 $(BUILD)/bench/tfm_bench --benchmark_counters_tabular=true
 
-# The main job on bundled data. Until training lands (issue 4) this is the largest end-to-end path
-# that exists: build a small model, save it, and inspect it.
+# The main job on bundled data: generate the number-words task, train, score, translate, plot.
 demo: build
-	mkdir -p runs/demo
-	$(BUILD)/transformer init --preset small --vocab-size 8000 -o runs/demo/model.safetensors
-	$(BUILD)/transformer info runs/demo/model.safetensors
+	BIN=$(BUILD)/transformer scripts/demo.sh
 
 # Regenerates the committed PyTorch fixtures in tests/fixtures (needs python3-torch).
 fixtures:

@@ -57,13 +57,14 @@ int run_eval(const EvalOptions& o) {
               " lines but the reference ", path, " has ", refs.back().size(), " lines");
   }
 
-  bool want_bleu = false, want_chrf = false;
+  bool want_bleu = false, want_chrf = false, want_exact = false;
   for (const std::string& m : o.metrics) {
     if (m == "bleu") want_bleu = true;
     else if (m == "chrf") want_chrf = true;
-    else throw Error(cat("unknown metric '", m, "' (choices: bleu, chrf)"));
+    else if (m == "exact") want_exact = true;
+    else throw Error(cat("unknown metric '", m, "' (choices: bleu, chrf, exact)"));
   }
-  TFM_CHECK(want_bleu || want_chrf, "--metrics names no metric");
+  TFM_CHECK(want_bleu || want_chrf || want_exact, "--metrics names no metric");
 
   BleuOptions bleu_options;
   bleu_options.lowercase = o.lowercase;
@@ -107,6 +108,21 @@ int run_eval(const EvalOptions& o) {
       std::printf("%s\n", c.format().c_str());
     }
   }
+  if (want_exact) {
+    // Exact match: the share of segments identical to one of their references (after --lowercase).
+    int64_t same = 0;
+    for (size_t i = 0; i < hyps.size(); ++i)
+      for (const auto& stream : refs)
+        if (o.lowercase ? unicode_lower(decode_utf8(hyps[i], "hypothesis")) ==
+                              unicode_lower(decode_utf8(stream[i], "reference"))
+                        : hyps[i] == stream[i]) {
+          ++same;
+          break;
+        }
+    const double share = hyps.empty() ? 0.0 : 100.0 * static_cast<double>(same) / static_cast<double>(hyps.size());
+    if (o.json) j["exact"] = {{"score", share}, {"matches", same}, {"segments", hyps.size()}};
+    else std::printf("exact match = %.2f%% (%lld of %zu)\n", share, static_cast<long long>(same), hyps.size());
+  }
   if (o.json) {
     j["segments"] = hyps.size();
     j["hyp"] = hyp_name;
@@ -129,9 +145,9 @@ Action add_eval(CLI::App& app) {
   cmd->add_option("--tokenize", o->tokenize, "BLEU tokenizer: 13a (mteval-v13a, sacreBLEU's default) or none")
       ->check(CLI::IsMember({"13a", "none"}))
       ->capture_default_str();
-  cmd->add_option("--metrics", o->metrics, "comma-separated metrics: bleu, chrf")
+  cmd->add_option("--metrics", o->metrics, "comma-separated metrics: bleu, chrf, exact (segments equal to a reference)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"bleu", "chrf"}))
+      ->check(CLI::IsMember({"bleu", "chrf", "exact"}))
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "print a JSON object with every number instead of the score lines");
   return [cmd, o] {

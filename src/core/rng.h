@@ -9,7 +9,22 @@
 namespace tfm {
 
 // The Philox4x32-10 block function: four 32-bit outputs for a 128-bit counter and a 64-bit key.
-std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key);
+// Inline: dropout calls it once per four elements.
+inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
+  // Constants from the paper: the round multipliers and the Weyl key increments.
+  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
+  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = static_cast<uint64_t>(kMul0) * c[0];
+    const uint64_t p1 = static_cast<uint64_t>(kMul1) * c[2];
+    const uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
+    const uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
+    c = {hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0};
+    k[0] += kWeyl0;
+    k[1] += kWeyl1;
+  }
+  return c;
+}
 
 // One op call's random numbers: value i is uniform(i), reproducible and independent of threads.
 struct RngStream {
@@ -17,7 +32,16 @@ struct RngStream {
   uint64_t stream = 0;  // which call of the generator this is
 
   // Four uniform floats in [0, 1) for indices 4*block .. 4*block+3.
-  std::array<float, 4> uniform4(uint64_t block) const;
+  std::array<float, 4> uniform4(uint64_t block) const {
+    const std::array<uint32_t, 4> counter = {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
+                                             static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)};
+    const std::array<uint32_t, 4> r =
+        philox4x32(counter, {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
+    std::array<float, 4> out;
+    // The top 24 bits give every float in [0, 1) on a 2^-24 grid, never 1.0.
+    for (int i = 0; i < 4; ++i) out[i] = static_cast<float>(r[i] >> 8) * (1.0f / 16777216.0f);
+    return out;
+  }
   float uniform(uint64_t index) const { return uniform4(index / 4)[index % 4]; }
 };
 

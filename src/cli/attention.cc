@@ -1,0 +1,84 @@
+// transformer attention -m MODEL "sentence": the encoder-decoder attention of a translation as an
+// SVG heatmap (source across, target down): one head, the heads' average, or all heads in a grid.
+#include "cli/commands.h"
+#include "cli/model_io.h"
+#include "core/error.h"
+#include "data/text.h"
+#include "decode/translator.h"
+#include "io/atomic_file.h"
+#include "viz/heatmap.h"
+
+namespace tfm::cli {
+
+namespace {
+
+struct Options {
+  ModelPaths paths;
+  std::string sentence, output = "attention.svg";
+  int64_t layer = -1, head = -1, beam = 4;
+  bool grid = false;
+};
+
+int run(const Options& o) {
+  const LoadedModel lm = load_model_and_vocab(o.paths, true);
+  TFM_CHECK(valid_utf8(o.sentence), "the sentence is not valid UTF-8");
+  TFM_CHECK(!trim(o.sentence).empty(), "the sentence is empty");
+  TranslateOptions to;
+  to.search.beam_size = o.beam;
+  to.search.record_attention = true;
+  const Translation t = translate_lines(*lm.model, lm.vocab, {std::string(trim(o.sentence))}, to)[0];
+  const Hypothesis& h = t.hypotheses.at(0);
+  const Tensor& a = h.attention;  // [layers, heads, T, S]
+  const int64_t L = a.size(0), H = a.size(1), T = a.size(2), S = a.size(3);
+  const int64_t layer = o.layer < 0 ? L - 1 : o.layer;
+  TFM_CHECK(layer >= 0 && layer < L, "--layer ", o.layer, " is outside [0, ", L, ")");
+  TFM_CHECK(o.head < H, "--head ", o.head, " is outside [0, ", H, ")");
+  std::vector<std::string> src, tgt;
+  for (int32_t id : t.source_ids) src.push_back(lm.vocab.piece(id));
+  src.push_back("</s>");
+  for (int32_t id : h.tokens) tgt.push_back(lm.vocab.piece(id));
+  tgt.push_back("</s>");
+  auto head_map = [&](int64_t hd) {
+    Heatmap m{cat("layer ", layer, ", head ", hd), std::vector<std::vector<float>>(T, std::vector<float>(S))};
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t s = 0; s < S; ++s) m.weights[i][s] = a.data<float>()[((layer * H + hd) * T + i) * S + s];
+    return m;
+  };
+  std::vector<Heatmap> maps;
+  if (o.grid) {
+    for (int64_t hd = 0; hd < H; ++hd) maps.push_back(head_map(hd));
+  } else if (o.head >= 0) {
+    maps.push_back(head_map(o.head));
+  } else {
+    Heatmap avg{cat("layer ", layer, ", average of ", H, " heads"), std::vector<std::vector<float>>(T, std::vector<float>(S))};
+    for (int64_t hd = 0; hd < H; ++hd) {
+      const Heatmap m = head_map(hd);
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t s = 0; s < S; ++s) avg.weights[i][s] += m.weights[i][s] / static_cast<float>(H);
+    }
+    maps.push_back(avg);
+  }
+  const std::string svg = heatmaps_svg(maps, src, tgt, 4);
+  write_file_atomic(o.output, [&](std::ostream& out) { out << svg; });
+  std::printf("%s\n%s\n", lm.vocab.decode(h.tokens).c_str(), o.output.c_str());
+  return 0;
+}
+
+Action add_attention(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("attention", "draw the encoder-decoder attention of a translation as SVG");
+  add_model_options(*cmd, o->paths);
+  cmd->add_option("sentence", o->sentence, "the source sentence")->required();
+  cmd->add_option("-o,--output", o->output, "SVG file")->capture_default_str();
+  cmd->add_option("--layer", o->layer, "decoder layer (default: the last)");
+  cmd->add_option("--head", o->head, "one head (default: the average of all heads)");
+  cmd->add_flag("--grid", o->grid, "all heads of the layer in a grid");
+  cmd->add_option("-b,--beam", o->beam, "beam size")->capture_default_str();
+  return [cmd, o] { return *cmd ? run(*o) : -1; };
+}
+
+}  // namespace
+
+static const Command kCommand(48, add_attention);
+
+}  // namespace tfm::cli

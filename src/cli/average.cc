@@ -1,0 +1,51 @@
+// transformer average CKPT... -o OUT: the element-wise mean of the parameters of several checkpoints
+// (the paper averaged the last 5, or 20 for the big model, §6.1). Checkpoints of different
+// configurations are refused.
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "model/checkpoint.h"
+
+namespace tfm::cli {
+
+namespace {
+
+Action add_average(CLI::App& app) {
+  struct Options {
+    std::vector<std::string> inputs;
+    std::string output;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("average", "average the parameters of several checkpoints into one model");
+  cmd->add_option("checkpoints", o->inputs, "model or checkpoint files (.safetensors)")->required();
+  cmd->add_option("-o,--output", o->output, "the averaged model to write")->required();
+  return [cmd, o] {
+    if (!*cmd) return -1;
+    // Summed in double, one checkpoint at a time, so memory stays at one model plus the sum.
+    std::unique_ptr<Transformer> first = load_model(o->inputs[0]);
+    const nlohmann::json config = first->config();
+    const Tensor& values = first->params().values();
+    std::vector<double> sum = values.to_doubles();
+    for (size_t i = 1; i < o->inputs.size(); ++i) {
+      const std::unique_ptr<Transformer> m = load_model(o->inputs[i]);
+      const nlohmann::json other = m->config();
+      TFM_CHECK(other == config, "cannot average '", o->inputs[i], "' with '", o->inputs[0],
+                "': their configurations differ (", other.dump(), " vs ", config.dump(), ")");
+      const std::vector<double> v = m->params().values().to_doubles();
+      for (size_t k = 0; k < sum.size(); ++k) sum[k] += v[k];
+    }
+    const double n = static_cast<double>(o->inputs.size());
+    float* out = values.data<float>();
+    for (size_t k = 0; k < sum.size(); ++k) out[k] = static_cast<float>(sum[k] / n);
+    save_model(*first, o->output, {{"averaged_from", std::to_string(o->inputs.size()) + " checkpoints"}});
+    std::printf("averaged %zu checkpoints into %s\n", o->inputs.size(), o->output.c_str());
+    return 0;
+  };
+}
+
+}  // namespace
+
+static const Command kCommand(50, add_average);
+
+}  // namespace tfm::cli

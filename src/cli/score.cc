@@ -1,0 +1,116 @@
+// transformer score -m MODEL: the log-probability of each target given its source under the model
+// (teacher forcing, no label smoothing), as Marian's scorer and fairseq's reference scoring do:
+// for rescoring n-best lists and filtering corpora. Prints "total<TAB>per_token" per pair, where
+// the target's tokens include the end of sentence.
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/model_io.h"
+#include "core/error.h"
+#include "core/threads.h"
+#include "data/parallel_corpus.h"
+#include "data/text.h"
+#include "ops/loss.h"
+
+namespace tfm::cli {
+
+namespace {
+
+struct Options {
+  ModelPaths paths;
+  std::string source, target, input;
+  bool ids = false;
+  int64_t batch_sentences = 64, threads = 0;
+};
+
+std::vector<int32_t> ids_of(const std::string& text, int64_t line, int64_t vocab_size) {
+  std::vector<int32_t> ids;
+  std::istringstream s(text);
+  std::string w;
+  while (s >> w) {
+    char* end = nullptr;
+    const long long v = std::strtoll(w.c_str(), &end, 10);
+    TFM_CHECK(end && *end == '\0' && v >= 0 && v < vocab_size, "line ", line, ": '", w,
+              "' is not a token id in [0, ", vocab_size, ")");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+int run(const Options& o) {
+  if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
+  const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
+  const Transformer& model = *lm.model;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  if (!o.source.empty() || !o.target.empty()) {
+    TFM_CHECK(!o.source.empty() && !o.target.empty(), "give both --source and --target, or tab-separated input");
+    const std::vector<std::string> s = read_lines(o.source), t = read_lines(o.target);
+    TFM_CHECK(s.size() == t.size(), "'", o.source, "' has ", s.size(), " lines but '", o.target, "' has ", t.size());
+    for (size_t i = 0; i < s.size(); ++i) pairs.emplace_back(s[i], t[i]);
+  } else {
+    std::ifstream file;
+    if (!o.input.empty()) file.open(o.input);
+    TFM_CHECK(o.input.empty() || file, "cannot open --input '", o.input, "'");
+    std::istream& in = o.input.empty() ? std::cin : file;
+    std::string line;
+    for (int64_t n = 1; std::getline(in, line); ++n) {
+      const size_t tab = line.find('\t');
+      TFM_CHECK(tab != std::string::npos, "line ", n, " has no tab between source and target");
+      pairs.emplace_back(std::string(trim(line.substr(0, tab))), std::string(trim(line.substr(tab + 1))));
+    }
+  }
+  const int64_t V = model.config().vocab_size;
+  std::vector<std::vector<int32_t>> src, tgt;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const int64_t line = static_cast<int64_t>(i) + 1;
+    if (o.ids) {
+      src.push_back(ids_of(pairs[i].first, line, V));
+      tgt.push_back(ids_of(pairs[i].second, line, V));
+    } else {
+      for (const std::string* side : {&pairs[i].first, &pairs[i].second})
+        TFM_CHECK(valid_utf8(*side), "line ", line, " is not valid UTF-8");
+      src.push_back(lm.vocab.encode(pairs[i].first));
+      tgt.push_back(lm.vocab.encode(pairs[i].second));
+    }
+  }
+  for (size_t begin = 0; begin < src.size(); begin += static_cast<size_t>(o.batch_sentences)) {
+    const size_t end = std::min(src.size(), begin + static_cast<size_t>(o.batch_sentences));
+    const Batch batch = make_batch({src.begin() + begin, src.begin() + end}, {tgt.begin() + begin, tgt.begin() + end},
+                                   model.config());
+    const Tensor logits = model.forward(model.context(), batch, nullptr);
+    const Tensor flat = logits.view({logits.shape().rows(), V});
+    const Tensor lse = Tensor::empty({flat.size(0)}, flat.dtype());
+    ops::cross_entropy(flat, batch.tgt_out.view({batch.tgt_out.numel()}), {0.0, model.config().pad_id}, lse);
+    const int64_t T = batch.tgt_out.size(1);
+    for (size_t b = 0; b < end - begin; ++b) {
+      const int32_t len = batch.tgt_lengths.data<int32_t>()[b];
+      double total = 0;
+      for (int64_t t = 0; t < len; ++t) {
+        const int64_t row = static_cast<int64_t>(b) * T + t;
+        total += flat.data<float>()[row * V + batch.tgt_out.data<int32_t>()[row]] - lse.data<float>()[row];
+      }
+      std::printf("%.6f\t%.6f\n", total, total / len);
+    }
+  }
+  return 0;
+}
+
+Action add_score(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("score", "log-probability of each target given its source (teacher forcing)");
+  add_model_options(*cmd, o->paths);
+  cmd->add_option("--source", o->source, "source sentences, one per line");
+  cmd->add_option("--target", o->target, "target sentences, aligned with --source");
+  cmd->add_option("-i,--input", o->input, "tab-separated 'source<TAB>target' lines (default: stdin)");
+  cmd->add_flag("--ids", o->ids, "sentences are space-separated token ids");
+  cmd->add_option("--batch-size", o->batch_sentences, "pairs scored together")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  return [cmd, o] { return *cmd ? run(*o) : -1; };
+}
+
+}  // namespace
+
+static const Command kCommand(45, add_score);
+
+}  // namespace tfm::cli
