@@ -53,6 +53,7 @@ std::string join_ids(const std::vector<int32_t>& ids) {
 }
 
 int run(const Options& o) {
+  o.translate.search.validate();  // before reading any input: bad options fail at once
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
   const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
   std::ifstream file;

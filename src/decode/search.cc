@@ -6,6 +6,15 @@
 
 namespace tfm {
 
+void SearchOptions::validate() const {
+  TFM_CHECK(beam_size >= 1, "beam size must be at least 1, got ", beam_size);
+  TFM_CHECK(n_best >= 1 && n_best <= beam_size, "n-best must be in [1, beam size ", beam_size, "], got ", n_best);
+  TFM_CHECK(std::isfinite(length_penalty), "length penalty must be finite, got ", length_penalty);
+  TFM_CHECK(max_length_a >= 0 && max_length_b >= 0 && max_length_a + max_length_b >= 1,
+            "the maximum output length a * source + b needs a, b >= 0 and a + b >= 1, got a = ", max_length_a,
+            ", b = ", max_length_b);
+}
+
 double length_penalty(int64_t length, double alpha) {
   return std::pow((5.0 + static_cast<double>(length)) / 6.0, alpha);
 }
@@ -21,6 +30,7 @@ struct Encoded {
 
 Encoded encode_batch(const Transformer& model, const Context& ctx, const std::vector<std::vector<int32_t>>& sources,
                      const SearchOptions& o) {
+  o.validate();
   TFM_CHECK(!sources.empty(), "decoding an empty batch");
   const ModelConfig& c = model.config();
   // make_batch needs targets; decoding has none, so give each sentence an empty one.
@@ -155,9 +165,7 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
 std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
                                                  const std::vector<std::vector<int32_t>>& sources,
                                                  const SearchOptions& o) {
-  TFM_CHECK(o.beam_size >= 1, "beam size must be at least 1, got ", o.beam_size);
-  TFM_CHECK(o.n_best >= 1 && o.n_best <= o.beam_size, "n-best must be in [1, beam size ", o.beam_size, "], got ",
-            o.n_best);
+  o.validate();
   const Context ctx = model.context();
   const ModelConfig& c = model.config();
   const int64_t K = o.beam_size, V = c.vocab_size, B = static_cast<int64_t>(sources.size());

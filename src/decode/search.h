@@ -17,6 +17,9 @@ struct SearchOptions {
   double max_length_b = 50.0;
   int64_t n_best = 1;           // hypotheses returned per sentence (≤ beam_size)
   bool record_attention = false;  // keep the encoder-decoder attention of every output token
+
+  // Throws tfm::Error naming the first option out of range.
+  void validate() const;
 };
 
 struct Hypothesis {

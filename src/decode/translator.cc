@@ -7,7 +7,9 @@ namespace tfm {
 
 std::vector<Translation> translate_ids(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
                                        const TranslateOptions& o) {
+  o.search.validate();
   TFM_CHECK(o.batch_sentences >= 1, "batch size must be >= 1 sentence, got ", o.batch_sentences);
+  TFM_CHECK(o.max_input_tokens >= 1, "the input token limit must be >= 1, got ", o.max_input_tokens);
   std::vector<Translation> out(sources.size());
   std::vector<size_t> order;
   for (size_t i = 0; i < sources.size(); ++i) {

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The inference commands on the committed tiny model (tests/fixtures/tiny_model, trained on the
+# number-words task): fixed input → committed expected output, greedy and beam 4; scores, ids,
+# n-best, attention JSON and SVG, average, info, eval, and bad input.
+# Usage: inference_test.sh PATH/TO/transformer
+set -euo pipefail
+bin=$1
+here=$(cd "$(dirname "$0")/.." && pwd)
+fix="$here/fixtures/tiny_model"
+model="$fix/model.safetensors"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tr() { "$bin" translate -m "$model" --threads 1 "$@"; }
+
+tr --beam 1 < "$fix/input.en" > "$work/greedy.de"
+diff "$fix/expected.greedy.de" "$work/greedy.de" || fail "greedy output differs from the committed expected output"
+tr --beam 4 --input "$fix/input.en" > "$work/beam.de"
+diff "$fix/expected.beam4.de" "$work/beam.de" || fail "beam-4 output differs from the committed expected output"
+
+# Scores: the normalized score printed with the translation; n-best lists of 3 per line.
+tr --beam 4 --scores < "$fix/input.en" > "$work/scored.txt"
+awk -F'\t' 'NF != 2 || $2 > 0 { bad = 1 } END { exit bad }' "$work/scored.txt" || fail "--scores format"
+tr --beam 4 --n-best 3 < "$fix/input.en" > "$work/nbest.txt"
+[ "$(grep -c '^0 |||' "$work/nbest.txt")" -eq 3 ] || fail "n-best: not 3 hypotheses for line 0"
+
+# --ids: translating the ids of the input gives the ids of the output.
+printf '5 6 7\n\n9\n' > "$work/ids.txt"
+tr --ids < "$work/ids.txt" > "$work/ids.out"
+[ "$(wc -l < "$work/ids.out")" -eq 3 ] && [ -z "$(sed -n 2p "$work/ids.out")" ] || fail "--ids"
+grep -qE '^[0-9 ]+$' <(sed -n 1p "$work/ids.out") || fail "--ids output is not ids"
+echo "5 x" | tr --ids 2>"$work/err" && fail "bad id accepted"
+grep -q "is not a token id" "$work/err" || fail "bad id message"
+
+# Attention: JSON per line with [layer][head][target][source]; SVG heatmap.
+head -n 2 "$fix/input.en" | tr --attention "$work/att.jsonl" > /dev/null
+python3 - "$work/att.jsonl" <<'PY' || fail "attention JSON"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 2
+for r in rows:
+    a = r["attention"]
+    assert len(a[0][0]) == len(r["target"]) and len(a[0][0][0]) == len(r["source"])
+    for row in a[0][0]:
+        assert abs(sum(row) - 1) < 1e-4
+PY
+"$bin" attention -m "$model" "three hundred forty-two" -o "$work/att.svg" --grid > /dev/null
+grep -c "<rect" "$work/att.svg" | awk '$1 < 20 { exit 1 }' || fail "attention SVG has no cells"
+
+# Score: a total and a per-token log-probability, both negative.
+printf 'three hundred forty-two\tdreihundertzweiundvierzig\n' | "$bin" score -m "$model" > "$work/score.txt"
+awk -F'\t' 'NF != 2 || $1 >= 0 || $2 >= 0 { bad = 1 } END { exit bad }' "$work/score.txt" || fail "score format"
+
+# Average: two copies of one model average to the same parameters; different configurations refused.
+"$bin" average "$model" "$model" -o "$work/avg.safetensors" > /dev/null
+"$bin" translate -m "$work/avg.safetensors" --vocab "$fix/vocab.model" --threads 1 < "$fix/input.en" > "$work/avg.de"
+diff "$fix/expected.greedy.de" "$work/avg.de" || fail "averaging a model with itself changed it"
+"$bin" init --preset tiny --vocab-size 120 --d-model 16 --heads 2 -o "$work/other.safetensors" > /dev/null
+"$bin" average "$model" "$work/other.safetensors" -o "$work/bad.safetensors" 2>"$work/err" && fail "mixed average"
+grep -q "configurations differ" "$work/err" || fail "mixed average message"
+
+# Eval: exact match of the committed outputs against themselves.
+"$bin" eval --ref "$fix/expected.beam4.de" --hyp "$work/beam.de" --metrics exact | grep -q "exact match = 100.00%" ||
+  fail "eval exact"
+
+# Bad input: a malformed model file, a missing vocabulary, a wrong option.
+head -c 1000 "$model" > "$work/broken.safetensors"
+"$bin" info "$work/broken.safetensors" 2>"$work/err" && fail "broken model accepted"
+grep -q "truncated" "$work/err" || fail "broken model message: $(cat "$work/err")"
+cp "$model" "$work/lonely.safetensors"
+echo one | "$bin" translate -m "$work/lonely.safetensors" 2>"$work/err" && fail "missing vocabulary accepted"
+grep -q "vocab.model' does not exist" "$work/err" || fail "missing vocabulary message"
+"$bin" translate -m "$model" --beam 0 < /dev/null 2>"$work/err" && fail "beam 0 accepted"
+echo "inference CLI checks passed"
