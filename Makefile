@@ -22,9 +22,10 @@ build: configure
 test: build
 	cd $(BUILD) && OMP_NUM_THREADS=1 ctest -j $(JOBS) --output-on-failure --timeout 300
 
-# Micro-benchmarks (never timed tests): 2 threads, figures recorded in docs/performance.md.
+# Benchmarks (never timed tests): op-level and whole-model at 2 threads, then the peers in the same
+# run and the ratios (scripts/bench.sh); figures recorded in docs/performance.md.
 bench: build
-	OMP_NUM_THREADS=2 $(BUILD)/bench/tfm_bench --benchmark_counters_tabular=true
+	BIN=$(BUILD)/bench/tfm_bench scripts/bench.sh
 
 # The main job on bundled data: generate the number-words task, train, score, translate, plot.
 demo: build

@@ -191,6 +191,18 @@ TEST(Decode, RecordsEncoderDecoderAttention) {
   }
 }
 
+TEST(Decode, MinimumLengthForcesTheOutputLength) {
+  const auto m = make_model(17, 3);
+  SearchOptions o;
+  o.max_length_a = 0;
+  o.max_length_b = 9;
+  o.min_length = 9;  // exactly 8 tokens + EOS
+  for (const Hypothesis& h : greedy_search(*m, kSources, o)) EXPECT_EQ(h.tokens.size(), 8u);
+  for (const auto& n : beam_search(*m, kSources, o)) EXPECT_EQ(n[0].tokens.size(), 8u);
+  for (const auto& n : beam_search(*m, kSources, o))
+    for (int32_t t : n[0].tokens) EXPECT_NE(t, 3) << "EOS inside a forced-length output";
+}
+
 TEST(Decode, RejectsBadOptions) {
   const auto m = make_model(17, 1);
   SearchOptions o;

@@ -10,6 +10,7 @@ void SearchOptions::validate() const {
   TFM_CHECK(beam_size >= 1, "beam size must be at least 1, got ", beam_size);
   TFM_CHECK(n_best >= 1 && n_best <= beam_size, "n-best must be in [1, beam size ", beam_size, "], got ", n_best);
   TFM_CHECK(std::isfinite(length_penalty), "length penalty must be finite, got ", length_penalty);
+  TFM_CHECK(min_length >= 0, "the minimum output length must be >= 0, got ", min_length);
   TFM_CHECK(max_length_a >= 0 && max_length_b >= 0 && max_length_a + max_length_b >= 1,
             "the maximum output length a * source + b needs a, b >= 0 and a + b >= 1, got a = ", max_length_a,
             ", b = ", max_length_b);
@@ -66,8 +67,11 @@ void row_log_softmax(const Tensor& logits, int64_t r, std::vector<double>& out) 
   else log_softmax(logits.data<float>() + r * V, V, out);
 }
 
-// Tokens a hypothesis may produce: never padding or BOS.
-bool allowed(const ModelConfig& c, int32_t v) { return v != c.pad_id && v != c.bos_id; }
+// Tokens a hypothesis may produce at step t (its (t+1)-th token): never padding or BOS, and no EOS
+// before the minimum length.
+bool allowed(const ModelConfig& c, int32_t v, int64_t t, const SearchOptions& o) {
+  return v != c.pad_id && v != c.bos_id && (v != c.eos_id || t + 1 >= o.min_length);
+}
 
 // One step's bookkeeping for backtracking: for each row, the row of the previous step it extends,
 // the token it was fed, and (when recorded) each layer's attention [rows, H, 1, S].
@@ -138,9 +142,11 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
       const int64_t b = rows[r];
       row_log_softmax(logits, static_cast<int64_t>(r), logp);
       int32_t best = c.eos_id;
-      if (t + 1 < e.max_length[b])
+      if (t + 1 < e.max_length[b]) {
+        double best_logp = -std::numeric_limits<double>::infinity();
         for (int32_t v = 0; v < c.vocab_size; ++v)
-          if (allowed(c, v) && logp[v] > logp[best]) best = v;
+          if (allowed(c, v, t, o) && logp[v] > best_logp) best = v, best_logp = logp[v];
+      }
       const double s = score[r] + logp[best];
       if (best == c.eos_id) {
         out[b] = backtrack(steps, t, static_cast<int32_t>(r), s, o.length_penalty, o.record_attention,
@@ -211,7 +217,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
           continue;
         }
         for (int32_t v = 0; v < V; ++v)
-          if (allowed(c, v)) cands.push_back({score[r] + logp[v], r, v});
+          if (allowed(c, v, t, o)) cands.push_back({score[r] + logp[v], r, v});
       }
       // The best 2K: enough to refill K live beams even if K of them end here.
       const size_t top = std::min(cands.size(), static_cast<size_t>(2 * K));

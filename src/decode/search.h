@@ -16,6 +16,8 @@ struct SearchOptions {
   double max_length_a = 1.0;    // at most a · (source tokens) + b output tokens, end of sentence included
   double max_length_b = 50.0;
   int64_t n_best = 1;           // hypotheses returned per sentence (≤ beam_size)
+  int64_t min_length = 0;       // no EOS before this many output tokens (EOS included); benchmarks
+                                //   force a fixed length with min_length = max length
   bool record_attention = false;  // keep the encoder-decoder attention of every output token
 
   // Throws tfm::Error naming the first option out of range.

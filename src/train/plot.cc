@@ -71,7 +71,7 @@ bool write_training_plot(const MetricsLog& metrics, const std::string& svg_path)
   const std::vector<nlohmann::json> records = metrics.read();
   if (records.empty()) return false;
   Series train{"training loss (label-smoothed)", "#1f77b4", {}}, valid{"validation loss", "#d62728", {}},
-      bleu{"validation BLEU", "#2ca02c", {}};
+      bleu{"validation BLEU", "#2ca02c", {}}, exact{"validation exact match (%)", "#9467bd", {}};
   double max_step = 0;
   for (const auto& r : records) {
     const double step = r.value("step", 0.0);
@@ -79,13 +79,14 @@ bool write_training_plot(const MetricsLog& metrics, const std::string& svg_path)
     if (r.contains("loss")) train.points.emplace_back(step, r["loss"].get<double>());
     if (r.contains("valid_loss")) valid.points.emplace_back(step, r["valid_loss"].get<double>());
     if (r.contains("valid_bleu")) bleu.points.emplace_back(step, r["valid_bleu"].get<double>());
+    if (r.contains("valid_exact")) exact.points.emplace_back(step, 100 * r["valid_exact"].get<double>());
   }
   std::ostringstream svg;
   const double width = 900, height = 380;
   svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << width << "' height='" << height
       << "' font-family='sans-serif'>\n<rect width='100%' height='100%' fill='white'/>\n";
   chart(svg, 60, 40, 360, 280, "loss per target token", {train, valid}, max_step);
-  chart(svg, 520, 40, 360, 280, "validation BLEU", {bleu}, max_step);
+  chart(svg, 520, 40, 360, 280, "validation BLEU and exact match", {bleu, exact}, max_step);
   svg << "</svg>\n";
   write_file_atomic(svg_path, [&](std::ostream& out) { out << svg.str(); });
   return true;

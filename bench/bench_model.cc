@@ -1,0 +1,90 @@
+// Whole-model benchmarks: a training step and translation, at the paper's shapes, on random
+// tokens and random weights. scripts/bench.sh runs them beside the peers (PyTorch's training step)
+// and prints the ratios; docs/performance.md records the figures.
+#include <benchmark/benchmark.h>
+
+#include "core/rng.h"
+#include "decode/search.h"
+#include "model/transformer.h"
+#include "ops/adam.h"
+#include "ops/loss.h"
+
+namespace tfm {
+namespace {
+
+std::vector<std::vector<int32_t>> random_sentences(int64_t n, int64_t len, int64_t vocab, uint64_t seed) {
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(n));
+  const RngStream rng{seed, 77};
+  uint64_t k = 0;
+  for (auto& s : out)
+    for (int64_t i = 0; i < len; ++i) s.push_back(4 + static_cast<int32_t>(rng.uniform(k++) * static_cast<float>(vocab - 4)));
+  return out;
+}
+
+// One optimizer step (forward, label-smoothed loss, backward, Adam) on 64 sentences of 32 tokens
+// per side, vocabulary 8000, dropout on: the shape of ../shared/peers/torch_train_step.py.
+void BM_TrainStep(benchmark::State& state, const char* preset) {
+  ModelConfig c = model_preset(preset);
+  c.vocab_size = 8000;
+  Transformer model(c);
+  model.init_parameters(1);
+  const int64_t B = 64, L = 32;
+  // 31 tokens + EOS per side, as the peer's 32 (its target is shifted by one).
+  const Batch batch = make_batch(random_sentences(B, L - 1, c.vocab_size, 1), random_sentences(B, L - 1, c.vocab_size, 2), c);
+  const Tensor& values = model.params().values();
+  Tensor m = Tensor::zeros(values.shape()), v = Tensor::zeros(values.shape());
+  Rng rng(3);
+  int64_t step = 0;
+  for (auto _ : state) {
+    model.params().zero_grad();
+    const Context ctx = model.context(&rng);
+    Transformer::Saved saved;
+    const Tensor logits = model.forward(ctx, batch, &saved);
+    const Tensor flat = logits.view({logits.shape().rows(), c.vocab_size});
+    const Tensor targets = batch.tgt_out.view({batch.tgt_out.numel()});
+    const Tensor lse = Tensor::empty({flat.size(0)});
+    const ops::LossSum loss = ops::cross_entropy(flat, targets, {0.1, c.pad_id}, lse);
+    const Tensor dlogits = Tensor::zeros(logits.shape());
+    ops::cross_entropy_backward(flat, targets, lse, {0.1, c.pad_id}, 1.0 / loss.tokens, dlogits.view(flat.shape()));
+    model.backward(ctx, batch, saved, dlogits);
+    ops::adam_step(values, model.params().grads(), m, v, {1e-4, 0.9, 0.98, 1e-9, ++step});
+    benchmark::DoNotOptimize(loss.loss);
+  }
+  const double tokens = static_cast<double>(batch.source_tokens + batch.target_tokens);
+  state.counters["tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["params"] = static_cast<double>(model.params().parameter_count());
+}
+
+// Translation at the base shape (6+6 layers, shared embeddings, vocabulary 32000, random weights):
+// 64 sentences of 25 source tokens, the output forced to exactly 25 tokens (EOS suppressed until
+// then), as the CTranslate2 figures in docs/performance.md were measured.
+void BM_Translate(benchmark::State& state, int64_t beam) {
+  ModelConfig c = model_preset("base");
+  c.vocab_size = 32000;
+  c.pre_norm = true;
+  Transformer model(c);
+  model.init_parameters(1);
+  const auto sources = random_sentences(64, 25, c.vocab_size, 5);
+  SearchOptions o;
+  o.beam_size = beam;
+  o.max_length_a = 0;
+  o.max_length_b = 26;  // 25 tokens + EOS
+  o.min_length = 26;
+  int64_t produced = 0;
+  for (auto _ : state) {
+    if (beam == 1) {
+      for (const Hypothesis& h : greedy_search(model, sources, o)) produced += static_cast<int64_t>(h.tokens.size());
+    } else {
+      for (const auto& n : beam_search(model, sources, o)) produced += static_cast<int64_t>(n[0].tokens.size());
+    }
+  }
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(produced), benchmark::Counter::kIsRate);
+}
+
+BENCHMARK_CAPTURE(BM_TrainStep, small, "small")->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5.0);
+BENCHMARK_CAPTURE(BM_TrainStep, base, "base")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_Translate, greedy, 1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK_CAPTURE(BM_Translate, beam4, 4)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+}  // namespace
+}  // namespace tfm
