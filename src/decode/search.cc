@@ -1,5 +1,7 @@
 #include "decode/search.h"
 
+#include "ops/softmax.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -48,24 +50,20 @@ Encoded encode_batch(const Transformer& model, const Context& ctx, const std::ve
   return e;
 }
 
-// log softmax of one row of logits, in double.
-template <class T>
-void log_softmax(const T* z, int64_t n, std::vector<double>& out) {
-  out.resize(static_cast<size_t>(n));
-  double max = kNegInf;
-  for (int64_t i = 0; i < n; ++i) max = std::max(max, double(z[i]));
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += std::exp(double(z[i]) - max);
-  const double lse = max + std::log(sum);
-  for (int64_t i = 0; i < n; ++i) out[i] = double(z[i]) - lse;
+// Log-probabilities of one row as doubles: logp [rows, V] is float32 or float64.
+double logp_at(const Tensor& logp, int64_t r, int32_t v) {
+  const int64_t V = logp.size(1);
+  return logp.dtype() == DType::F64 ? logp.data<double>()[r * V + v] : logp.data<float>()[r * V + v];
 }
 
-// log softmax of row r of logits [rows, V] (float32 or float64).
-void row_log_softmax(const Tensor& logits, int64_t r, std::vector<double>& out) {
-  const int64_t V = logits.size(1);
-  if (logits.dtype() == DType::F64) log_softmax(logits.data<double>() + r * V, V, out);
-  else log_softmax(logits.data<float>() + r * V, V, out);
-}
+// The best `k` allowed tokens of row r, best first (ties: lower id first).
+struct Scored {
+  double logp;
+  int32_t token;
+};
+template <class T>
+void top_k_row(const T* row, int64_t V, int64_t k, const ModelConfig& c, int64_t t, const SearchOptions& o,
+               std::vector<Scored>& out);
 
 // Tokens a hypothesis may produce at step t (its (t+1)-th token): never padding or BOS, and no EOS
 // before the minimum length.
@@ -113,6 +111,21 @@ Hypothesis backtrack(const std::vector<StepRecord>& steps, int64_t step, int32_t
   return h;
 }
 
+template <class T>
+void top_k_row(const T* row, int64_t V, int64_t k, const ModelConfig& c, int64_t t, const SearchOptions& o,
+               std::vector<Scored>& out) {
+  out.clear();
+  // A small sorted list: V is large and k small, so one pass with insertion beats a full sort.
+  for (int32_t v = 0; v < V; ++v) {
+    const double lp = row[v];
+    if (static_cast<int64_t>(out.size()) == k && lp <= out.back().logp) continue;
+    if (!allowed(c, v, t, o)) continue;
+    auto pos = std::upper_bound(out.begin(), out.end(), lp, [](double x, const Scored& s) { return x > s.logp; });
+    out.insert(pos, {lp, v});
+    if (static_cast<int64_t>(out.size()) > k) out.pop_back();
+  }
+}
+
 StepRecord record_of(const std::vector<int32_t>& parent, const std::vector<int32_t>& token, const DecodeState& state) {
   StepRecord r{parent, token, {}};
   if (state.record_attention) r.attention = state.cross_attention;
@@ -132,22 +145,26 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
   for (int64_t b = 0; b < B; ++b) rows[b] = parent[b] = static_cast<int32_t>(b);
   std::vector<double> score(B, 0.0);
   std::vector<StepRecord> steps;
-  std::vector<double> logp;
   for (int64_t t = 0; !rows.empty(); ++t) {
-    const Tensor logits = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token));
+    const Tensor logp = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token));
+    ops::log_softmax(logp, logp);
     steps.push_back(record_of(parent, token, state));
+    const int64_t R = static_cast<int64_t>(rows.size());
+    std::vector<int32_t> choice(static_cast<size_t>(R), c.eos_id);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < R; ++r) {
+      if (t + 1 >= e.max_length[rows[r]]) continue;  // only EOS may follow
+      std::vector<Scored> top;
+      if (logp.dtype() == DType::F64) top_k_row(logp.data<double>() + r * c.vocab_size, c.vocab_size, 1, c, t, o, top);
+      else top_k_row(logp.data<float>() + r * c.vocab_size, c.vocab_size, 1, c, t, o, top);
+      if (!top.empty()) choice[r] = top[0].token;
+    }
     std::vector<int32_t> keep, next_rows, next_token;
     std::vector<double> next_score;
     for (size_t r = 0; r < rows.size(); ++r) {
       const int64_t b = rows[r];
-      row_log_softmax(logits, static_cast<int64_t>(r), logp);
-      int32_t best = c.eos_id;
-      if (t + 1 < e.max_length[b]) {
-        double best_logp = -std::numeric_limits<double>::infinity();
-        for (int32_t v = 0; v < c.vocab_size; ++v)
-          if (allowed(c, v, t, o) && logp[v] > best_logp) best = v, best_logp = logp[v];
-      }
-      const double s = score[r] + logp[best];
+      const int32_t best = choice[r];
+      const double s = score[r] + logp_at(logp, static_cast<int64_t>(r), best);
       if (best == c.eos_id) {
         out[b] = backtrack(steps, t, static_cast<int32_t>(r), s, o.length_penalty, o.record_attention,
                            e.src_lengths.data<int32_t>()[b], c.heads);
@@ -193,15 +210,25 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   model.reorder(state, Tensor::from<int32_t>({B * K}, parent));
   std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(B));
   std::vector<StepRecord> steps;
-  std::vector<double> logp;
+  std::vector<std::vector<Scored>> top(static_cast<size_t>(B * K));
   struct Candidate {
     double score;
     int32_t row, token;
   };
   std::vector<Candidate> cands;
   for (int64_t t = 0; !active.empty(); ++t) {
-    const Tensor logits = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(token.size())}, token));
+    const Tensor logp = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(token.size())}, token));
+    ops::log_softmax(logp, logp);
     steps.push_back(record_of(parent, token, state));
+    // Each live row's best 2K continuations: enough for the sentence's best 2K overall.
+    const int64_t R = static_cast<int64_t>(token.size());
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < R; ++r) {
+      top[r].clear();
+      if (score[r] == kNegInf) continue;
+      if (logp.dtype() == DType::F64) top_k_row(logp.data<double>() + r * V, V, 2 * K, c, t, o, top[r]);
+      else top_k_row(logp.data<float>() + r * V, V, 2 * K, c, t, o, top[r]);
+    }
     std::vector<int32_t> next_active, next_parent, next_token;
     std::vector<double> next_score;
     for (size_t i = 0; i < active.size(); ++i) {
@@ -211,13 +238,11 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       for (int64_t k = 0; k < K; ++k) {
         const int32_t r = static_cast<int32_t>(i * K + k);
         if (score[r] == kNegInf) continue;
-        row_log_softmax(logits, r, logp);
         if (last) {
-          cands.push_back({score[r] + logp[c.eos_id], r, c.eos_id});
+          cands.push_back({score[r] + logp_at(logp, r, c.eos_id), r, c.eos_id});
           continue;
         }
-        for (int32_t v = 0; v < V; ++v)
-          if (allowed(c, v, t, o)) cands.push_back({score[r] + logp[v], r, v});
+        for (const Scored& sc : top[r]) cands.push_back({score[r] + sc.logp, r, sc.token});
       }
       // The best 2K: enough to refill K live beams even if K of them end here.
       const size_t top = std::min(cands.size(), static_cast<size_t>(2 * K));

@@ -3,16 +3,20 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ops/cpu/fast_exp.h"
+
 namespace tfm::cpu {
 
 // y = softmax(x) over n elements (n ≥ 1); x and y may alias.
 template <class T>
 inline void softmax_row(int64_t n, const T* x, T* y) {
   T max = x[0];
+#pragma omp simd reduction(max : max)
   for (int64_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
   T sum = 0;
+#pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i) {
-    y[i] = std::exp(x[i] - max);
+    y[i] = exp_of(x[i] - max);
     sum += y[i];
   }
   const T inv = T(1) / sum;
@@ -24,12 +28,27 @@ inline void softmax_row(int64_t n, const T* x, T* y) {
 template <class T, bool kAccumulate>
 inline void softmax_row_backward(int64_t n, const T* y, const T* dy, T* dx) {
   T dot = 0;
+#pragma omp simd reduction(+ : dot)
   for (int64_t i = 0; i < n; ++i) dot += dy[i] * y[i];
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const T g = y[i] * (dy[i] - dot);
     if constexpr (kAccumulate) dx[i] += g; else dx[i] = g;
   }
+}
+
+// y = x − logsumexp(x) over n elements; x and y may alias.
+template <class T>
+inline void log_softmax_row(int64_t n, const T* x, T* y) {
+  T max = x[0];
+#pragma omp simd reduction(max : max)
+  for (int64_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) sum += exp_of(x[i] - max);
+  const T lse = max + std::log(sum);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] - lse;
 }
 
 }  // namespace tfm::cpu
