@@ -12,6 +12,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libopenblas-openmp-dev      # BLAS, OpenMP variant: BLAS and our kernels share one thread pool
+  libdnnl-dev                 # oneDNN (OpenMP build): large float GEMMs and VNNI int8 GEMMs
   libsentencepiece-dev        # subword vocabulary
   nlohmann-json3-dev          # config files, checkpoint headers, fixtures
   libcli11-dev                # command line

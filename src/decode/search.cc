@@ -176,7 +176,10 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
       }
     }
     if (next_rows.empty()) break;
-    if (keep.size() != rows.size()) model.reorder(state, Tensor::from<int32_t>({int64_t(keep.size())}, keep));
+    if (keep.size() != rows.size()) {
+      const Tensor kept = Tensor::from<int32_t>({int64_t(keep.size())}, keep);
+      model.reorder(state, kept, kept);  // one hypothesis per sentence: its memory goes with it
+    }
     rows = next_rows;
     parent = keep;
     token = next_token;
@@ -286,7 +289,17 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       }
     }
     if (next_active.empty()) break;
-    model.reorder(state, Tensor::from<int32_t>({int64_t(next_parent.size())}, next_parent));
+    // The encoder outputs of the sentences still active, by their position in `active`.
+    Tensor memory_rows;
+    if (next_active.size() != active.size()) {
+      std::vector<int32_t> positions;
+      for (size_t i = 0, j = 0; i < next_active.size(); ++i) {
+        while (active[j] != next_active[i]) ++j;
+        positions.push_back(static_cast<int32_t>(j));
+      }
+      memory_rows = Tensor::from<int32_t>({int64_t(positions.size())}, positions);
+    }
+    model.reorder(state, Tensor::from<int32_t>({int64_t(next_parent.size())}, next_parent), memory_rows);
     active = next_active;
     parent = next_parent;
     token = next_token;

@@ -30,6 +30,7 @@ Tensor MultiHeadAttention::attend(const Context& ctx, const Tensor& xq, const Te
   args.heads = static_cast<int>(heads);
   args.causal = mask.causal;
   args.key_lengths = mask.key_lengths;
+  args.kv_group = mask.kv_group;
   if (ctx.training() && attention_dropout > 0) {
     args.dropout = attention_dropout;
     args.rng = ctx.rng->next();

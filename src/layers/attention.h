@@ -13,6 +13,7 @@ namespace tfm {
 struct AttentionMask {
   bool causal = false;  // decoder self-attention: no looking ahead
   Tensor key_lengths;   // int32 [B]: keys at or past the length are padding; undefined: none
+  int64_t kv_group = 1; // query entries per key/value entry (decoding: beams share the encoder output)
 };
 
 class MultiHeadAttention {

@@ -70,7 +70,8 @@ Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& stat
       [&](const Tensor& in) {
         MultiHeadAttention::Saved saved;
         Tensor y = cross_attn.attend(ctx, in, state.memory_k[index], state.memory_v[index],
-                                     {false, state.src_lengths}, state.record_attention ? &saved : nullptr);
+                                     {false, state.src_lengths, state.kv_group},
+                                     state.record_attention ? &saved : nullptr);
         if (state.record_attention) state.cross_attention[index] = saved.probs;
         return y;
       },
@@ -201,20 +202,27 @@ Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Te
   return project(ctx, x).view({rows, config_.vocab_size});
 }
 
-void Transformer::reorder(DecodeState& state, const Tensor& rows) const {
-  auto select = [&](Tensor& t) {
+void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& memory_rows) const {
+  auto select = [](Tensor& t, const Tensor& which, int64_t prefix) {
     std::vector<int64_t> dims = t.shape().to_vector();
-    dims[0] = rows.numel();
+    dims[0] = which.numel();
     Tensor out = Tensor::empty(Shape(dims), t.dtype(), t.device());
-    ops::index_select(t, rows, out);
+    ops::index_select(t, which, out, prefix);
     t = out;
   };
-  select(state.src_lengths);
-  select(state.step_lengths);
-  for (auto* group : {&state.memory_k, &state.memory_v, &state.self_k, &state.self_v})
-    for (Tensor& t : *group) select(t);
+  select(state.src_lengths, rows, -1);
+  select(state.step_lengths, rows, -1);
+  for (auto* caches : {&state.self_k, &state.self_v})
+    for (Tensor& t : *caches) select(t, rows, state.length);  // only the filled positions
   for (Tensor& t : state.cross_attention)
-    if (t.defined()) select(t);
+    if (t.defined()) select(t, rows, -1);
+  if (memory_rows.defined())
+    for (auto* memory : {&state.memory_k, &state.memory_v})
+      for (Tensor& t : *memory) select(t, memory_rows, -1);
+  const int64_t entries = state.memory_k.empty() ? rows.numel() : state.memory_k[0].size(0);
+  TFM_CHECK(entries > 0 && rows.numel() % entries == 0, "reorder: ", rows.numel(), " hypotheses cannot share ",
+            entries, " encoder outputs evenly");
+  state.kv_group = rows.numel() / entries;
 }
 
 Tensor Transformer::forward(const Context& ctx, const Batch& batch, Saved* saved) const {

@@ -14,10 +14,13 @@
 namespace tfm {
 
 // Incremental decoding (one token per hypothesis per step). B' counts hypotheses (sentences ×
-// beams); rows can be reordered or dropped between steps (Transformer::reorder).
+// beams), B_s the sentences whose encoder output they read: hypothesis r reads entry
+// r / kv_group, so the beams of a sentence share it. Rows can be reordered or dropped between
+// steps (Transformer::reorder).
 struct DecodeState {
   Tensor src_lengths;                      // int32 [B']
-  std::vector<Tensor> memory_k, memory_v;  // per decoder layer: the encoder output's keys, values [B', S, D]
+  std::vector<Tensor> memory_k, memory_v;  // per decoder layer: the encoder output's keys, values [B_s, S, D]
+  int64_t kv_group = 1;                    // B' / B_s
   std::vector<Tensor> self_k, self_v;      // per decoder layer: keys, values of the tokens so far [B', L, D]
   Tensor step_lengths;                     // int32 [B']: tokens visible to self-attention this step
   int64_t length = 0;                      // tokens decoded so far (< L, the cache's capacity)
@@ -108,9 +111,11 @@ class Transformer {
                              int64_t max_length, bool record_attention = false) const;
   // Feeds each hypothesis's last token, int32 [B'], and returns the next token's logits [B', V].
   Tensor decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const;
-  // Keeps rows `rows` (int32 [B'']) of every cache, in that order: beam reordering, expansion of
-  // sentences into beams, dropping finished sentences.
-  void reorder(DecodeState& state, const Tensor& rows) const;
+  // Keeps hypotheses `rows` (int32 [B'']) of every cache, in that order: beam reordering,
+  // expansion of sentences into beams, dropping finished sentences. `memory_rows` (int32 [B_s''])
+  // selects the encoder outputs that remain, when sentences are dropped; undefined: all remain.
+  // B'' must be a multiple of B_s'' (it sets kv_group).
+  void reorder(DecodeState& state, const Tensor& rows, const Tensor& memory_rows = Tensor()) const;
 
   const ModelConfig& config() const { return config_; }
   ParamStore& params() { return params_; }

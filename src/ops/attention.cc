@@ -15,9 +15,10 @@ cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k
   TFM_CHECK(h >= 1, op, ": heads must be at least 1, got ", h);
   TFM_CHECK(q.size(2) % h == 0 && v.size(2) % h == 0, op, ": widths of q ", q.shape(), " and v ", v.shape(),
             " must be multiples of the ", h, " heads");
-  cpu::AttentionDims d{q.size(0), q.size(1), k.size(1), h, q.size(2) / h, v.size(2) / h};
-  TFM_CHECK(k.size(0) == d.batch && v.size(0) == d.batch, op, ": batch sizes differ: q ", q.shape(), ", k ",
-            k.shape(), ", v ", v.shape());
+  cpu::AttentionDims d{q.size(0), q.size(1), k.size(1), h, q.size(2) / h, v.size(2) / h, args.kv_group};
+  TFM_CHECK(args.kv_group >= 1, op, ": kv_group must be >= 1, got ", args.kv_group);
+  TFM_CHECK(k.size(0) * args.kv_group == d.batch && v.size(0) == k.size(0), op, ": batch sizes differ: q ", q.shape(),
+            ", k ", k.shape(), ", v ", v.shape(), " with ", args.kv_group, " queries per key/value entry");
   TFM_CHECK(k.size(2) == q.size(2), op, ": k ", k.shape(), " must have the width of q ", q.shape());
   TFM_CHECK(v.size(1) == d.keys, op, ": k ", k.shape(), " and v ", v.shape(), " have different numbers of keys");
   TFM_CHECK(out.shape() == Shape({d.batch, d.queries, v.size(2)}), op, ": out has shape ", out.shape(),
@@ -57,6 +58,8 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                         const Tensor& probs, const Tensor& dout, const Tensor& dq, const Tensor& dk,
                         const Tensor& dv) {
   const cpu::AttentionDims d = check_shapes("attention_backward", q, k, v, args, probs, dout);
+  TFM_CHECK(args.kv_group == 1, "attention_backward: shared keys and values (kv_group ", args.kv_group,
+            ") are for decoding only");
   check_same_shape("attention_backward", "q", q, "dq", dq);
   check_same_shape("attention_backward", "k", k, "dk", dk);
   check_same_shape("attention_backward", "v", v, "dv", dv);

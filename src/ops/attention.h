@@ -16,12 +16,15 @@ struct AttentionArgs {
   bool causal = false;
   // Key padding: int32 [B], keys s ≥ key_lengths[b] get zero weight. Undefined: no padding.
   Tensor key_lengths;
+  // Query batch entries per key/value entry: k and v hold B / kv_group entries, entry b / kv_group
+  // serving query entry b (the beams of a sentence share its encoder output). Forward only.
+  int64_t kv_group = 1;
   // Dropout on the attention weights (training); 0 disables it.
   double dropout = 0.0;
   RngStream rng;
 };
 
-// q: [B, T, H·d_k], k: [B, S, H·d_k], v: [B, S, H·d_v] → out: [B, T, H·d_v].
+// q: [B, T, H·d_k], k: [B / kv_group, S, H·d_k], v: [B / kv_group, S, H·d_v] → out: [B, T, H·d_v].
 // probs: [B, H, T, S], the weights after masking and softmax and before dropout (saved for the
 // backward; also what a person inspects). Masked keys get exactly zero weight; a query whose keys
 // are all masked gets all-zero weights and a zero output, never NaN.

@@ -5,7 +5,7 @@
 
 namespace tfm::ops {
 
-void index_select(const Tensor& src, const Tensor& indices, const Tensor& dst) {
+void index_select(const Tensor& src, const Tensor& indices, const Tensor& dst, int64_t prefix) {
   TFM_CHECK(src.rank() >= 1 && dst.rank() == src.rank(), "index_select: src ", src.shape(), " and dst ", dst.shape(),
             " must have the same rank >= 1");
   check_dtype("index_select", "indices", indices, DType::I32);
@@ -18,8 +18,14 @@ void index_select(const Tensor& src, const Tensor& indices, const Tensor& dst) {
     TFM_CHECK(idx[i] >= 0 && idx[i] < rows, "index_select: index ", idx[i], " at position ", i, " is outside [0, ", rows,
               ")");
   TFM_CHECK(src.device() == Device::CPU, "index_select: no kernel for device '", name(src.device()), "'");
-  cpu::copy_rows(n, static_cast<int64_t>(row * size_of(src.dtype())), idx, static_cast<const char*>(src.raw()),
-                 static_cast<char*>(dst.raw()));
+  const int64_t row_bytes = row * static_cast<int64_t>(size_of(src.dtype()));
+  int64_t copy_bytes = row_bytes;
+  if (prefix >= 0) {
+    TFM_CHECK(src.rank() >= 2 && prefix <= src.size(1), "index_select: prefix ", prefix, " is outside dim 1 of ",
+              src.shape());
+    copy_bytes = row_bytes / src.size(1) * prefix;
+  }
+  cpu::copy_rows(n, row_bytes, copy_bytes, idx, static_cast<const char*>(src.raw()), static_cast<char*>(dst.raw()));
 }
 
 void write_position(const Tensor& cache, const Tensor& x, int64_t position) {

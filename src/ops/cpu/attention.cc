@@ -19,8 +19,8 @@ HeadView head_view(const AttentionDims& d, int64_t bh) {
   return {b,
           h,
           b * d.queries * d.heads * d.d_k + h * d.d_k,
-          b * d.keys * d.heads * d.d_k + h * d.d_k,
-          b * d.keys * d.heads * d.d_v + h * d.d_v,
+          b / d.kv_group * d.keys * d.heads * d.d_k + h * d.d_k,
+          b / d.kv_group * d.keys * d.heads * d.d_v + h * d.d_v,
           b * d.queries * d.heads * d.d_v + h * d.d_v,
           bh * d.queries * d.keys};
 }

@@ -43,6 +43,7 @@ template <class T> void log_softmax(int64_t rows, int64_t cols, const T* x, T* y
 
 struct AttentionDims {
   int64_t batch, queries, keys, heads, d_k, d_v;  // B, T, S, H, d_k, d_v
+  int64_t kv_group = 1;  // query batch entries per key/value entry (beams sharing an encoder output)
 };
 template <class T>
 void attention(const AttentionDims& dims, const T* q, const T* k, const T* v, bool causal,
@@ -71,8 +72,9 @@ template <class T>
 void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, double beta1, double beta2, double eps,
                int64_t step);
 
-// Byte copies (any dtype): dst row i = src row indices[i]; cache[b, position] = x[b].
-void copy_rows(int64_t n, int64_t row_bytes, const int32_t* indices, const char* src, char* dst);
+// Byte copies (any dtype): the first copy_bytes of dst row i = those of src row indices[i] (rows
+// row_bytes apart); cache[b, position] = x[b].
+void copy_rows(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, const char* src, char* dst);
 void write_position(int64_t batch, int64_t length, int64_t row_bytes, int64_t position, const char* x, char* cache);
 
 }  // namespace tfm::cpu
