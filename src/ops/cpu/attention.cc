@@ -44,7 +44,11 @@ void attention(const AttentionDims& d, const T* q, const T* k, const T* v, bool 
     for (int64_t bh = 0; bh < d.batch * d.heads; ++bh) {
       const HeadView hv = head_view(d, bh);
       T* p = probs + hv.p_off;  // [T, S]
-      gemm_ld<T>(false, true, d.queries, d.keys, d.d_k, scale, q + hv.q_off, ldq, k + hv.k_off, ldq, T(0), p, d.keys);
+      // Only the keys some query can see enter the products: keys past them may hold anything
+      // (a decoding cache's unfilled positions), and skipping them saves work.
+      int64_t seen = 0;
+      for (int64_t t = 0; t < d.queries; ++t) seen = std::max(seen, visible_keys(d, hv.b, t, causal, key_lengths));
+      gemm_ld<T>(false, true, d.queries, seen, d.d_k, scale, q + hv.q_off, ldq, k + hv.k_off, ldq, T(0), p, d.keys);
       for (int64_t t = 0; t < d.queries; ++t) {
         T* row = p + t * d.keys;
         const int64_t n = visible_keys(d, hv.b, t, causal, key_lengths);
@@ -56,8 +60,12 @@ void attention(const AttentionDims& d, const T* q, const T* k, const T* v, bool 
         apply_dropout<T, false>(tile, static_cast<uint64_t>(hv.p_off), p, dropout, rng, dropped.data());
         weights = dropped.data();
       }
-      gemm_ld<T>(false, false, d.queries, d.d_v, d.keys, T(1), weights, d.keys, v + hv.v_off, ldv, T(0),
-                 out + hv.o_off, ldv);
+      if (seen > 0) {
+        gemm_ld<T>(false, false, d.queries, d.d_v, seen, T(1), weights, d.keys, v + hv.v_off, ldv, T(0),
+                   out + hv.o_off, ldv);
+      } else {
+        for (int64_t t = 0; t < d.queries; ++t) std::fill_n(out + hv.o_off + t * ldv, d.d_v, T(0));
+      }
     }
   }
 }
