@@ -58,12 +58,13 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
 // Translation at the base shape (6+6 layers, shared embeddings, vocabulary 32000, random weights):
 // 64 sentences of 25 source tokens, the output forced to exactly 25 tokens (EOS suppressed until
 // then), as the CTranslate2 figures in docs/performance.md were measured.
-void BM_Translate(benchmark::State& state, int64_t beam) {
+void BM_Translate(benchmark::State& state, int64_t beam, bool int8) {
   ModelConfig c = model_preset("base");
   c.vocab_size = 32000;
   c.pre_norm = true;
   Transformer model(c);
   model.init_parameters(1);
+  if (int8) model.quantize_int8();
   const auto sources = random_sentences(64, 25, c.vocab_size, 5);
   SearchOptions o;
   o.beam_size = beam;
@@ -83,8 +84,10 @@ void BM_Translate(benchmark::State& state, int64_t beam) {
 
 BENCHMARK_CAPTURE(BM_TrainStep, small, "small")->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5.0);
 BENCHMARK_CAPTURE(BM_TrainStep, base, "base")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
-BENCHMARK_CAPTURE(BM_Translate, greedy, 1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
-BENCHMARK_CAPTURE(BM_Translate, beam4, 4)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK_CAPTURE(BM_Translate, greedy, 1, false)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK_CAPTURE(BM_Translate, beam4, 4, false)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK_CAPTURE(BM_Translate, greedy_int8, 1, true)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_Translate, beam4_int8, 4, true)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 
 }  // namespace
 }  // namespace tfm

@@ -19,6 +19,7 @@ const char* name(DType t) {
     case DType::F32: return "float32";
     case DType::F64: return "float64";
     case DType::I32: return "int32";
+    case DType::I8: return "int8";
   }
   return "?";
 }
@@ -28,6 +29,7 @@ size_t size_of(DType t) {
     case DType::F32: return 4;
     case DType::F64: return 8;
     case DType::I32: return 4;
+    case DType::I8: return 1;
   }
   return 0;
 }
@@ -98,6 +100,7 @@ void Tensor::fill(double value) const {
     case DType::F32: std::fill_n(static_cast<float*>(data_), n, static_cast<float>(value)); break;
     case DType::F64: std::fill_n(static_cast<double*>(data_), n, value); break;
     case DType::I32: std::fill_n(static_cast<int32_t*>(data_), n, static_cast<int32_t>(value)); break;
+    case DType::I8: std::fill_n(static_cast<int8_t*>(data_), n, static_cast<int8_t>(value)); break;
   }
 }
 
@@ -128,6 +131,7 @@ std::vector<double> Tensor::to_doubles() const {
       case DType::F32: out[i] = static_cast<const float*>(data_)[i]; break;
       case DType::F64: out[i] = static_cast<const double*>(data_)[i]; break;
       case DType::I32: out[i] = static_cast<const int32_t*>(data_)[i]; break;
+      case DType::I8: out[i] = static_cast<const int8_t*>(data_)[i]; break;
     }
   }
   return out;
@@ -141,6 +145,7 @@ Tensor Tensor::to(DType dtype) const {
       case DType::F32: t.data<float>()[i] = static_cast<float>(v[i]); break;
       case DType::F64: t.data<double>()[i] = v[i]; break;
       case DType::I32: t.data<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
+      case DType::I8: t.data<int8_t>()[i] = static_cast<int8_t>(v[i]); break;
     }
   }
   return t;

@@ -14,7 +14,7 @@
 namespace tfm {
 
 enum class Device : uint8_t { CPU, CUDA };
-enum class DType : uint8_t { F32, F64, I32 };
+enum class DType : uint8_t { F32, F64, I32, I8 };
 
 const char* name(Device d);
 const char* name(DType t);
@@ -24,6 +24,7 @@ template <class T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::F32; }
 template <> constexpr DType dtype_of<double>() { return DType::F64; }
 template <> constexpr DType dtype_of<int32_t>() { return DType::I32; }
+template <> constexpr DType dtype_of<int8_t>() { return DType::I8; }
 
 class Tensor {
  public:

@@ -17,6 +17,7 @@ const char* dtype_code(DType t) {
     case DType::F32: return "F32";
     case DType::F64: return "F64";
     case DType::I32: return "I32";
+    case DType::I8: return "I8";
   }
   return "?";
 }
@@ -25,7 +26,8 @@ DType parse_dtype(const std::string& code, const std::string& tensor, const std:
   if (code == "F32") return DType::F32;
   if (code == "F64") return DType::F64;
   if (code == "I32") return DType::I32;
-  throw Error(cat(source, ": tensor '", tensor, "' has dtype '", code, "', which is not supported (F32, F64, I32)"));
+  if (code == "I8") return DType::I8;
+  throw Error(cat(source, ": tensor '", tensor, "' has dtype '", code, "', which is not supported (F32, F64, I32, I8)"));
 }
 
 uint64_t read_u64_le(const char* p) {

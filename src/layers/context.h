@@ -4,18 +4,30 @@
 // Dimension letters, used in every shape comment of layers/ and model/:
 //   B batch (sentences), S source length, T target length, D model width (d_model),
 //   H heads, F feed-forward width (d_ff), V vocabulary, N rows (all leading dims flattened).
+#include <unordered_map>
+
 #include "core/param_store.h"
 #include "core/rng.h"
+#include "ops/int8.h"
 
 namespace tfm {
+
+// int8 copies of weight matrices, by parameter id (inference only; Transformer::quantize_int8).
+using Int8Weights = std::unordered_map<int, ops::QuantizedMatrix>;
 
 struct Context {
   const ParamStore* params = nullptr;  // values read, gradients accumulated (+=)
   Rng* rng = nullptr;                  // dropout's random streams; null: no dropout (inference)
+  const Int8Weights* int8 = nullptr;   // when set, weight products with these run in int8
 
   bool training() const { return rng != nullptr; }
   Tensor value(int id) const { return params->value(id); }
   Tensor grad(int id) const { return params->grad(id); }
+  const ops::QuantizedMatrix* int8_weight(int id) const {
+    if (!int8) return nullptr;
+    auto it = int8->find(id);
+    return it == int8->end() ? nullptr : &it->second;
+  }
 };
 
 }  // namespace tfm

@@ -1,6 +1,7 @@
 #include "layers/linear.h"
 
 #include "ops/elementwise.h"
+#include "ops/int8.h"
 #include "ops/matmul.h"
 
 namespace tfm {
@@ -23,7 +24,8 @@ Tensor Linear::forward(const Context& ctx, const Tensor& x) const {
   TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "linear layer expects inputs with last dim ", in, ", got shape ",
             x.shape());
   Tensor y = Tensor::empty(with_last(x.shape(), out), x.dtype(), x.device());
-  ops::matmul(x, ctx.value(weight), y, {.trans_b = true});
+  if (const ops::QuantizedMatrix* q = ctx.int8_weight(weight)) ops::matmul_int8(x, *q, y);
+  else ops::matmul(x, ctx.value(weight), y, {.trans_b = true});
   ops::bias_add(y, ctx.value(bias), y);
   return y;
 }

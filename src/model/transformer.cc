@@ -5,6 +5,7 @@
 #include "layers/init.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
+#include "ops/int8.h"
 #include "ops/embedding.h"
 #include "ops/matmul.h"
 #include "ops/positional.h"
@@ -166,8 +167,21 @@ Tensor Transformer::project(const Context& ctx, const Tensor& hidden) const {
   std::vector<int64_t> dims = hidden.shape().to_vector();
   dims.back() = config_.vocab_size;
   Tensor logits = Tensor::empty(Shape(dims), hidden.dtype(), hidden.device());
-  ops::matmul(hidden, ctx.value(tgt_embedding), logits, {.trans_b = true});  // h · Eᵀ (§3.4)
+  if (const ops::QuantizedMatrix* q = ctx.int8_weight(tgt_embedding)) ops::matmul_int8(hidden, *q, logits);
+  else ops::matmul(hidden, ctx.value(tgt_embedding), logits, {.trans_b = true});  // h · Eᵀ (§3.4)
   return logits;
+}
+
+void Transformer::quantize_int8() {
+  TFM_CHECK(params_.values().dtype() == DType::F32, "int8 quantization needs a float32 model");
+  int8_.clear();
+  for (int id = 0; id < params_.size(); ++id) {
+    // Every linear layer's weight, and the target embedding as the output projection (its lookups
+    // stay float32).
+    const bool matrix = params_.shape(id).rank() == 2 && params_.name(id).ends_with(".weight");
+    const bool embedding = id == src_embedding || id == tgt_embedding;
+    if ((matrix && !embedding) || id == tgt_embedding) int8_.emplace(id, ops::quantize_rows(params_.value(id)));
+  }
 }
 
 DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,

@@ -120,7 +120,15 @@ class Transformer {
   const ModelConfig& config() const { return config_; }
   ParamStore& params() { return params_; }
   const ParamStore& params() const { return params_; }
-  Context context(Rng* rng = nullptr) const { return Context{&params_, rng}; }
+  // The context of a forward pass: with `rng`, training (dropout on, float32); without, inference,
+  // which uses the int8 weights once quantize_int8() has made them.
+  Context context(Rng* rng = nullptr) const {
+    return Context{&params_, rng, rng == nullptr && !int8_.empty() ? &int8_ : nullptr};
+  }
+  // int8 copies of every weight matrix (per output channel) and of the output projection, for
+  // inference; the float32 parameters stay as they are (training ignores the copies).
+  void quantize_int8();
+  bool quantized() const { return !int8_.empty(); }
 
   int src_embedding = -1, tgt_embedding = -1;  // the same id when tied
   std::vector<EncoderLayer> encoder;
@@ -133,6 +141,7 @@ class Transformer {
 
   ModelConfig config_;
   ParamStore params_;
+  Int8Weights int8_;
 };
 
 }  // namespace tfm

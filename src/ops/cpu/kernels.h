@@ -77,6 +77,11 @@ void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, doub
 void copy_rows(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, const char* src, char* dst);
 void write_position(int64_t batch, int64_t length, int64_t row_bytes, int64_t position, const char* x, char* cache);
 
+// int8: per-row symmetric quantization of w [rows, cols]; y [m, n] = x [m, k] · (w [n, k] · scale)ᵀ
+// with x quantized per row to u8 (offset 128), via oneDNN's VNNI GEMM.
+void quantize_rows(int64_t rows, int64_t cols, const float* w, int8_t* q, float* scale);
+void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale, float* y);
+
 }  // namespace tfm::cpu
 
 // Explicit instantiation for both float types, at the end of each kernel file.

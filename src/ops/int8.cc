@@ -1,0 +1,31 @@
+#include "ops/int8.h"
+
+#include "ops/cpu/kernels.h"
+#include "ops/dispatch.h"
+
+namespace tfm::ops {
+
+QuantizedMatrix quantize_rows(const Tensor& w) {
+  check_rank("quantize_rows", "w", w, 2);
+  check_dtype("quantize_rows", "w", w, DType::F32);
+  TFM_CHECK(w.device() == Device::CPU, "quantize_rows: no kernel for device '", name(w.device()), "'");
+  QuantizedMatrix out{Tensor::empty(w.shape(), DType::I8), Tensor::empty({w.size(0)})};
+  cpu::quantize_rows(w.size(0), w.size(1), w.data<float>(), out.q.data<int8_t>(), out.scale.data<float>());
+  return out;
+}
+
+void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y) {
+  check_rank("matmul_int8", "weight", w.q, 2);
+  check_dtype("matmul_int8", "weight", w.q, DType::I8);
+  check_dtype("matmul_int8", "x", x, DType::F32);
+  check_dtype("matmul_int8", "y", y, DType::F32);
+  const int64_t out = w.q.size(0), in = w.q.size(1);
+  TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "matmul_int8: x ", x.shape(), " does not fit a weight of ", w.q.shape());
+  TFM_CHECK(y.size(-1) == out && y.shape().rows() == x.shape().rows(), "matmul_int8: y has shape ", y.shape(),
+            ", expected ", x.shape().rows(), " rows of ", out);
+  TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU, "matmul_int8: no kernel for this device");
+  cpu::matmul_int8(x.shape().rows(), out, in, x.data<float>(), w.q.data<int8_t>(), w.scale.data<float>(),
+                   y.data<float>());
+}
+
+}  // namespace tfm::ops

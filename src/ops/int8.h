@@ -1,0 +1,22 @@
+#pragma once
+// int8 matrix products for inference (an option of translate): weights quantized once per output
+// channel (symmetric, w ≈ q · scale[row]), activations per row on the fly; the products run on
+// the CPU's VNNI instructions through oneDNN (u8 × s8 → s32, no saturation on VNNI), 4–5× the
+// float32 rate on these machines (docs/performance.md).
+#include "core/tensor.h"
+
+namespace tfm::ops {
+
+struct QuantizedMatrix {
+  Tensor q;      // int8 [out, in]
+  Tensor scale;  // float32 [out]
+};
+
+// w: float32 [out, in] → its per-row quantization (scale = max |w_row| / 127).
+QuantizedMatrix quantize_rows(const Tensor& w);
+
+// y = x · ŵᵀ with ŵ the dequantized weight; x: float32 [..., in] → y: float32 [..., out].
+// Each row of x is quantized to 8 bits with its own scale (max |x_row| / 127).
+void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y);
+
+}  // namespace tfm::ops

@@ -1,0 +1,64 @@
+// int8 inference: per-channel weight quantization, the VNNI matrix product against float32, and
+// a quantized model's outputs against the float32 model's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "decode/search.h"
+#include "model/checkpoint.h"
+#include "ops/int8.h"
+#include "ops/matmul.h"
+#include "testing/gradcheck.h"
+
+namespace tfm {
+namespace {
+
+TEST(Int8, QuantizedRowsReconstructWithinHalfAStep) {
+  const Tensor w = testing::random_tensor({37, 53}, 1, -2, 2).to(DType::F32);
+  const ops::QuantizedMatrix q = ops::quantize_rows(w);
+  for (int64_t r = 0; r < 37; ++r) {
+    const float s = q.scale.data<float>()[r];
+    for (int64_t c = 0; c < 53; ++c) {
+      const float x = w.data<float>()[r * 53 + c], back = q.q.data<int8_t>()[r * 53 + c] * s;
+      EXPECT_LE(std::abs(x - back), 0.5f * s + 1e-6f) << r << "," << c;
+    }
+  }
+}
+
+TEST(Int8, ProductMatchesFloat32WithinQuantizationError) {
+  const Tensor x = testing::random_tensor({19, 200}, 2).to(DType::F32);
+  const Tensor w = testing::random_tensor({45, 200}, 3).to(DType::F32);
+  Tensor exact = Tensor::zeros({19, 45}), approx = Tensor::zeros({19, 45});
+  ops::matmul(x, w, exact, {.trans_b = true});
+  ops::matmul_int8(x, ops::quantize_rows(w), approx);
+  double err = 0, norm = 0;
+  for (int64_t i = 0; i < exact.numel(); ++i) {
+    const double d = exact.data<float>()[i] - approx.data<float>()[i];
+    err += d * d;
+    norm += double(exact.data<float>()[i]) * exact.data<float>()[i];
+  }
+  // 8-bit inputs on both sides: about 1% relative error in a product of 200 terms.
+  EXPECT_LT(std::sqrt(err / norm), 0.02);
+  EXPECT_GT(std::sqrt(err / norm), 0.0) << "suspiciously exact: is the int8 path used?";
+}
+
+TEST(Int8, QuantizedModelTranslatesLikeTheFloatModel) {
+  const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");
+  const std::vector<std::vector<int32_t>> sources = {{10, 20, 30, 40}, {5, 6, 7}, {50, 60, 70, 80, 90}, {11}};
+  SearchOptions o;
+  const auto plain = beam_search(*model, sources, o);
+  model->quantize_int8();
+  EXPECT_TRUE(model->quantized());
+  const auto int8 = beam_search(*model, sources, o);
+  for (size_t b = 0; b < sources.size(); ++b) {
+    EXPECT_NEAR(int8[b][0].normalized, plain[b][0].normalized, 0.25 + 0.05 * std::abs(plain[b][0].normalized))
+        << "sentence " << b;
+  }
+  // Training contexts never use the int8 copies.
+  Rng rng(1);
+  EXPECT_EQ(model->context(&rng).int8, nullptr);
+  EXPECT_NE(model->context().int8, nullptr);
+}
+
+}  // namespace
+}  // namespace tfm
