@@ -1,6 +1,6 @@
 #include "decode/search.h"
 
-#include "ops/softmax.h"
+#include "ops/top_k.h"
 
 #include <algorithm>
 #include <cmath>
@@ -50,25 +50,28 @@ Encoded encode_batch(const Transformer& model, const Context& ctx, const std::ve
   return e;
 }
 
-// Log-probabilities of one row as doubles: logp [rows, V] is float32 or float64.
-double logp_at(const Tensor& logp, int64_t r, int32_t v) {
-  const int64_t V = logp.size(1);
-  return logp.dtype() == DType::F64 ? logp.data<double>()[r * V + v] : logp.data<float>()[r * V + v];
+// One logit as a double: logits [rows, V] are float32 or float64.
+double logit_at(const Tensor& logits, int64_t r, int32_t v) {
+  const int64_t V = logits.size(1);
+  return logits.dtype() == DType::F64 ? logits.data<double>()[r * V + v] : logits.data<float>()[r * V + v];
 }
 
-// The best `k` allowed tokens of row r, best first (ties: lower id first).
-struct Scored {
-  double logp;
-  int32_t token;
+// The best `k` allowed continuations of every row and each row's log Σ exp.
+struct TopK {
+  Tensor logp, ids, lse;  // float64 [R, k], int32 [R, k], float64 [R]
+  double at(int64_t r, int64_t j) const { return logp.data<double>()[r * logp.size(1) + j]; }
+  int32_t id(int64_t r, int64_t j) const { return ids.data<int32_t>()[r * ids.size(1) + j]; }
 };
-template <class T>
-void top_k_row(const T* row, int64_t V, int64_t k, const ModelConfig& c, int64_t t, const SearchOptions& o,
-               std::vector<Scored>& out);
 
-// Tokens a hypothesis may produce at step t (its (t+1)-th token): never padding or BOS, and no EOS
-// before the minimum length.
-bool allowed(const ModelConfig& c, int32_t v, int64_t t, const SearchOptions& o) {
-  return v != c.pad_id && v != c.bos_id && (v != c.eos_id || t + 1 >= o.min_length);
+// Tokens a hypothesis may not produce at step t (its (t+1)-th token): padding, BOS, and EOS before
+// the minimum length.
+TopK select(const Tensor& logits, int64_t k, const ModelConfig& c, int64_t t, const SearchOptions& o) {
+  std::vector<int32_t> banned = {c.pad_id, c.bos_id};
+  if (t + 1 < o.min_length) banned.push_back(c.eos_id);
+  const int64_t R = logits.size(0);
+  TopK top{Tensor::empty({R, k}, DType::F64), Tensor::empty({R, k}, DType::I32), Tensor::empty({R}, DType::F64)};
+  ops::top_k_logprobs(logits, k, banned, top.logp, top.ids, top.lse);
+  return top;
 }
 
 // One step's bookkeeping for backtracking: for each row, the row of the previous step it extends,
@@ -111,21 +114,6 @@ Hypothesis backtrack(const std::vector<StepRecord>& steps, int64_t step, int32_t
   return h;
 }
 
-template <class T>
-void top_k_row(const T* row, int64_t V, int64_t k, const ModelConfig& c, int64_t t, const SearchOptions& o,
-               std::vector<Scored>& out) {
-  out.clear();
-  // A small sorted list: V is large and k small, so one pass with insertion beats a full sort.
-  for (int32_t v = 0; v < V; ++v) {
-    const double lp = row[v];
-    if (static_cast<int64_t>(out.size()) == k && lp <= out.back().logp) continue;
-    if (!allowed(c, v, t, o)) continue;
-    auto pos = std::upper_bound(out.begin(), out.end(), lp, [](double x, const Scored& s) { return x > s.logp; });
-    out.insert(pos, {lp, v});
-    if (static_cast<int64_t>(out.size()) > k) out.pop_back();
-  }
-}
-
 StepRecord record_of(const std::vector<int32_t>& parent, const std::vector<int32_t>& token, const DecodeState& state) {
   StepRecord r{parent, token, {}};
   if (state.record_attention) r.attention = state.cross_attention;
@@ -146,25 +134,19 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
   std::vector<double> score(B, 0.0);
   std::vector<StepRecord> steps;
   for (int64_t t = 0; !rows.empty(); ++t) {
-    const Tensor logp = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token));
-    ops::log_softmax(logp, logp);
+    const Tensor logits = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token));
+    const TopK top = select(logits, 1, c, t, o);
     steps.push_back(record_of(parent, token, state));
-    const int64_t R = static_cast<int64_t>(rows.size());
-    std::vector<int32_t> choice(static_cast<size_t>(R), c.eos_id);
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < R; ++r) {
-      if (t + 1 >= e.max_length[rows[r]]) continue;  // only EOS may follow
-      std::vector<Scored> top;
-      if (logp.dtype() == DType::F64) top_k_row(logp.data<double>() + r * c.vocab_size, c.vocab_size, 1, c, t, o, top);
-      else top_k_row(logp.data<float>() + r * c.vocab_size, c.vocab_size, 1, c, t, o, top);
-      if (!top.empty()) choice[r] = top[0].token;
-    }
     std::vector<int32_t> keep, next_rows, next_token;
     std::vector<double> next_score;
     for (size_t r = 0; r < rows.size(); ++r) {
       const int64_t b = rows[r];
-      const int32_t best = choice[r];
-      const double s = score[r] + logp_at(logp, static_cast<int64_t>(r), best);
+      const int64_t ri = static_cast<int64_t>(r);
+      // At the maximum length (or with nothing else allowed) only EOS may follow.
+      const bool eos_only = t + 1 >= e.max_length[b] || top.id(ri, 0) < 0;
+      const int32_t best = eos_only ? c.eos_id : top.id(ri, 0);
+      const double lp = eos_only ? logit_at(logits, ri, c.eos_id) - top.lse.data<double>()[ri] : top.at(ri, 0);
+      const double s = score[r] + lp;
       if (best == c.eos_id) {
         out[b] = backtrack(steps, t, static_cast<int32_t>(r), s, o.length_penalty, o.record_attention,
                            e.src_lengths.data<int32_t>()[b], c.heads);
@@ -213,25 +195,16 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   model.reorder(state, Tensor::from<int32_t>({B * K}, parent));
   std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(B));
   std::vector<StepRecord> steps;
-  std::vector<std::vector<Scored>> top(static_cast<size_t>(B * K));
   struct Candidate {
     double score;
     int32_t row, token;
   };
   std::vector<Candidate> cands;
   for (int64_t t = 0; !active.empty(); ++t) {
-    const Tensor logp = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(token.size())}, token));
-    ops::log_softmax(logp, logp);
+    const Tensor logits = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(token.size())}, token));
+    // Each row's best 2K continuations: enough for the sentence's best 2K overall.
+    const TopK top = select(logits, 2 * K, c, t, o);
     steps.push_back(record_of(parent, token, state));
-    // Each live row's best 2K continuations: enough for the sentence's best 2K overall.
-    const int64_t R = static_cast<int64_t>(token.size());
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < R; ++r) {
-      top[r].clear();
-      if (score[r] == kNegInf) continue;
-      if (logp.dtype() == DType::F64) top_k_row(logp.data<double>() + r * V, V, 2 * K, c, t, o, top[r]);
-      else top_k_row(logp.data<float>() + r * V, V, 2 * K, c, t, o, top[r]);
-    }
     std::vector<int32_t> next_active, next_parent, next_token;
     std::vector<double> next_score;
     for (size_t i = 0; i < active.size(); ++i) {
@@ -242,10 +215,11 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
         const int32_t r = static_cast<int32_t>(i * K + k);
         if (score[r] == kNegInf) continue;
         if (last) {
-          cands.push_back({score[r] + logp_at(logp, r, c.eos_id), r, c.eos_id});
+          cands.push_back({score[r] + logit_at(logits, r, c.eos_id) - top.lse.data<double>()[r], r, c.eos_id});
           continue;
         }
-        for (const Scored& sc : top[r]) cands.push_back({score[r] + sc.logp, r, sc.token});
+        for (int64_t j = 0; j < 2 * K; ++j)
+          if (top.id(r, j) >= 0) cands.push_back({score[r] + top.at(r, j), r, top.id(r, j)});
       }
       // The best 2K: enough to refill K live beams even if K of them end here.
       const size_t top = std::min(cands.size(), static_cast<size_t>(2 * K));

@@ -77,6 +77,11 @@ void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, doub
 void copy_rows(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, const char* src, char* dst);
 void write_position(int64_t batch, int64_t length, int64_t row_bytes, int64_t position, const char* x, char* cache);
 
+// Per row: the k largest allowed logits as log-probabilities (sorted), their ids, and log Σ exp.
+template <class T>
+void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const uint8_t* banned, double* logp,
+                    int32_t* ids, double* lse);
+
 // int8: per-row symmetric quantization of w [rows, cols]; y [m, n] = x [m, k] · (w [n, k] · scale)ᵀ
 // with x quantized per row to u8 (offset 128), via oneDNN's VNNI GEMM.
 void quantize_rows(int64_t rows, int64_t cols, const float* w, int8_t* q, float* scale);

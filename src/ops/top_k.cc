@@ -1,0 +1,31 @@
+#include "ops/top_k.h"
+
+#include "ops/cpu/kernels.h"
+#include "ops/dispatch.h"
+
+namespace tfm::ops {
+
+void top_k_logprobs(const Tensor& logits, int64_t k, const std::vector<int32_t>& banned, const Tensor& logp,
+                    const Tensor& ids, const Tensor& lse) {
+  check_rank("top_k_logprobs", "logits", logits, 2);
+  const int64_t R = logits.size(0), V = logits.size(1);
+  TFM_CHECK(k >= 1 && V >= 1, "top_k_logprobs: k must be >= 1 and the vocabulary non-empty, got k ", k, ", V ", V);
+  TFM_CHECK(logp.shape() == Shape({R, k}) && ids.shape() == Shape({R, k}) && lse.shape() == Shape({R}),
+            "top_k_logprobs: outputs must be [", R, ", ", k, "], [", R, ", ", k, "] and [", R, "], got ", logp.shape(),
+            ", ", ids.shape(), ", ", lse.shape());
+  check_dtype("top_k_logprobs", "logp", logp, DType::F64);
+  check_dtype("top_k_logprobs", "ids", ids, DType::I32);
+  check_dtype("top_k_logprobs", "lse", lse, DType::F64);
+  std::vector<uint8_t> ban(static_cast<size_t>(V), 0);
+  for (int32_t b : banned) {
+    TFM_CHECK(b >= 0 && b < V, "top_k_logprobs: banned id ", b, " is outside [0, ", V, ")");
+    ban[static_cast<size_t>(b)] = 1;
+  }
+  dispatch("top_k_logprobs", logits.dtype(), logits.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::top_k_logprobs<T>(R, V, k, logits.data<T>(), ban.data(), logp.data<double>(), ids.data<int32_t>(),
+                           lse.data<double>());
+  });
+}
+
+}  // namespace tfm::ops
