@@ -30,6 +30,27 @@ int64_t visible_keys(const AttentionDims& d, int64_t b, int64_t t, bool causal, 
   if (causal) n = std::min(n, std::max<int64_t>(0, t + (d.keys - d.queries) + 1));
   return n;
 }
+// One query against its visible keys: p = softmax(scale · q·k_s), out = Σ_s p_s · v_s.
+template <class T>
+void single_query(const AttentionDims& d, const T* q, const T* k, const T* v, int64_t ldk, int64_t ldv, int64_t n,
+                  T scale, T* p, T* out) {
+  for (int64_t s = 0; s < n; ++s) {
+    const T* ks = k + s * ldk;
+    T dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t i = 0; i < d.d_k; ++i) dot += q[i] * ks[i];
+    p[s] = scale * dot;
+  }
+  if (n > 0) softmax_row(n, p, p);
+  std::fill(p + n, p + d.keys, T(0));
+  std::fill_n(out, d.d_v, T(0));
+  for (int64_t s = 0; s < n; ++s) {
+    const T* vs = v + s * ldv;
+    const T w = p[s];
+#pragma omp simd
+    for (int64_t i = 0; i < d.d_v; ++i) out[i] += w * vs[i];
+  }
+}
 }  // namespace
 
 template <class T>
@@ -44,6 +65,11 @@ void attention(const AttentionDims& d, const T* q, const T* k, const T* v, bool 
     for (int64_t bh = 0; bh < d.batch * d.heads; ++bh) {
       const HeadView hv = head_view(d, bh);
       T* p = probs + hv.p_off;  // [T, S]
+      if (d.queries == 1 && dropout == 0) {  // a decoding step: plain loops beat two tiny BLAS calls
+        single_query(d, q + hv.q_off, k + hv.k_off, v + hv.v_off, ldq, ldv,
+                     visible_keys(d, hv.b, 0, causal, key_lengths), scale, p, out + hv.o_off);
+        continue;
+      }
       // Only the keys some query can see enter the products: keys past them may hold anything
       // (a decoding cache's unfilled positions), and skipping them saves work.
       int64_t seen = 0;
