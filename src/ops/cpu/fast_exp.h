@@ -1,35 +1,100 @@
 #pragma once
-// exp(x) for float that the compiler vectorizes (no library call inside the loop): x·log2(e) is
-// split into an integer n and a fraction f in [−½, ½]; 2^f comes from a degree-6 polynomial
-// (Taylor coefficients of 2^f = e^(f ln 2), error below 2e-7 relative on the interval) and 2^n
-// from the exponent bits. Inputs below −87 give 0, as a masked softmax needs; the kernels only
-// ever call it on x ≤ 0 (after subtracting a row maximum), where it is accurate to about 2 ulp.
-// Double precision keeps std::exp: the finite-difference checks run in double.
+// exp for float, vectorized by construction: loops over exp(x − shift) use 16-lane GCC/Clang vector
+// types (one zmm register with AVX-512, two ymm without), because the auto-vectorizer left the
+// exp loops scalar. exp(x) = 2^n · 2^f: x·log2(e) is rounded to an integer n (the 1.5·2^23 trick),
+// 2^f = e^(f ln 2) for |f| ≤ ½ comes from a degree-6 polynomial (Taylor coefficients; relative error
+// below 2e-7), and 2^n from the exponent bits. Inputs below −87 give 0, as a masked softmax needs;
+// the kernels call it on x ≤ 0 (after subtracting a row maximum). Double keeps std::exp: the
+// finite-difference checks run in double.
 #include <cmath>
 #include <cstdint>
-#include <bit>
+#include <cstring>
 
 namespace tfm::cpu {
 
-inline float fast_exp(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  const float t = x * 1.44269504088896341f;  // x · log2(e)
-  const float n = __builtin_floorf(t + 0.5f);
-  const float f = (t - n) * 0.693147180559945309f;  // back to base e: e^f with |f| ≤ ln2/2
-  float p = 1.0f / 720.0f;
+using f32x16 = float __attribute__((vector_size(64)));
+using i32x16 = int32_t __attribute__((vector_size(64)));
+
+inline f32x16 exp16(f32x16 x) {
+  const f32x16 lo = f32x16{} - 87.0f, hi = f32x16{} + 88.0f;
+  x = x < lo ? lo : x;
+  x = x > hi ? hi : x;
+  const f32x16 t = x * 1.44269504088896341f;                   // x · log2(e)
+  const f32x16 n = (t + 12582912.0f) - 12582912.0f;             // round to nearest (|t| < 2^22)
+  const f32x16 f = (t - n) * 0.693147180559945309f;             // e^f with |f| ≤ ln 2 / 2
+  f32x16 p = f32x16{} + 1.0f / 720.0f;
   p = p * f + 1.0f / 120.0f;
   p = p * f + 1.0f / 24.0f;
   p = p * f + 1.0f / 6.0f;
   p = p * f + 0.5f;
   p = p * f + 1.0f;
   p = p * f + 1.0f;
-  const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);  // 2^n
-  const float r = p * scale;
-  return x <= -87.0f ? 0.0f : r;
+  const i32x16 bits = (__builtin_convertvector(n, i32x16) + 127) << 23;  // 2^n
+  const f32x16 r = p * reinterpret_cast<const f32x16&>(bits);
+  return x <= lo ? f32x16{} : r;
 }
 
-// exp for the kernels' element type: fast for float, exact for double.
-inline float exp_of(float x) { return fast_exp(x); }
-inline double exp_of(double x) { return std::exp(x); }
+inline float fast_exp(float x) {
+  f32x16 v = f32x16{} + x;
+  return exp16(v)[0];
+}
+
+inline f32x16 load16(const float* p) {
+  f32x16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store16(float* p, f32x16 v) { std::memcpy(p, &v, sizeof v); }
+inline float sum16(f32x16 v) {
+  float s = 0;
+  for (int i = 0; i < 16; ++i) s += v[i];
+  return s;
+}
+
+// Σ_i exp(x[i] − shift).
+inline float sum_exp_shift(const float* x, float shift, int64_t n) {
+  f32x16 acc{};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) acc += exp16(load16(x + i) - shift);
+  float s = sum16(acc);
+  for (; i < n; ++i) s += fast_exp(x[i] - shift);
+  return s;
+}
+
+// y[i] = exp(x[i] − shift); returns Σ y. x and y may alias.
+inline float exp_shift_store(const float* x, float shift, float* y, int64_t n) {
+  f32x16 acc{};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const f32x16 e = exp16(load16(x + i) - shift);
+    store16(y + i, e);
+    acc += e;
+  }
+  float s = sum16(acc);
+  for (; i < n; ++i) s += (y[i] = fast_exp(x[i] - shift));
+  return s;
+}
+
+// y[i] += a · exp(x[i] − shift) − b.
+inline void axpy_exp_shift(const float* x, float shift, float a, float b, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store16(y + i, load16(y + i) + a * exp16(load16(x + i) - shift) - b);
+  for (; i < n; ++i) y[i] += a * fast_exp(x[i] - shift) - b;
+}
+
+// Double precision: plain loops with std::exp (the finite-difference checks).
+inline double sum_exp_shift(const double* x, double shift, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += std::exp(x[i] - shift);
+  return s;
+}
+inline double exp_shift_store(const double* x, double shift, double* y, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += (y[i] = std::exp(x[i] - shift));
+  return s;
+}
+inline void axpy_exp_shift(const double* x, double shift, double a, double b, double* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * std::exp(x[i] - shift) - b;
+}
 
 }  // namespace tfm::cpu

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/cpu/fast_exp.h"
 #include "ops/cpu/kernels.h"
 
 namespace tfm::cpu {
@@ -12,25 +13,19 @@ double cross_entropy(int64_t rows, int64_t vocab, const T* logits, const int32_t
 #pragma omp parallel for schedule(static) if (rows * vocab >= (1 << 15))
   for (int64_t r = 0; r < rows; ++r) {
     const T* z = logits + r * vocab;
-    // One pass over the row: running max and rescaled sum of exponentials, and the sum of logits.
-    double max = -INFINITY, sum_exp = 0, sum_z = 0;
-    for (int64_t v = 0; v < vocab; ++v) {
-      const double zv = z[v];
-      if (zv > max) {
-        sum_exp = sum_exp * std::exp(max - zv) + 1.0;
-        max = zv;
-      } else {
-        sum_exp += std::exp(zv - max);
-      }
-      sum_z += zv;
-    }
-    const double l = max + std::log(sum_exp);
+    // Two vectorized passes: the maximum, then Σ exp(z − max) and Σ z.
+    T max = z[0];
+#pragma omp simd reduction(max : max)
+    for (int64_t v = 1; v < vocab; ++v) max = z[v] > max ? z[v] : max;
+    const T sum_exp = sum_exp_shift(z, max, vocab);
+    T sum_z = 0;
+#pragma omp simd reduction(+ : sum_z)
+    for (int64_t v = 0; v < vocab; ++v) sum_z += z[v];
+    const double l = double(max) + std::log(double(sum_exp));
     lse[r] = static_cast<T>(l);
-    if (targets[r] == ignore_index) {
-      row_loss[r] = 0;
-      continue;
-    }
-    row_loss[r] = l - (1.0 - smoothing) * double(z[targets[r]]) - smoothing / double(vocab) * sum_z;
+    row_loss[r] = targets[r] == ignore_index
+                      ? 0.0
+                      : l - (1.0 - smoothing) * double(z[targets[r]]) - smoothing / double(vocab) * double(sum_z);
   }
   double total = 0;  // summed in row order: independent of the thread count
   for (double x : row_loss) total += x;
@@ -49,8 +44,7 @@ void cross_entropy_backward(int64_t rows, int64_t vocab, const T* logits, const 
     const T* z = logits + r * vocab;
     T* dz = dlogits + r * vocab;
     const T l = lse[r];
-#pragma omp simd
-    for (int64_t v = 0; v < vocab; ++v) dz[v] += g * std::exp(z[v] - l) - off;
+    axpy_exp_shift(z, l, g, off, dz, vocab);  // dz += g · softmax(z) − ε g / V
     dz[targets[r]] -= on;
   }
 }

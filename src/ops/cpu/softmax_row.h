@@ -13,12 +13,7 @@ inline void softmax_row(int64_t n, const T* x, T* y) {
   T max = x[0];
 #pragma omp simd reduction(max : max)
   for (int64_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
-  T sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) {
-    y[i] = exp_of(x[i] - max);
-    sum += y[i];
-  }
+  const T sum = exp_shift_store(x, max, y, n);
   const T inv = T(1) / sum;
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] *= inv;
@@ -43,10 +38,7 @@ inline void log_softmax_row(int64_t n, const T* x, T* y) {
   T max = x[0];
 #pragma omp simd reduction(max : max)
   for (int64_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
-  T sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) sum += exp_of(x[i] - max);
-  const T lse = max + std::log(sum);
+  const T lse = max + std::log(sum_exp_shift(x, max, n));
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] - lse;
 }

@@ -31,10 +31,7 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
       best_id[pos] = static_cast<int32_t>(v);
       n += n < k;
     }
-    T sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t v = 0; v < V; ++v) sum += exp_of(z[v] - max);
-    const double l = double(max) + std::log(double(sum));
+    const double l = double(max) + std::log(double(sum_exp_shift(z, max, V)));
     lse[r] = l;
     for (int64_t j = 0; j < k; ++j) {
       if (j < n) {
