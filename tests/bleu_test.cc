@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "testing/errors.h"
 #include "eval/bleu.h"
 #include "eval/chrf.h"
 #include "eval/text.h"
@@ -35,15 +36,7 @@ double chrf1(const std::string& hyp, const Lines& refs, const ChrfOptions& o = {
 // exp(mean log p) of precisions given in percent, as BLEU combines them.
 double geo_mean(double p1, double p2, double p3, double p4) { return std::pow(p1 * p2 * p3 * p4, 0.25); }
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 // ---------------------------------------------------------------- 13a tokenizer
 

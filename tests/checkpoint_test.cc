@@ -11,6 +11,7 @@
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
+#include "testing/errors.h"
 
 namespace tfm {
 namespace {
@@ -42,16 +43,7 @@ ModelConfig small_config() {
   return c;
 }
 
-// Error message of f(), or "" if it did not throw tfm::Error.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(Checkpoint, SavedAndLoadedModelIsBitIdentical) {
   TempDir dir;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/param_store.h"
+#include "testing/errors.h"
 #include "ops/adam.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
@@ -14,17 +15,7 @@
 namespace tfm {
 namespace {
 
-// Expects `f` to throw tfm::Error whose message contains every one of `parts`.
-template <class F>
-void expect_error(F f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception thrown";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    for (const char* p : parts) EXPECT_NE(what.find(p), std::string::npos) << "'" << p << "' not in: " << what;
-  }
-}
+using testing::expect_error;
 
 TEST(Errors, MatmulNamesTheShapes) {
   expect_error([] { ops::matmul(Tensor::zeros({7, 5}), Tensor::zeros({4, 3}), Tensor::zeros({7, 3})); },

@@ -12,21 +12,12 @@
 #include "core/error.h"
 #include "data/number_words.h"
 #include "io/atomic_file.h"
+#include "testing/errors.h"
 
 namespace tfm {
 namespace {
 
-// Expects `f` to throw tfm::Error whose message contains every one of `parts`.
-template <class F>
-void expect_error(F f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception thrown";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    for (const char* p : parts) EXPECT_NE(what.find(p), std::string::npos) << "'" << p << "' not in: " << what;
-  }
-}
+using testing::expect_error;
 
 struct Example {
   int64_t n;

@@ -1,6 +1,7 @@
 #include "cli/model_io.h"
 
 #include <filesystem>
+#include <sstream>
 
 #include "core/error.h"
 #include "model/checkpoint.h"
@@ -10,6 +11,27 @@ namespace tfm::cli {
 void add_model_options(CLI::App& cmd, ModelPaths& paths) {
   cmd.add_option("-m,--model", paths.model, "model file (.safetensors)")->required();
   cmd.add_option("--vocab", paths.vocab, "SentencePiece model (default: vocab.model beside the model)");
+}
+
+std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number, int64_t vocab_size) {
+  std::vector<int32_t> ids;
+  std::istringstream s(line);
+  std::string word;
+  while (s >> word) {
+    char* end = nullptr;
+    const long long v = std::strtoll(word.c_str(), &end, 10);
+    TFM_CHECK(end && *end == '\0', "line ", line_number, ": '", word, "' is not a token id");
+    TFM_CHECK(v >= 0 && v < vocab_size, "line ", line_number, ": token id ", v, " is outside the vocabulary [0, ",
+              vocab_size, ")");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+std::string join_ids(const std::vector<int32_t>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size(); ++i) out += (i ? " " : "") + std::to_string(ids[i]);
+  return out;
 }
 
 LoadedModel load_model_and_vocab(const ModelPaths& paths, bool need_vocab) {

@@ -3,6 +3,7 @@
 // vocab.model in the model's folder, where `transformer train` writes it.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -21,6 +22,10 @@ struct LoadedModel {
 };
 
 void add_model_options(CLI::App& cmd, ModelPaths& paths);
+// Space-separated token ids (--ids input); throws naming the line and the bad word or id.
+std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number, int64_t vocab_size);
+std::string join_ids(const std::vector<int32_t>& ids);
+
 // Loads the model (and the vocabulary if `need_vocab`), checking that they agree in size.
 LoadedModel load_model_and_vocab(const ModelPaths& paths, bool need_vocab);
 

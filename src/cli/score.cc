@@ -24,20 +24,6 @@ struct Options {
   int64_t batch_sentences = 64, threads = 0;
 };
 
-std::vector<int32_t> ids_of(const std::string& text, int64_t line, int64_t vocab_size) {
-  std::vector<int32_t> ids;
-  std::istringstream s(text);
-  std::string w;
-  while (s >> w) {
-    char* end = nullptr;
-    const long long v = std::strtoll(w.c_str(), &end, 10);
-    TFM_CHECK(end && *end == '\0' && v >= 0 && v < vocab_size, "line ", line, ": '", w,
-              "' is not a token id in [0, ", vocab_size, ")");
-    ids.push_back(static_cast<int32_t>(v));
-  }
-  return ids;
-}
-
 int run(const Options& o) {
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
   const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
@@ -65,8 +51,8 @@ int run(const Options& o) {
   for (size_t i = 0; i < pairs.size(); ++i) {
     const int64_t line = static_cast<int64_t>(i) + 1;
     if (o.ids) {
-      src.push_back(ids_of(pairs[i].first, line, V));
-      tgt.push_back(ids_of(pairs[i].second, line, V));
+      src.push_back(parse_ids(pairs[i].first, line, V));
+      tgt.push_back(parse_ids(pairs[i].second, line, V));
     } else {
       for (const std::string* side : {&pairs[i].first, &pairs[i].second})
         TFM_CHECK(valid_utf8(*side), "line ", line, " is not valid UTF-8");

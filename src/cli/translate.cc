@@ -31,27 +31,6 @@ bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines) 
   return !lines.empty();
 }
 
-std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number, int64_t vocab_size) {
-  std::vector<int32_t> ids;
-  std::istringstream s(line);
-  std::string word;
-  while (s >> word) {
-    char* end = nullptr;
-    const long long v = std::strtoll(word.c_str(), &end, 10);
-    TFM_CHECK(end && *end == '\0', "line ", line_number, ": '", word, "' is not a token id");
-    TFM_CHECK(v >= 0 && v < vocab_size, "line ", line_number, ": token id ", v, " is outside the vocabulary [0, ",
-              vocab_size, ")");
-    ids.push_back(static_cast<int32_t>(v));
-  }
-  return ids;
-}
-
-std::string join_ids(const std::vector<int32_t>& ids) {
-  std::string out;
-  for (size_t i = 0; i < ids.size(); ++i) out += (i ? " " : "") + std::to_string(ids[i]);
-  return out;
-}
-
 int run(const Options& o) {
   o.translate.search.validate();  // before reading any input: bad options fail at once
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
