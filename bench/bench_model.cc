@@ -82,6 +82,57 @@ void BM_Translate(benchmark::State& state, int64_t beam, bool int8) {
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(produced), benchmark::Counter::kIsRate);
 }
 
+// How the cost grows. Training: the base model at 4096 tokens per side and step, in sentences of
+// 16 to 256 tokens (256 to 16 sentences), so that only the attention's share changes. Translation:
+// greedy, base shape, 25 forced tokens, batches of 1 to 256 sentences.
+void BM_TrainScaling(benchmark::State& state) {
+  ModelConfig c = model_preset("base");
+  c.vocab_size = 8000;
+  Transformer model(c);
+  model.init_parameters(1);
+  const int64_t L = state.range(0), B = 4096 / L;
+  const Batch batch = make_batch(random_sentences(B, L - 1, c.vocab_size, 1), random_sentences(B, L - 1, c.vocab_size, 2), c);
+  Rng rng(3);
+  for (auto _ : state) {
+    model.params().zero_grad();
+    const Context ctx = model.context(&rng);
+    Transformer::Saved saved;
+    const Tensor logits = model.forward(ctx, batch, &saved);
+    const Tensor flat = logits.view({logits.shape().rows(), c.vocab_size});
+    const Tensor targets = batch.tgt_out.view({batch.tgt_out.numel()});
+    const Tensor lse = Tensor::empty({flat.size(0)});
+    const ops::LossSum loss = ops::cross_entropy(flat, targets, {0.1, c.pad_id}, lse);
+    const Tensor dlogits = Tensor::zeros(logits.shape());
+    ops::cross_entropy_backward(flat, targets, lse, {0.1, c.pad_id}, 1.0 / loss.tokens, dlogits.view(flat.shape()));
+    model.backward(ctx, batch, saved, dlogits);
+  }
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(batch.source_tokens + batch.target_tokens),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_TranslateScaling(benchmark::State& state) {
+  ModelConfig c = model_preset("base");
+  c.vocab_size = 32000;
+  c.pre_norm = true;
+  Transformer model(c);
+  model.init_parameters(1);
+  const auto sources = random_sentences(state.range(0), 25, c.vocab_size, 5);
+  SearchOptions o;
+  o.beam_size = 1;
+  o.max_length_a = 0;
+  o.max_length_b = 26;
+  o.min_length = 26;
+  int64_t produced = 0;
+  for (auto _ : state)
+    for (const Hypothesis& h : greedy_search(model, sources, o)) produced += static_cast<int64_t>(h.tokens.size());
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(produced), benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_TrainScaling)->ArgName("len")->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)
+    ->UseRealTime()->Iterations(2);
+BENCHMARK(BM_TranslateScaling)->ArgName("batch")->Arg(1)->Arg(4)->Arg(16)->Arg(64)->Arg(256)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
 BENCHMARK_CAPTURE(BM_TrainStep, small, "small")->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5.0);
 BENCHMARK_CAPTURE(BM_TrainStep, base, "base")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK_CAPTURE(BM_Translate, greedy, 1, false)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);

@@ -6,7 +6,7 @@
 set -euo pipefail
 bin=${BIN:-build/bench/tfm_bench}
 threads=${THREADS:-2}
-out=${OUT:-build/bench-results.json}
+out=${OUT:-$(dirname "$bin")/../bench-results.json}
 filter=${BENCH_FILTER:-.}
 peers_dir=$(cd "$(dirname "$0")/../.." && pwd)/shared/peers
 

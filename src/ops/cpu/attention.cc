@@ -58,7 +58,7 @@ void attention(const AttentionDims& d, const T* q, const T* k, const T* v, bool 
                double dropout, const RngStream& rng, T* probs, T* out) {
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
   const int64_t ldq = d.heads * d.d_k, ldv = d.heads * d.d_v, tile = d.queries * d.keys;
-#pragma omp parallel
+#pragma omp parallel if (d.batch * d.heads * d.queries * d.keys * (d.d_k + d.d_v) >= (1 << 16))
   {
     std::vector<T> dropped(dropout > 0 ? static_cast<size_t>(tile) : 0);
 #pragma omp for schedule(static)
@@ -102,7 +102,7 @@ void attention_backward(const AttentionDims& d, const T* q, const T* k, const T*
                         const T* dout, T* dq, T* dk, T* dv) {
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
   const int64_t ldq = d.heads * d.d_k, ldv = d.heads * d.d_v, tile = d.queries * d.keys;
-#pragma omp parallel
+#pragma omp parallel if (d.batch * d.heads * d.queries * d.keys * (d.d_k + d.d_v) >= (1 << 16))
   {
     std::vector<T> dropped(dropout > 0 ? static_cast<size_t>(tile) : 0);
     std::vector<T> dp(static_cast<size_t>(tile));

@@ -56,7 +56,7 @@ void gemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T al
     return;
   }
   // Many small products: one per thread; OpenBLAS runs single-threaded inside a parallel region.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (batch * m * n * std::max<int64_t>(k, 1) >= (1 << 16))
   for (int64_t i = 0; i < batch; ++i)
     blas_gemm(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c, n);
 }

@@ -10,7 +10,7 @@
 namespace tfm::cpu {
 
 void quantize_rows(int64_t rows, int64_t cols, const float* w, int8_t* q, float* scale) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * cols >= (1 << 15))
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = w + r * cols;
     float max = 0;
@@ -36,7 +36,7 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
   uint8_t* xq_data = xq.data();
   float* scale_data = x_scale.data();
   int32_t* acc_data = acc.data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (m * k >= (1 << 15))
   for (int64_t r = 0; r < m; ++r) {
     const float* row = x + r * k;
     float max = 0;
@@ -55,7 +55,7 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
   const dnnl_status_t status = dnnl_gemm_u8s8s32('N', 'T', 'F', m, n, k, 1.0f, xq_data, k, 128, w, k, 0, 0.0f,
                                                  acc_data, n, &co);
   TFM_CHECK(status == dnnl_success, "int8 matrix product failed (oneDNN status ", static_cast<int>(status), ")");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (m * n >= (1 << 15))
   for (int64_t r = 0; r < m; ++r) {
     const float s = scale_data[r];
     const int32_t* a = acc_data + r * n;

@@ -10,7 +10,7 @@ namespace tfm::cpu {
 template <class T>
 void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const uint8_t* banned, double* logp,
                     int32_t* ids, double* lse) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * V >= (1 << 15))
   for (int64_t r = 0; r < rows; ++r) {
     const T* z = logits + r * V;
     double* best = logp + r * k;
