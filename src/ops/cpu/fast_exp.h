@@ -30,7 +30,7 @@ inline f32x16 exp16(f32x16 x) {
   p = p * f + 1.0f;
   p = p * f + 1.0f;
   const i32x16 bits = (__builtin_convertvector(n, i32x16) + 127) << 23;  // 2^n
-  const f32x16 r = p * reinterpret_cast<const f32x16&>(bits);
+  const f32x16 r = p * __builtin_bit_cast(f32x16, bits);
   return x <= lo ? f32x16{} : r;
 }
 
