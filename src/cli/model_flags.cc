@@ -11,7 +11,7 @@ void ModelFlags::add_to(CLI::App& app) {
   for (const std::string& field : model_config_fields()) {
     std::string flag = "--" + field;
     std::replace(flag.begin(), flag.end(), '_', '-');
-    if (fields[field].is_boolean()) app.add_flag(flag, flags_[field], "set " + field);
+    if (fields[field].is_boolean()) flag_options_[field] = app.add_flag(flag, flags_[field], "set " + field + " (or =false)");
     else app.add_option(flag, values_[field], "override the preset's " + field)->type_name("VALUE");
   }
   app.add_option("--layers", layers_, "encoder and decoder depth at once")->type_name("N");
@@ -31,8 +31,8 @@ ModelConfig ModelFlags::resolve() const {
   if (!layers_.empty()) overrides["encoder_layers"] = overrides["decoder_layers"] = parse("layers", layers_);
   for (const auto& [field, text] : values_)
     if (!text.empty()) overrides[field] = parse(field, text);
-  for (const auto& [field, on] : flags_)
-    if (on) overrides[field] = true;
+  for (const auto& [field, option] : flag_options_)
+    if (option->count() > 0) overrides[field] = flags_.at(field);
   from_json(overrides, c);
   c.validate();
   return c;

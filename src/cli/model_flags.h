@@ -20,7 +20,8 @@ class ModelFlags {
   std::string preset_ = "base";
   std::map<std::string, std::string> values_;  // field → text given on the command line
   std::string layers_;
-  std::map<std::string, bool> flags_;  // boolean fields, given as plain flags
+  std::map<std::string, bool> flags_;  // boolean fields: --pre-norm, or --pre-norm=false
+  std::map<std::string, CLI::Option*> flag_options_;  // to tell "given as false" from "not given"
 };
 
 }  // namespace tfm::cli

@@ -2,6 +2,7 @@
 // (teacher forcing, no label smoothing), as Marian's scorer and fairseq's reference scoring do:
 // for rescoring n-best lists and filtering corpora. Prints "total<TAB>per_token" per pair, where
 // the target's tokens include the end of sentence.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -21,7 +22,7 @@ struct Options {
   ModelPaths paths;
   std::string source, target, input;
   bool ids = false;
-  int64_t batch_sentences = 64, threads = 0;
+  int64_t batch_sentences = 64, threads = 0, max_input_tokens = 1024;
 };
 
 int run(const Options& o) {
@@ -37,7 +38,8 @@ int run(const Options& o) {
   } else {
     std::ifstream file;
     if (!o.input.empty()) file.open(o.input);
-    TFM_CHECK(o.input.empty() || file, "cannot open --input '", o.input, "'");
+    TFM_CHECK(o.input.empty() || (file && !std::filesystem::is_directory(o.input)), "cannot read --input '", o.input,
+              "'");
     std::istream& in = o.input.empty() ? std::cin : file;
     std::string line;
     for (int64_t n = 1; std::getline(in, line); ++n) {
@@ -47,6 +49,7 @@ int run(const Options& o) {
     }
   }
   const int64_t V = model.config().vocab_size;
+  TFM_CHECK(o.max_input_tokens >= 1, "--max-input-tokens must be >= 1, got ", o.max_input_tokens);
   std::vector<std::vector<int32_t>> src, tgt;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const int64_t line = static_cast<int64_t>(i) + 1;
@@ -59,6 +62,13 @@ int run(const Options& o) {
       src.push_back(lm.vocab.encode(pairs[i].first));
       tgt.push_back(lm.vocab.encode(pairs[i].second));
     }
+    for (auto* side : {&src.back(), &tgt.back()})
+      if (static_cast<int64_t>(side->size()) > o.max_input_tokens) {
+        std::fprintf(stderr, "warning: line %lld has more than %lld tokens on a side; scored its first %lld\n",
+                     static_cast<long long>(line), static_cast<long long>(o.max_input_tokens),
+                     static_cast<long long>(o.max_input_tokens));
+        side->resize(static_cast<size_t>(o.max_input_tokens));
+      }
   }
   for (size_t begin = 0; begin < src.size(); begin += static_cast<size_t>(o.batch_sentences)) {
     const size_t end = std::min(src.size(), begin + static_cast<size_t>(o.batch_sentences));
@@ -84,13 +94,16 @@ int run(const Options& o) {
 
 Action add_score(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("score", "log-probability of each target given its source (teacher forcing)");
+  CLI::App* cmd = app.add_subcommand(
+      "score", "log-probability of each target given its source (teacher forcing); prints 'total<TAB>per_token'");
   add_model_options(*cmd, o->paths);
   cmd->add_option("--source", o->source, "source sentences, one per line");
   cmd->add_option("--target", o->target, "target sentences, aligned with --source");
   cmd->add_option("-i,--input", o->input, "tab-separated 'source<TAB>target' lines (default: stdin)");
   cmd->add_flag("--ids", o->ids, "sentences are space-separated token ids");
   cmd->add_option("--batch-size", o->batch_sentences, "pairs scored together")->capture_default_str();
+  cmd->add_option("--max-input-tokens", o->max_input_tokens, "longer sides are truncated (with a warning)")
+      ->capture_default_str();
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
   return [cmd, o] { return *cmd ? run(*o) : -1; };
 }

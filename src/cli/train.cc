@@ -23,7 +23,8 @@ Action add_train(CLI::App& app) {
     std::map<std::string, std::string> train;  // field → text from the command line
     std::map<std::string, std::string> model;
     std::string layers;
-    std::map<std::string, bool> flags;  // boolean options, given as plain flags
+    std::map<std::string, bool> flags;  // boolean options: --resume, or --resume=false
+    std::map<std::string, CLI::Option*> flag_options;  // to tell "given as false" from "not given"
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("train", "train a model from parallel text (options: docs/training.md)");
@@ -32,7 +33,8 @@ Action add_train(CLI::App& app) {
   const nlohmann::json defaults = default_options;
   for (const auto& [field, value] : defaults.items()) {
     if (field == "model") continue;
-    if (value.is_boolean()) cmd->add_flag("--" + dashed(field), o->flags[field], "default: " + value.dump());
+    if (value.is_boolean())
+      o->flag_options[field] = cmd->add_flag("--" + dashed(field), o->flags[field], "default: " + value.dump());
     else cmd->add_option("--" + dashed(field), o->train[field], "default: " + value.dump())->type_name("VALUE");
   }
   // The vocabulary fixes the model's vocab_size and special ids, so they have no flags here.
@@ -41,7 +43,9 @@ Action add_train(CLI::App& app) {
   const nlohmann::json model_fields = model_example;
   for (const std::string& field : model_config_fields())
     if (from_vocab.count(field)) continue;
-    else if (model_fields[field].is_boolean()) cmd->add_flag("--" + dashed(field), o->flags["model." + field], "model: " + field);
+    else if (model_fields[field].is_boolean())
+      o->flag_options["model." + field] =
+          cmd->add_flag("--" + dashed(field), o->flags["model." + field], "model: " + field + " (or =false)");
     else cmd->add_option("--" + dashed(field), o->model[field], "model: override the preset's " + field)->type_name("VALUE");
   cmd->add_option("--layers", o->layers, "model: encoder and decoder depth at once")->type_name("N");
   return [cmd, o, defaults] {
@@ -71,10 +75,11 @@ Action add_train(CLI::App& app) {
     const nlohmann::json model_defaults = default_model;
     for (const auto& [field, text] : o->model)
       if (!text.empty()) overrides["model"][field] = value_of(field, text, model_defaults[field]);
-    for (const auto& [name, on] : o->flags) {
-      if (!on) continue;
-      if (name.starts_with("model.")) overrides["model"][name.substr(6)] = true;
-      else overrides[name] = true;
+    for (const auto& [name, option] : o->flag_options) {
+      if (option->count() == 0) continue;
+      const bool on = o->flags.at(name);
+      if (name.starts_with("model.")) overrides["model"][name.substr(6)] = on;
+      else overrides[name] = on;
     }
     if (!o->layers.empty())
       overrides["model"]["encoder_layers"] = overrides["model"]["decoder_layers"] =
@@ -82,7 +87,7 @@ Action add_train(CLI::App& app) {
     from_json(overrides, options);
     const TrainResult r = train(options);
     std::printf("%s\n", r.final_model.c_str());
-    return 0;
+    return r.stop_reason == "interrupted" ? 130 : 0;  // as a shell reports Ctrl-C
   };
 }
 

@@ -39,7 +39,7 @@ int run(const Options& o) {
   std::ifstream file;
   if (!o.input.empty()) {
     file.open(o.input, std::ios::binary);
-    TFM_CHECK(file, "cannot open --input '", o.input, "'");
+    TFM_CHECK(file && !std::filesystem::is_directory(o.input), "cannot read --input '", o.input, "'");
   }
   std::istream& in = o.input.empty() ? std::cin : file;
   std::ofstream attention;

@@ -1,5 +1,6 @@
 #include "data/parallel_corpus.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
@@ -8,12 +9,13 @@
 namespace tfm {
 
 std::string CorpusStats::summary() const {
-  return cat(lines, " pairs, ", kept, " kept; skipped: ", empty, " empty, ", too_long, " too long, ", invalid_utf8,
+  return cat(lines, lines == 1 ? " pair, " : " pairs, ", kept, " kept; skipped: ", empty, " empty, ", too_long, " too long, ", invalid_utf8,
              " invalid UTF-8");
 }
 
 namespace {
 std::vector<std::string> read_raw_lines(const std::string& path) {
+  TFM_CHECK(!std::filesystem::is_directory(path), "'", path, "' is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
   TFM_CHECK(in, "cannot open '", path, "'");
   std::vector<std::string> lines;

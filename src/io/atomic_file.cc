@@ -95,6 +95,7 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
 }
 
 std::string read_file(const std::string& path) {
+  TFM_CHECK(!std::filesystem::is_directory(path), "'", path, "' is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
   TFM_CHECK(in, "cannot open '", path, "': ", reason());
   std::ostringstream s;

@@ -75,7 +75,8 @@ void from_json(const nlohmann::json& j, TrainOptions& o) {
       }
       if (key == "vocab_size") { value.get_to(o.vocab_options.size); continue; }
       if (key == "vocab_type") { value.get_to(o.vocab_options.model_type); continue; }
-      if (key == "config") continue;  // the file's own path, when given as a flag
+      if (key == "config") continue;           // the file's own path, when given as a flag
+      if (key == "resolved_model") continue;   // written into RUN/config.json for the reader; derived
 #define TFM_READ(f)      \
   if (key == #f) {       \
     value.get_to(o.f);   \

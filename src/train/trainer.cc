@@ -250,6 +250,20 @@ TrainResult train(const TrainOptions& o) {
   const auto start = Clock::now();
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
   Progress progress;
+  // Settings first, before minutes of reading data and training a vocabulary: the model (with a
+  // stand-in vocabulary size), the files, and what --resume needs.
+  o.resolved_model(std::max<int64_t>(o.vocab_options.size, 4));
+  for (const std::string& f : {o.train_source, o.train_target, o.valid_source, o.valid_target})
+    TFM_CHECK(f.empty() || fs::is_regular_file(f), "'", f, "' is not a readable file");
+  TFM_CHECK(o.vocab.empty() || fs::is_regular_file(o.vocab), "--vocab '", o.vocab, "' is not a readable file");
+  if (o.resume) {
+    TFM_CHECK(!newest_checkpoint(o.run_dir).empty(), "--resume: no checkpoint in '", o.run_dir, "'");
+  } else {
+    // A new run in a folder of an earlier one would mix their checkpoints (and --resume or average
+    // would pick up the old ones).
+    TFM_CHECK(newest_checkpoint(o.run_dir).empty(), "the run folder '", o.run_dir, "' already holds checkpoints of ",
+              "an earlier run: continue it with --resume, or give another --run-dir");
+  }
   fs::create_directories(o.run_dir);
 
   // Data and vocabulary.

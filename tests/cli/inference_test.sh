@@ -71,4 +71,8 @@ cp "$model" "$work/lonely.safetensors"
 echo one | "$bin" translate -m "$work/lonely.safetensors" 2>"$work/err" && fail "missing vocabulary accepted"
 grep -q "vocab.model' does not exist" "$work/err" || fail "missing vocabulary message"
 "$bin" translate -m "$model" --beam 0 < /dev/null 2>"$work/err" && fail "beam 0 accepted"
+"$bin" translate -m "$model" --input "$work" < /dev/null 2>"$work/err" && fail "a folder accepted as --input"
+grep -q "cannot read --input" "$work/err" || fail "folder input message"
+"$bin" init --preset tiny --vocab-size 50 --tie-source-target=false -o "$work/untied.safetensors" > /dev/null
+"$bin" info "$work/untied.safetensors" | grep -q "tie_source_target  false" || fail "--tie-source-target=false ignored"
 echo "inference CLI checks passed"

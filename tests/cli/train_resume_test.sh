@@ -66,4 +66,15 @@ grep -q "has 5 lines but" "$work/c.log" || { cat "$work/c.log"; fail "mismatch e
 "$bin" train "${common[@]}" --train-source "$work/bad.en" --train-target "$work/bad.de" --max-steps 2 \
   --run-dir "$work/d" >/dev/null 2>"$work/d.log" || { cat "$work/d.log"; fail "bad lines stopped the run"; }
 grep -q "42 pairs, 40 kept; skipped: 1 empty, 0 too long, 1 invalid UTF-8" "$work/d.log" || { cat "$work/d.log"; fail "skip counts"; }
+# 5. The resolved config.json is a valid --config; a used run folder is refused without --resume.
+"$bin" train --config "$work/a/config.json" --run-dir "$work/e" --max-steps 2 >/dev/null 2>"$work/e.log" ||
+  { cat "$work/e.log"; fail "RUN/config.json is not a valid --config"; }
+if "$bin" train "${data[@]}" "${common[@]}" --max-steps 2 --run-dir "$work/a" >/dev/null 2>"$work/f.log"; then
+  fail "a new run was started in a folder holding another run's checkpoints"
+fi
+grep -q "already holds checkpoints" "$work/f.log" || fail "reused run folder message: $(cat "$work/f.log")"
+if "$bin" train "${data[@]}" "${common[@]}" --max-steps 2 --run-dir "$work/g" --heads 5 >/dev/null 2>"$work/g.log"; then
+  fail "heads 5 with d_model 16 accepted"
+fi
+[ ! -e "$work/g/vocab.model" ] || fail "bad settings were found only after training a vocabulary"
 echo "train/resume/translate CLI checks passed"
