@@ -22,8 +22,40 @@ std::vector<std::vector<int32_t>> random_sentences(int64_t n, int64_t len, int64
   return out;
 }
 
-// One optimizer step (forward, label-smoothed loss, backward, Adam) on 64 sentences of 32 tokens
-// per side, vocabulary 8000, dropout on: the shape of ../shared/peers/torch_train_step.py.
+// A whole optimizer step: forward, label-smoothed loss, backward, Adam.
+class TrainingStep {
+ public:
+  explicit TrainingStep(Transformer& model)
+      : model_(model),
+        m_(Tensor::zeros(model.params().values().shape())),
+        v_(Tensor::zeros(model.params().values().shape())),
+        rng_(3) {}
+  double run(const Batch& batch) {
+    const ModelConfig& c = model_.config();
+    model_.params().zero_grad();
+    const Context ctx = model_.context(&rng_);
+    Transformer::Saved saved;
+    const Tensor logits = model_.forward(ctx, batch, &saved);
+    const Tensor flat = logits.view({logits.shape().rows(), c.vocab_size});
+    const Tensor targets = batch.tgt_out.view({batch.tgt_out.numel()});
+    const Tensor lse = Tensor::empty({flat.size(0)});
+    const ops::LossSum loss = ops::cross_entropy(flat, targets, {0.1, c.pad_id}, lse);
+    const Tensor dlogits = Tensor::zeros(logits.shape());
+    ops::cross_entropy_backward(flat, targets, lse, {0.1, c.pad_id}, 1.0 / loss.tokens, dlogits.view(flat.shape()));
+    model_.backward(ctx, batch, saved, dlogits);
+    ops::adam_step(model_.params().values(), model_.params().grads(), m_, v_, {1e-4, 0.9, 0.98, 1e-9, ++step_});
+    return loss.loss;
+  }
+
+ private:
+  Transformer& model_;
+  Tensor m_, v_;
+  Rng rng_;
+  int64_t step_ = 0;
+};
+
+// One step on 64 sentences of 32 tokens per side, vocabulary 8000, dropout on: the shape of
+// ../shared/peers/torch_train_step.py.
 void BM_TrainStep(benchmark::State& state, const char* preset) {
   ModelConfig c = model_preset(preset);
   c.vocab_size = 8000;
@@ -32,25 +64,8 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
   const int64_t B = 64, L = 32;
   // 31 tokens + EOS per side, as the peer's 32 (its target is shifted by one).
   const Batch batch = make_batch(random_sentences(B, L - 1, c.vocab_size, 1), random_sentences(B, L - 1, c.vocab_size, 2), c);
-  const Tensor& values = model.params().values();
-  Tensor m = Tensor::zeros(values.shape()), v = Tensor::zeros(values.shape());
-  Rng rng(3);
-  int64_t step = 0;
-  for (auto _ : state) {
-    model.params().zero_grad();
-    const Context ctx = model.context(&rng);
-    Transformer::Saved saved;
-    const Tensor logits = model.forward(ctx, batch, &saved);
-    const Tensor flat = logits.view({logits.shape().rows(), c.vocab_size});
-    const Tensor targets = batch.tgt_out.view({batch.tgt_out.numel()});
-    const Tensor lse = Tensor::empty({flat.size(0)});
-    const ops::LossSum loss = ops::cross_entropy(flat, targets, {0.1, c.pad_id}, lse);
-    const Tensor dlogits = Tensor::zeros(logits.shape());
-    ops::cross_entropy_backward(flat, targets, lse, {0.1, c.pad_id}, 1.0 / loss.tokens, dlogits.view(flat.shape()));
-    model.backward(ctx, batch, saved, dlogits);
-    ops::adam_step(values, model.params().grads(), m, v, {1e-4, 0.9, 0.98, 1e-9, ++step});
-    benchmark::DoNotOptimize(loss.loss);
-  }
+  TrainingStep step(model);
+  for (auto _ : state) benchmark::DoNotOptimize(step.run(batch));
   const double tokens = static_cast<double>(batch.source_tokens + batch.target_tokens);
   state.counters["tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["params"] = static_cast<double>(model.params().parameter_count());
@@ -105,7 +120,7 @@ void BM_Translate500(benchmark::State& state, int64_t beam) {
 BENCHMARK_CAPTURE(BM_Translate500, greedy, 1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK_CAPTURE(BM_Translate500, beam4, 4)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
-// How the cost grows. Training: the base model at 4096 tokens per side and step, in sentences of
+// How the cost grows. Training: a whole step of the base model at 4096 tokens per side, in sentences of
 // 16 to 256 tokens (256 to 16 sentences), so that only the attention's share changes. Translation:
 // greedy, base shape, 25 forced tokens, batches of 1 to 256 sentences.
 void BM_TrainScaling(benchmark::State& state) {
@@ -115,20 +130,8 @@ void BM_TrainScaling(benchmark::State& state) {
   model.init_parameters(1);
   const int64_t L = state.range(0), B = 4096 / L;
   const Batch batch = make_batch(random_sentences(B, L - 1, c.vocab_size, 1), random_sentences(B, L - 1, c.vocab_size, 2), c);
-  Rng rng(3);
-  for (auto _ : state) {
-    model.params().zero_grad();
-    const Context ctx = model.context(&rng);
-    Transformer::Saved saved;
-    const Tensor logits = model.forward(ctx, batch, &saved);
-    const Tensor flat = logits.view({logits.shape().rows(), c.vocab_size});
-    const Tensor targets = batch.tgt_out.view({batch.tgt_out.numel()});
-    const Tensor lse = Tensor::empty({flat.size(0)});
-    const ops::LossSum loss = ops::cross_entropy(flat, targets, {0.1, c.pad_id}, lse);
-    const Tensor dlogits = Tensor::zeros(logits.shape());
-    ops::cross_entropy_backward(flat, targets, lse, {0.1, c.pad_id}, 1.0 / loss.tokens, dlogits.view(flat.shape()));
-    model.backward(ctx, batch, saved, dlogits);
-  }
+  TrainingStep step(model);
+  for (auto _ : state) benchmark::DoNotOptimize(step.run(batch));
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(batch.source_tokens + batch.target_tokens),
                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
