@@ -43,7 +43,9 @@ start=$(date +%s)
 train_s=$(( $(date +%s) - start ))
 
 "$bin" average "$run"/checkpoint-*.safetensors -o "$run/averaged.safetensors"
-for name in averaged model-best; do
+models=(averaged)
+[ -f "$run/model-best.safetensors" ] && models+=(model-best)  # none before the first validation
+for name in "${models[@]}"; do
   "$bin" translate -m "$run/$name.safetensors" --beam 5 --length-penalty 1.0 --threads "$threads" \
     --input "$test.en" > "$run/test.$name.hyp"
   "$bin" translate -m "$run/$name.safetensors" --beam 5 --length-penalty 1.0 --threads "$threads" \
@@ -53,7 +55,7 @@ done
 echo "training: $train_s s; variant $variant; run folder $run"
 for split in valid test; do
   ref=$([ $split = valid ] && echo "$valid.de" || echo "$test.de")
-  for name in averaged model-best; do
+  for name in "${models[@]}"; do
     echo "== $split, $name"
     "$bin" eval --ref "$ref" --hyp "$run/$split.$name.hyp" "${score[@]}" --metrics bleu,chrf
   done
