@@ -26,14 +26,4 @@ void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
   });
 }
 
-void log_softmax(const Tensor& x, const Tensor& y) {
-  check_same_shape("log_softmax", "x", x, "y", y);
-  TFM_CHECK(x.rank() >= 1 && x.size(-1) > 0, "log_softmax: input must have a non-empty last dim, got shape ", x.shape());
-  check_all("log_softmax", x.dtype(), x.device(), {{"y", &y}});
-  dispatch("log_softmax", x.dtype(), x.device(), [&](auto t) {
-    using T = decltype(t);
-    cpu::log_softmax<T>(x.shape().rows(), x.size(-1), x.data<T>(), y.data<T>());
-  });
-}
-
 }  // namespace tfm::ops

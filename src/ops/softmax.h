@@ -9,7 +9,4 @@ void softmax(const Tensor& x, const Tensor& y);
 // dx += y ⊙ (dy − Σ_c dy ⊙ y), from the forward output y.
 void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx);
 
-// y = x − log Σ_c exp(x_c) per row (decoding scores; no backward is needed); y may alias x.
-void log_softmax(const Tensor& x, const Tensor& y);
-
 }  // namespace tfm::ops

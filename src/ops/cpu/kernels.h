@@ -39,7 +39,6 @@ void layer_norm_backward(int64_t rows, int64_t d, const T* dy, const T* x, const
 
 template <class T> void softmax(int64_t rows, int64_t cols, const T* x, T* y);
 template <class T> void softmax_backward(int64_t rows, int64_t cols, const T* y, const T* dy, T* dx);
-template <class T> void log_softmax(int64_t rows, int64_t cols, const T* x, T* y);
 
 struct AttentionDims {
   int64_t batch, queries, keys, heads, d_k, d_v;  // B, T, S, H, d_k, d_v

@@ -19,16 +19,9 @@ void softmax_backward(int64_t rows, int64_t cols, const T* y, const T* dy, T* dx
   for (int64_t r = 0; r < rows; ++r) softmax_row_backward<T, true>(cols, y + r * cols, dy + r * cols, dx + r * cols);
 }
 
-template <class T>
-void log_softmax(int64_t rows, int64_t cols, const T* x, T* y) {
-#pragma omp parallel for schedule(static) if (rows * cols >= (1 << 15))
-  for (int64_t r = 0; r < rows; ++r) log_softmax_row(cols, x + r * cols, y + r * cols);
-}
-
 #define INSTANTIATE(T)                                                   \
   template void softmax<T>(int64_t, int64_t, const T*, T*);              \
-  template void softmax_backward<T>(int64_t, int64_t, const T*, const T*, T*); \
-  template void log_softmax<T>(int64_t, int64_t, const T*, T*);
+  template void softmax_backward<T>(int64_t, int64_t, const T*, const T*, T*);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
 }  // namespace tfm::cpu

@@ -32,15 +32,4 @@ inline void softmax_row_backward(int64_t n, const T* y, const T* dy, T* dx) {
   }
 }
 
-// y = x − logsumexp(x) over n elements; x and y may alias.
-template <class T>
-inline void log_softmax_row(int64_t n, const T* x, T* y) {
-  T max = x[0];
-#pragma omp simd reduction(max : max)
-  for (int64_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
-  const T lse = max + std::log(sum_exp_shift(x, max, n));
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] - lse;
-}
-
 }  // namespace tfm::cpu
