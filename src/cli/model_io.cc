@@ -13,7 +13,7 @@ void add_model_options(CLI::App& cmd, ModelPaths& paths) {
   cmd.add_option("--vocab", paths.vocab, "SentencePiece model (default: vocab.model beside the model)");
 }
 
-std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number, int64_t vocab_size) {
+std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number, const ModelConfig& c) {
   std::vector<int32_t> ids;
   std::istringstream s(line);
   std::string word;
@@ -21,8 +21,12 @@ std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number, int
     char* end = nullptr;
     const long long v = std::strtoll(word.c_str(), &end, 10);
     TFM_CHECK(end && *end == '\0', "line ", line_number, ": '", word, "' is not a token id");
-    TFM_CHECK(v >= 0 && v < vocab_size, "line ", line_number, ": token id ", v, " is outside the vocabulary [0, ",
-              vocab_size, ")");
+    TFM_CHECK(v >= 0 && v < c.vocab_size, "line ", line_number, ": token id ", v, " is outside the vocabulary [0, ",
+              c.vocab_size, ")");
+    // The model adds BOS and EOS itself; padding is not a token.
+    TFM_CHECK(v != c.pad_id && v != c.bos_id && v != c.eos_id, "line ", line_number, ": token id ", v,
+              " is the ", v == c.pad_id ? "padding" : v == c.bos_id ? "beginning-of-sentence" : "end-of-sentence",
+              " id, which input may not contain");
     ids.push_back(static_cast<int32_t>(v));
   }
   return ids;

@@ -22,8 +22,9 @@ struct LoadedModel {
 };
 
 void add_model_options(CLI::App& cmd, ModelPaths& paths);
-// Space-separated token ids (--ids input); throws naming the line and the bad word or id.
-std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number, int64_t vocab_size);
+// Space-separated token ids (--ids input); throws naming the line and the bad word or id (outside the
+// vocabulary, or a padding, BOS or EOS id, which the model adds itself).
+std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number, const ModelConfig& c);
 std::string join_ids(const std::vector<int32_t>& ids);
 
 // Loads the model (and the vocabulary if `need_vocab`), checking that they agree in size.

@@ -45,6 +45,8 @@ int run(const Options& o) {
     for (int64_t n = 1; std::getline(in, line); ++n) {
       const size_t tab = line.find('\t');
       TFM_CHECK(tab != std::string::npos, "line ", n, " has no tab between source and target");
+      TFM_CHECK(line.find('\t', tab + 1) == std::string::npos, "line ", n,
+                " has more than one tab: expected 'source<TAB>target'");
       pairs.emplace_back(std::string(trim(line.substr(0, tab))), std::string(trim(line.substr(tab + 1))));
     }
   }
@@ -54,8 +56,8 @@ int run(const Options& o) {
   for (size_t i = 0; i < pairs.size(); ++i) {
     const int64_t line = static_cast<int64_t>(i) + 1;
     if (o.ids) {
-      src.push_back(parse_ids(pairs[i].first, line, V));
-      tgt.push_back(parse_ids(pairs[i].second, line, V));
+      src.push_back(parse_ids(pairs[i].first, line, model.config()));
+      tgt.push_back(parse_ids(pairs[i].second, line, model.config()));
     } else {
       for (const std::string* side : {&pairs[i].first, &pairs[i].second})
         TFM_CHECK(valid_utf8(*side), "line ", line, " is not valid UTF-8");
@@ -104,7 +106,7 @@ Action add_score(CLI::App& app) {
   cmd->add_option("--batch-size", o->batch_sentences, "pairs scored together")->capture_default_str();
   cmd->add_option("--max-input-tokens", o->max_input_tokens, "longer sides are truncated (with a warning)")
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
   return [cmd, o] { return *cmd ? run(*o) : -1; };
 }
 

@@ -33,9 +33,9 @@ Action add_train(CLI::App& app) {
   const nlohmann::json defaults = default_options;
   for (const auto& [field, value] : defaults.items()) {
     if (field == "model") continue;
-    if (value.is_boolean())
-      o->flag_options[field] = cmd->add_flag("--" + dashed(field), o->flags[field], "default: " + value.dump());
-    else cmd->add_option("--" + dashed(field), o->train[field], "default: " + value.dump())->type_name("VALUE");
+    const std::string help = cat(train_option_help(field), " (default: ", value.dump(), ")");
+    if (value.is_boolean()) o->flag_options[field] = cmd->add_flag("--" + dashed(field), o->flags[field], help);
+    else cmd->add_option("--" + dashed(field), o->train[field], help)->type_name("VALUE");
   }
   // The vocabulary fixes the model's vocab_size and special ids, so they have no flags here.
   const std::set<std::string> from_vocab = {"vocab_size", "pad_id", "unk_id", "bos_id", "eos_id"};

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_field.h"
 
 namespace tfm {
 
@@ -24,6 +25,12 @@ void ModelConfig::validate() const {
   for (int32_t id : {pad_id, unk_id, bos_id, eos_id})
     TFM_CHECK(id >= 0 && id < vocab_size, "model: special token id ", id, " is outside the vocabulary [0, ",
               vocab_size, ")");
+  const std::pair<const char*, int32_t> ids[] = {{"pad_id", pad_id}, {"unk_id", unk_id}, {"bos_id", bos_id},
+                                                 {"eos_id", eos_id}};
+  for (size_t a = 0; a < 4; ++a)
+    for (size_t b = a + 1; b < 4; ++b)
+      TFM_CHECK(ids[a].second != ids[b].second, "model: ", ids[a].first, " and ", ids[b].first,
+                " must differ, both are ", ids[a].second);
 }
 
 int64_t parameter_count(const ModelConfig& c) {
@@ -72,14 +79,10 @@ void from_json(const nlohmann::json& j, ModelConfig& c) {
   TFM_CHECK(j.is_object(), "model config must be a JSON object, got ", j.type_name());
   for (const auto& [key, value] : j.items()) {
     bool known = false;
-#define TFM_READ(f)                                                                                    \
-  if (key == #f) {                                                                                     \
-    try {                                                                                              \
-      value.get_to(c.f);                                                                               \
-    } catch (const nlohmann::json::exception&) {                                                       \
-      throw Error(cat("model config field '", key, "' has the wrong type: ", value.dump()));            \
-    }                                                                                                  \
-    known = true;                                                                                      \
+#define TFM_READ(f)                                    \
+  if (key == #f) {                                     \
+    read_json_field(value, c.f, "model config", key);  \
+    known = true;                                      \
   }
     TFM_CONFIG_FIELDS(TFM_READ)
 #undef TFM_READ

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/json_field.h"
 
 namespace tfm {
 
@@ -27,14 +28,21 @@ void TrainOptions::validate() const {
   TFM_CHECK(label_smoothing >= 0 && label_smoothing < 1, "train: label_smoothing must be in [0, 1), got ",
             label_smoothing);
   TFM_CHECK(clip_norm >= 0, "train: clip_norm must be >= 0, got ", clip_norm);
-  TFM_CHECK(max_steps >= 0 && max_epochs >= 0 && max_seconds >= 0, "train: limits must be >= 0");
+  TFM_CHECK(max_steps >= 0, "train: max_steps must be >= 0, got ", max_steps);
+  TFM_CHECK(max_epochs >= 0, "train: max_epochs must be >= 0, got ", max_epochs);
+  TFM_CHECK(max_seconds >= 0, "train: max_seconds must be >= 0, got ", max_seconds);
   TFM_CHECK(max_steps > 0 || max_epochs > 0 || max_seconds > 0,
             "train: set at least one of max_steps, max_epochs, max_seconds");
-  TFM_CHECK(valid_every >= 1 && save_every >= 1 && log_every >= 1, "train: valid_every, save_every and log_every must be >= 1");
+  TFM_CHECK(valid_every >= 1, "train: valid_every must be >= 1, got ", valid_every);
+  TFM_CHECK(save_every >= 1, "train: save_every must be >= 1, got ", save_every);
+  TFM_CHECK(log_every >= 1, "train: log_every must be >= 1, got ", log_every);
   TFM_CHECK(best_metric == "bleu" || best_metric == "loss", "train: best_metric must be bleu or loss, got '",
             best_metric, "'");
-  TFM_CHECK(patience >= 0 && keep_last >= 1 && valid_beam >= 1 && valid_max_sentences >= 0 && threads >= 0,
-            "train: patience, valid_max_sentences and threads must be >= 0; keep_last and valid_beam >= 1");
+  TFM_CHECK(patience >= 0, "train: patience must be >= 0, got ", patience);
+  TFM_CHECK(keep_last >= 1, "train: keep_last must be >= 1, got ", keep_last);
+  TFM_CHECK(valid_beam >= 1, "train: valid_beam must be >= 1, got ", valid_beam);
+  TFM_CHECK(valid_max_sentences >= 0, "train: valid_max_sentences must be >= 0, got ", valid_max_sentences);
+  TFM_CHECK(threads >= 0, "train: threads must be >= 0 (0: all cores), got ", threads);
   TFM_CHECK(model_overrides.is_object(), "train: 'model' must be an object of model fields");
 }
 
@@ -52,6 +60,48 @@ double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step) {
   X(valid_every) X(best_metric) X(patience) X(valid_beam) X(valid_max_sentences) X(save_every) X(keep_last) \
   X(resume) X(log_every) X(seed) X(threads)
 
+const char* train_option_help(std::string_view field) {
+  static const std::pair<std::string_view, const char*> kHelp[] = {
+      {"train_source", "training source text, one sentence per line (required)"},
+      {"train_target", "training target text, line by line parallel to the source (required)"},
+      {"valid_source", "validation source text (optional: no validation without it)"},
+      {"valid_target", "validation target text (references)"},
+      {"run_dir", "folder for checkpoints, vocabulary, metrics and plots"},
+      {"vocab", "a SentencePiece .model to use; empty: train one on the training text"},
+      {"vocab_size", "pieces of the trained vocabulary, specials included"},
+      {"vocab_type", "bpe or unigram"},
+      {"max_tokens", "skip pairs with more subword tokens than this on a side"},
+      {"max_chars", "skip pairs with more characters than this on a side"},
+      {"preset", "model preset: tiny, small, base or big (model flags below override it)"},
+      {"batch_tokens", "tokens per batch and side, padding included"},
+      {"accumulate", "batches per optimizer step (gradient accumulation)"},
+      {"lr_factor", "lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)"},
+      {"warmup_steps", "steps of linear learning-rate warm-up"},
+      {"adam_beta1", "Adam beta1"},
+      {"adam_beta2", "Adam beta2"},
+      {"adam_eps", "Adam epsilon"},
+      {"label_smoothing", "label smoothing epsilon"},
+      {"clip_norm", "clip the gradient's global L2 norm to this; 0: no clipping"},
+      {"max_steps", "stop after this many steps; 0: no limit"},
+      {"max_epochs", "stop after this many epochs; 0: no limit"},
+      {"max_seconds", "stop after this many seconds of training; 0: no limit"},
+      {"valid_every", "validate every this many steps"},
+      {"best_metric", "bleu or loss: what model-best.safetensors is chosen by"},
+      {"patience", "stop after this many validations without improvement; 0: never"},
+      {"valid_beam", "beam size of the validation translations (1: greedy)"},
+      {"valid_max_sentences", "translate at most this many validation sentences; 0: all"},
+      {"save_every", "write a checkpoint every this many steps"},
+      {"keep_last", "keep this many newest checkpoints"},
+      {"resume", "continue from the newest checkpoint in the run folder"},
+      {"log_every", "a progress line and a metrics record every this many steps"},
+      {"seed", "seed of the parameters, dropout, batch order and vocabulary sampling"},
+      {"threads", "threads; 0: all cores"},
+  };
+  for (const auto& [name, help] : kHelp)
+    if (name == field) return help;
+  return "";
+}
+
 void to_json(nlohmann::json& j, const TrainOptions& o) {
   j = nlohmann::json::object();
 #define TFM_WRITE(f) j[#f] = o.f;
@@ -64,29 +114,26 @@ void to_json(nlohmann::json& j, const TrainOptions& o) {
 
 void from_json(const nlohmann::json& j, TrainOptions& o) {
   TFM_CHECK(j.is_object(), "training config must be a JSON object, got ", j.type_name());
+  constexpr std::string_view kWhat = "training config";
   for (const auto& [key, value] : j.items()) {
-    try {
-      if (key == "model") {
-        TFM_CHECK(value.is_object(), "training config: 'model' must be an object, got ", value.type_name());
-        for (const auto& [mk, mv] : value.items()) o.model_overrides[mk] = mv;
-        ModelConfig check;
-        from_json(o.model_overrides, check);  // unknown or mistyped model fields fail here, early
-        continue;
-      }
-      if (key == "vocab_size") { value.get_to(o.vocab_options.size); continue; }
-      if (key == "vocab_type") { value.get_to(o.vocab_options.model_type); continue; }
-      if (key == "config") continue;           // the file's own path, when given as a flag
-      if (key == "resolved_model") continue;   // written into RUN/config.json for the reader; derived
-#define TFM_READ(f)      \
-  if (key == #f) {       \
-    value.get_to(o.f);   \
-    continue;            \
-  }
-      TFM_TRAIN_FIELDS(TFM_READ)
-#undef TFM_READ
-    } catch (const nlohmann::json::exception&) {
-      throw Error(cat("training config field '", key, "' has the wrong type: ", value.dump()));
+    if (key == "model") {
+      TFM_CHECK(value.is_object(), "training config: 'model' must be an object, got ", value.type_name());
+      for (const auto& [mk, mv] : value.items()) o.model_overrides[mk] = mv;
+      ModelConfig check;
+      from_json(o.model_overrides, check);  // unknown or mistyped model fields fail here, early
+      continue;
     }
+    if (key == "vocab_size") { read_json_field(value, o.vocab_options.size, kWhat, key); continue; }
+    if (key == "vocab_type") { read_json_field(value, o.vocab_options.model_type, kWhat, key); continue; }
+    if (key == "config") continue;           // the file's own path, when given as a flag
+    if (key == "resolved_model") continue;   // written into RUN/config.json for the reader; derived
+#define TFM_READ(f)                            \
+  if (key == #f) {                             \
+    read_json_field(value, o.f, kWhat, key);   \
+    continue;                                  \
+  }
+    TFM_TRAIN_FIELDS(TFM_READ)
+#undef TFM_READ
     throw Error(cat("unknown training config field '", key, "'"));
   }
 }

@@ -4,6 +4,7 @@
 // saved in the run folder as config.json.
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -69,6 +70,9 @@ void to_json(nlohmann::json& j, const TrainOptions& o);
 // Reads the fields present over `o`'s values; "model" is an object of ModelConfig fields applied
 // over the preset. Unknown fields are an error naming them.
 void from_json(const nlohmann::json& j, TrainOptions& o);
+
+// One line describing a field of TrainOptions (its JSON name), for `train --help`; "" if unknown.
+const char* train_option_help(std::string_view field);
 
 // lr at `step` (counted from 1) by the paper's schedule.
 double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step);

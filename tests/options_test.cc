@@ -1,0 +1,94 @@
+// Options read from JSON config files and flags: strict types, one message per option at fault.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/json_field.h"
+#include "model/config.h"
+#include "train/options.h"
+
+namespace tfm {
+namespace {
+
+// The message of the Error that `f` throws ("" if none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Options, JsonFieldsKeepTheirTypes) {
+  int64_t i = 0;
+  read_json_field(nlohmann::json(12), i, "test", "n");
+  EXPECT_EQ(i, 12);
+  EXPECT_NE(error_of([&] { read_json_field(nlohmann::json(5.7), i, "test", "n"); }).find("'n' must be an integer, got 5.7"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { read_json_field(nlohmann::json(true), i, "test", "n"); }), "");
+  int32_t small = 0;
+  EXPECT_NE(error_of([&] { read_json_field(nlohmann::json(3'000'000'000LL), small, "test", "n"); }).find("in range"),
+            std::string::npos);
+  uint64_t u = 0;
+  EXPECT_NE(error_of([&] { read_json_field(nlohmann::json(-1), u, "test", "n"); }).find("in range"), std::string::npos);
+  double d = 0;
+  read_json_field(nlohmann::json(3), d, "test", "x");  // an integer is a number
+  EXPECT_EQ(d, 3.0);
+  EXPECT_NE(error_of([&] { read_json_field(nlohmann::json("3"), d, "test", "x"); }).find("must be a number"),
+            std::string::npos);
+  bool b = false;
+  EXPECT_NE(error_of([&] { read_json_field(nlohmann::json(1), b, "test", "flag"); }).find("true or false"),
+            std::string::npos);
+  std::string s;
+  EXPECT_NE(error_of([&] { read_json_field(nlohmann::json(1), s, "test", "name"); }).find("a string"),
+            std::string::npos);
+}
+
+TEST(Options, TrainingConfigRefusesFractionsAndUnknownFields) {
+  TrainOptions o;
+  EXPECT_NE(error_of([&] { from_json(nlohmann::json{{"max_steps", 5.7}}, o); })
+                .find("training config field 'max_steps' must be an integer, got 5.7"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { from_json(nlohmann::json{{"max_step", 5}}, o); }).find("unknown training config field 'max_step'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { from_json(nlohmann::json{{"model", {{"d_model", 12.5}}}}, o); })
+                .find("model config field 'd_model' must be an integer"),
+            std::string::npos);
+  from_json(nlohmann::json{{"max_steps", 7}, {"lr_factor", 2}, {"resume", true}}, o);
+  EXPECT_EQ(o.max_steps, 7);
+  EXPECT_EQ(o.lr_factor, 2.0);
+  EXPECT_TRUE(o.resume);
+}
+
+TEST(Options, EachOutOfRangeOptionIsNamed) {
+  auto invalid = [](auto set) {
+    TrainOptions o;
+    o.train_source = o.train_target = "x";
+    set(o);
+    return error_of([&] { o.validate(); });
+  };
+  EXPECT_NE(invalid([](TrainOptions& o) { o.keep_last = 0; }).find("keep_last must be >= 1, got 0"), std::string::npos);
+  EXPECT_NE(invalid([](TrainOptions& o) { o.threads = -1; }).find("threads must be >= 0 (0: all cores), got -1"),
+            std::string::npos);
+  EXPECT_NE(invalid([](TrainOptions& o) { o.save_every = 0; }).find("save_every must be >= 1, got 0"), std::string::npos);
+  EXPECT_NE(invalid([](TrainOptions& o) { o.max_epochs = -2; }).find("max_epochs must be >= 0, got -2"), std::string::npos);
+  EXPECT_EQ(invalid([](TrainOptions&) {}), "");
+}
+
+TEST(Options, EveryTrainingOptionHasHelp) {
+  const nlohmann::json fields = TrainOptions{};
+  for (const auto& [field, value] : fields.items())
+    if (field != "model") EXPECT_STRNE(train_option_help(field), "") << field;
+  EXPECT_STREQ(train_option_help("no_such_option"), "");
+}
+
+TEST(Options, SpecialIdsMustDiffer) {
+  ModelConfig c = model_preset("tiny");
+  c.validate();
+  c.pad_id = c.unk_id;
+  EXPECT_NE(error_of([&] { c.validate(); }).find("pad_id and unk_id must differ, both are 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tfm
