@@ -57,7 +57,7 @@ int run(const Options& o) {
       ++line_number;
       std::string line(trim(raw));
       if (o.ids) {
-        sources.push_back(parse_ids(line, line_number, lm.model->config().vocab_size));
+        sources.push_back(parse_ids(line, line_number, lm.model->config()));
         continue;
       }
       if (!valid_utf8(line)) {
@@ -133,6 +133,10 @@ Action add_translate(CLI::App& app) {
   cmd->add_option("--length-penalty", s.length_penalty, "alpha of ((5+|Y|)/6)^alpha")->capture_default_str();
   cmd->add_option("--max-length-a", s.max_length_a, "at most a*source_tokens + b output tokens")->capture_default_str();
   cmd->add_option("--max-length-b", s.max_length_b, "see --max-length-a")->capture_default_str();
+  cmd->add_option("--min-length", s.min_length,
+                  "no end of sentence before this many output tokens, end of sentence included (benchmarks "
+                  "force a length with --min-length = max length)")
+      ->capture_default_str();
   cmd->add_option("--n-best", s.n_best, "print this many hypotheses per line: 'i ||| text ||| score'")->capture_default_str();
   cmd->add_flag("--scores", o->scores, "append each translation's normalized log-probability after a tab");
   cmd->add_flag("--ids", o->ids, "read and write space-separated token ids instead of text");
@@ -142,7 +146,7 @@ Action add_translate(CLI::App& app) {
   cmd->add_option("--batch-size", o->translate.batch_sentences, "sentences decoded together")->capture_default_str();
   cmd->add_option("--max-input-tokens", o->translate.max_input_tokens, "longer inputs are truncated (with a warning)")
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
   return [cmd, o] { return *cmd ? run(*o) : -1; };
 }
 

@@ -75,4 +75,22 @@ grep -q "vocab.model' does not exist" "$work/err" || fail "missing vocabulary me
 grep -q "cannot read --input" "$work/err" || fail "folder input message"
 "$bin" init --preset tiny --vocab-size 50 --tie-source-target=false -o "$work/untied.safetensors" > /dev/null
 "$bin" info "$work/untied.safetensors" | grep -q "tie_source_target  false" || fail "--tie-source-target=false ignored"
+# Out-of-range options and inputs are refused, naming the value.
+expect_error() {  # expect_error PATTERN COMMAND...: the command fails and stderr matches PATTERN
+  local pattern=$1; shift
+  "$@" < /dev/null 2>"$work/err" > /dev/null && fail "accepted: $*"
+  grep -qE -- "$pattern" "$work/err" || fail "message of '$*': $(cat "$work/err")"
+}
+expect_error "threads.*-1" "$bin" translate -m "$model" --threads -1
+expect_error "head.*-5" "$bin" attention -m "$model" "one" -o "$work/x.svg" --head -5
+expect_error "layer.*-1" "$bin" attention -m "$model" "one" -o "$work/x.svg" --layer -1
+echo "0 5" | tr --ids 2>"$work/err" > /dev/null && fail "--ids accepted the padding id"
+grep -q "token id 0 is the padding id" "$work/err" || fail "--ids padding message: $(cat "$work/err")"
+printf 'one\ttwo\tthree\n' | "$bin" score -m "$model" 2>"$work/err" > /dev/null && fail "score accepted two tabs"
+grep -q "more than one tab" "$work/err" || fail "score two-tab message"
+expect_error "is a folder" "$bin" info "$work"
+expect_error "min.*length" "$bin" translate -m "$model" --min-length -2
+# --min-length: no end of sentence before 8 tokens + EOS, so exactly 8 tokens when max is 9.
+echo "5 6 7" | tr --ids --beam 1 --min-length 9 --max-length-a 0 --max-length-b 9 > "$work/min.ids"
+[ "$(wc -w < "$work/min.ids")" -eq 8 ] || fail "--min-length 9 gave $(wc -w < "$work/min.ids") tokens"
 echo "inference CLI checks passed"
