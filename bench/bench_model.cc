@@ -22,6 +22,37 @@ std::vector<std::vector<int32_t>> random_sentences(int64_t n, int64_t len, int64
   return out;
 }
 
+// Model FLOPs, the basis of model FLOP utilization (achieved FLOP/s / the sgemm peak measured in the
+// same run, which scripts/bench.sh prints): 2 per multiply-add of the matrix products, element-wise
+// work not counted. Per token of a layer: attention projections 4·D², feed-forward 2·D·F; the
+// decoder's encoder-decoder attention adds Q and output projections per target token and K and V
+// projections per source token; the output projection 2·D·V per target token; attention itself
+// 4·D·(keys seen) per query and layer (scores and weighted sum).
+struct FlopCount {
+  double D, F, V, Le, Ld;
+  explicit FlopCount(const ModelConfig& c)
+      : D(static_cast<double>(c.d_model)), F(static_cast<double>(c.d_ff)), V(static_cast<double>(c.vocab_size)),
+        Le(static_cast<double>(c.encoder_layers)), Ld(static_cast<double>(c.decoder_layers)) {}
+  // Forward FLOPs of the encoder and of the decoder's K/V projections for one source token.
+  double source_token() const { return 2 * Le * (4 * D * D + 2 * D * F) + 2 * Ld * 2 * D * D; }
+  // Forward FLOPs of the decoder and the output projection for one target token.
+  double target_token() const { return 2 * Ld * (6 * D * D + 2 * D * F) + 2 * D * V; }
+  // Forward FLOPs of a batch of B sentences of S source and T target positions (padding included).
+  double forward(double B, double S, double T) const {
+    const double attention = 4 * D * (Le * S * S + Ld * (T * T + T * S));
+    return B * (S * source_token() + T * target_token() + attention);
+  }
+  // Training: forward, then backward at twice the forward's cost.
+  double training_step(double B, double S, double T) const { return 3 * forward(B, S, T); }
+  // Decoding B sentences of S source positions for T steps with `rows` hypotheses per sentence:
+  // the encoder once, then one target token per hypothesis and step, attending to the earlier ones.
+  double decoding(double B, double S, double T, double rows) const {
+    double steps = 0;
+    for (double t = 1; t <= T; ++t) steps += target_token() + 4 * D * Ld * (t + S);
+    return B * (S * (source_token() + 4 * D * Le * S) + rows * steps);
+  }
+};
+
 // A whole optimizer step: forward, label-smoothed loss, backward, Adam.
 class TrainingStep {
  public:
@@ -69,6 +100,9 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
   const double tokens = static_cast<double>(batch.source_tokens + batch.target_tokens);
   state.counters["tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["params"] = static_cast<double>(model.params().parameter_count());
+  const double S = static_cast<double>(batch.src.size(1)), T = static_cast<double>(batch.tgt_in.size(1));
+  state.counters["GFLOP/s"] = benchmark::Counter(FlopCount(c).training_step(B, S, T) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Translation at the base shape (6+6 layers, shared embeddings, vocabulary 32000, random weights):
@@ -96,6 +130,10 @@ void BM_Translate(benchmark::State& state, int64_t beam, bool int8) {
     }
   }
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(produced), benchmark::Counter::kIsRate);
+  // 26 source positions (25 + EOS), 26 decoding steps (25 tokens + EOS), `beam` rows per sentence.
+  const double flops = FlopCount(c).decoding(64, 26, 26, static_cast<double>(beam));
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 // Issue 5's translation benchmark: 500 sentences of 25 tokens through the translator (batches of 64

@@ -8,7 +8,8 @@ bin=${BIN:-build/bench/tfm_bench}
 threads=${THREADS:-2}
 out=${OUT:-$(dirname "$bin")/../bench-results.json}
 filter=${BENCH_FILTER:-.}
-peers_dir=$(cd "$(dirname "$0")/../.." && pwd)/shared/peers
+root=$(cd "$(dirname "$0")/.." && pwd)
+peers_dir=$(cd "$root/.." && pwd)/shared/peers
 
 echo "== machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; threads $threads"
 # Three repetitions of each benchmark; the tables report their median (the machines are shared).
@@ -19,30 +20,81 @@ OMP_NUM_THREADS=$threads "$bin" --benchmark_filter="$filter" --benchmark_counter
 [ "${BENCH_PEERS:-1}" = 1 ] || exit 0
 echo
 echo "== peers (same machine, same run)"
+peer=$(mktemp)
+trap 'rm -rf "$peer" "$peer.d"' EXIT
+# Training: PyTorch's torch.nn.Transformer (Debian's python3-torch), the issue's peer script.
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   echo "PyTorch peer skipped: python3-torch is not installed (scripts/install-deps.sh --fixtures installs it)"
-  exit 0
+elif [ ! -f "$peers_dir/torch_train_step.py" ]; then
+  echo "PyTorch peer skipped: $peers_dir/torch_train_step.py not found"
+else
+  for config in small base; do
+    grep -q "BM_TrainStep/$config" "$out" || continue
+    /usr/bin/python3 "$peers_dir/torch_train_step.py" --config "$config" --batch 64 --len 32 --threads "$threads" \
+      --steps "$([ $config = base ] && echo 2 || echo 5)" | tee -a "$peer"
+  done
 fi
-[ -f "$peers_dir/torch_train_step.py" ] || { echo "PyTorch peer skipped: $peers_dir/torch_train_step.py not found"; exit 0; }
-peer=$(mktemp)
-for config in small base; do
-  grep -q "BM_TrainStep/$config" "$out" || continue
-  /usr/bin/python3 "$peers_dir/torch_train_step.py" --config "$config" --batch 64 --len 32 --threads "$threads" \
-    --steps "$([ $config = base ] && echo 2 || echo 5)" | tee -a "$peer"
-done
+# Translation: CTranslate2 (optional: `pip install ctranslate2`; the project never depends on it), on
+# a base-shaped model with our random weights converted by tools/ct2_peer.py, the same conditions as
+# BM_Translate: 64 sentences of 25 tokens, output forced to 25 tokens.
+tfm=${TFM:-$(dirname "$bin")/../transformer}
+py=${PEER_PYTHON:-python3}
+if ! grep -q '"BM_Translate/' "$out"; then
+  :
+elif ! "$py" -c 'import ctranslate2' 2>/dev/null; then
+  echo "CTranslate2 peer skipped: $py cannot import ctranslate2 (pip install ctranslate2)"
+else
+  mkdir -p "$peer.d"
+  "$tfm" init --preset base --vocab-size 32000 --pre-norm --seed 1 -o "$peer.d/base.safetensors" > /dev/null
+  "$py" "$root/tools/ct2_peer.py" convert "$peer.d/base.safetensors" "$peer.d/ct2" > /dev/null
+  for mode in "float32 1" "float32 4" "int8 1" "int8 4"; do
+    set -- $mode
+    grep -q "BM_Translate/$([ "$2" = 1 ] && echo greedy || echo beam4)$([ "$1" = int8 ] && echo _int8)/" "$out" || continue
+    "$py" "$root/tools/ct2_peer.py" bench "$peer.d/ct2" --batch 64 --src-len 25 --tgt-len 25 --beam "$2" \
+      --compute-type "$1" --threads "$threads" | tee -a "$peer"
+  done
+  # Same weights, same input: the two engines' greedy outputs must agree token for token.
+  "$py" "$root/tools/ct2_peer.py" random-ids --lines 64 --len 25 --vocab 32000 --seed 7 > "$peer.d/src.ids"
+  OMP_NUM_THREADS=$threads "$tfm" translate -m "$peer.d/base.safetensors" --ids --beam 1 --threads "$threads" \
+    --max-length-a 0 --max-length-b 26 --min-length 26 < "$peer.d/src.ids" > "$peer.d/ours.ids"
+  "$py" "$root/tools/ct2_peer.py" translate "$peer.d/ct2" --ids-in "$peer.d/src.ids" --beam 1 --max-length 25 \
+    --min-length 25 --threads "$threads" > "$peer.d/ct2.ids"
+  same=$(paste -d '\t' "$peer.d/ours.ids" "$peer.d/ct2.ids" | awk -F '\t' '$1 == $2' | wc -l)
+  echo "greedy outputs identical to CTranslate2's: $same of $(wc -l < "$peer.d/src.ids") sentences"
+fi
+
 /usr/bin/python3 - "$out" "$peer" <<'PY'
 import json, sys
 # The medians of the repetitions (plain runs when there was one repetition).
 runs = json.load(open(sys.argv[1]))["benchmarks"]
 medians = [b for b in runs if b.get("aggregate_name") == "median"]
 ours = {b["run_name"]: b for b in medians} if medians else {b["name"]: b for b in runs}
-peers = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+peers = [json.loads(l) for l in open(sys.argv[2]) if l.strip().startswith("{")]
+def find(prefix):
+    return next((b for n, b in ours.items() if n.startswith(prefix)), None)
+peak = find("BM_MatmulSquare/2048")
+peak = peak["GFLOP/s"] if peak else None
 print()
-print(f"{'training step, 64 x 32 tokens per side':44} {'ours tok/s':>11} {'PyTorch tok/s':>14} {'ratio':>7}")
-for p in peers:
-    mine = next((b for n, b in ours.items() if n.startswith(f"BM_TrainStep/{p['config']}")), None)
-    if mine:
-        t = mine["tokens/s"]
-        print(f"{p['config']:44} {t:11.0f} {p['tokens_per_s']:14.0f} {t / p['tokens_per_s']:7.2f}")
+print("model FLOP utilization = achieved FLOP/s / the float32 matrix-product peak of this run "
+      + (f"(ops::matmul 2048^3: {peak:.0f} GFLOP/s)" if peak else "(not measured: BM_MatmulSquare/2048 was filtered out)"))
+print(f"{'':36} {'ours':>8} {'peer':>8} {'ratio':>6} {'MFU':>5} {'target':>7}")
+rows = [("training step small, tok/s", "BM_TrainStep/small", ("pytorch", "small"), 5400),
+        ("training step base, tok/s", "BM_TrainStep/base", ("pytorch", "base"), 1100),
+        ("translate float32 greedy, tok/s", "BM_Translate/greedy/", ("ctranslate2", "float32 greedy"), 1300),
+        ("translate float32 beam 4, tok/s", "BM_Translate/beam4/", ("ctranslate2", "float32 beam 4"), 530),
+        ("translate int8 greedy, tok/s", "BM_Translate/greedy_int8", ("ctranslate2", "int8 greedy"), 2650),
+        ("translate int8 beam 4, tok/s", "BM_Translate/beam4_int8", ("ctranslate2", "int8 beam 4"), 1100)]
+for label, name, (kind, key), target in rows:
+    mine = find(name)
+    if not mine:
+        continue
+    field = "config" if kind == "pytorch" else "mode"
+    p = next((p for p in peers if p.get("peer") == kind and p.get(field) == key), None)
+    theirs = p["tokens_per_s"] if p else None
+    t = mine["tokens/s"]
+    mfu = f"{100 * mine['GFLOP/s'] / peak:4.0f}%" if peak and "GFLOP/s" in mine else "  n/a"
+    print(f"{label:36} {t:8.0f} {theirs if theirs is None else round(theirs):>8} "
+          f"{'' if theirs is None else f'{t / theirs:.2f}':>6} {mfu:>5} {target:7} {'met' if t >= target else 'MISSED'}")
+print("peers: training PyTorch (torch.nn.Transformer), translation CTranslate2; int8 MFU counts int8 "
+      "products against the float32 peak")
 PY
-rm -f "$peer"
