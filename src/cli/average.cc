@@ -23,12 +23,27 @@ Action add_average(CLI::App& app) {
   return [cmd, o] {
     if (!*cmd) return -1;
     // Summed in double, one checkpoint at a time, so memory stays at one model plus the sum.
-    std::unique_ptr<Transformer> first = load_model(o->inputs[0]);
+    // The vocabulary fingerprint, if recorded, must be the same in every input; the output keeps it.
+    auto fingerprint = [](const SafetensorsFile& f) {
+      const auto it = f.metadata().find(kVocabFingerprintKey);
+      return it == f.metadata().end() ? std::string() : it->second;
+    };
+    std::string vocab_fingerprint;
+    std::unique_ptr<Transformer> first;
+    {
+      const SafetensorsFile file = SafetensorsFile::read(o->inputs[0]);
+      first = load_model(file);
+      vocab_fingerprint = fingerprint(file);
+    }
     const nlohmann::json config = first->config();
     const Tensor& values = first->params().values();
     std::vector<double> sum = values.to_doubles();
     for (size_t i = 1; i < o->inputs.size(); ++i) {
-      const std::unique_ptr<Transformer> m = load_model(o->inputs[i]);
+      const SafetensorsFile file = SafetensorsFile::read(o->inputs[i]);
+      TFM_CHECK(fingerprint(file) == vocab_fingerprint, "cannot average '", o->inputs[i], "' with '", o->inputs[0],
+                "': they were trained with different vocabularies (fingerprints '", fingerprint(file), "' and '",
+                vocab_fingerprint, "')");
+      const std::unique_ptr<Transformer> m = load_model(file);
       const nlohmann::json other = m->config();
       TFM_CHECK(other == config, "cannot average '", o->inputs[i], "' with '", o->inputs[0],
                 "': their configurations differ (", other.dump(), " vs ", config.dump(), ")");
@@ -38,7 +53,9 @@ Action add_average(CLI::App& app) {
     const double n = static_cast<double>(o->inputs.size());
     float* out = values.data<float>();
     for (size_t k = 0; k < sum.size(); ++k) out[k] = static_cast<float>(sum[k] / n);
-    save_model(*first, o->output, {{"averaged_from", std::to_string(o->inputs.size()) + " checkpoints"}});
+    std::map<std::string, std::string> meta = {{"averaged_from", std::to_string(o->inputs.size()) + " checkpoints"}};
+    if (!vocab_fingerprint.empty()) meta[kVocabFingerprintKey] = vocab_fingerprint;
+    save_model(*first, o->output, meta);
     std::printf("averaged %zu checkpoints into %s\n", o->inputs.size(), o->output.c_str());
     return 0;
   };

@@ -31,8 +31,10 @@ Action add_info(CLI::App& app) {
     const ModelConfig& c = model->config();
     const auto bytes = std::filesystem::file_size(*path);
     std::printf("model      %s\n", path->c_str());
-    std::printf("file size  %s bytes (%.1f MiB)\n\n", grouped(static_cast<int64_t>(bytes)).c_str(),
+    std::printf("file size  %s bytes (%.1f MiB)\n", grouped(static_cast<int64_t>(bytes)).c_str(),
                 static_cast<double>(bytes) / (1 << 20));
+    const auto fp = file.metadata().find(kVocabFingerprintKey);
+    std::printf("vocabulary %s\n\n", fp == file.metadata().end() ? "not recorded" : ("fingerprint " + fp->second).c_str());
     std::printf("configuration\n");
     const nlohmann::json j = c;
     for (const std::string& field : model_config_fields()) std::printf("  %-18s %s\n", field.c_str(), j[field].dump().c_str());

@@ -40,7 +40,8 @@ std::string join_ids(const std::vector<int32_t>& ids) {
 
 LoadedModel load_model_and_vocab(const ModelPaths& paths, bool need_vocab) {
   LoadedModel lm;
-  lm.model = load_model(paths.model);
+  const SafetensorsFile file = SafetensorsFile::read(paths.model);
+  lm.model = load_model(file);
   if (need_vocab) {
     const std::string vocab = paths.vocab.empty()
                                   ? (std::filesystem::path(paths.model).parent_path() / "vocab.model").string()
@@ -49,6 +50,10 @@ LoadedModel load_model_and_vocab(const ModelPaths& paths, bool need_vocab) {
     lm.vocab = Vocab::load(vocab);
     TFM_CHECK(lm.vocab.size() == lm.model->config().vocab_size, "the vocabulary '", vocab, "' has ", lm.vocab.size(),
               " pieces but the model has ", lm.model->config().vocab_size);
+    const auto it = file.metadata().find(kVocabFingerprintKey);
+    TFM_CHECK(it == file.metadata().end() || it->second == lm.vocab.fingerprint(), "the vocabulary '", vocab,
+              "' is not the one '", paths.model, "' was trained with (fingerprint ", lm.vocab.fingerprint(),
+              ", the model's ", it->second, ")");
   }
   return lm;
 }

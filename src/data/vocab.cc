@@ -1,5 +1,7 @@
 #include "data/vocab.h"
 
+#include <cstdio>
+
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
@@ -87,5 +89,20 @@ std::string Vocab::piece(int32_t id) const {
 }
 
 int64_t Vocab::size() const { return sp_->GetPieceSize(); }
+
+}  // namespace tfm
+
+namespace tfm {
+
+std::string Vocab::fingerprint() const {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits
+  for (const char c : serialized_) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 1099511628211ull;
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
 
 }  // namespace tfm

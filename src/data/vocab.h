@@ -38,6 +38,9 @@ class Vocab {
   std::string decode(const std::vector<int32_t>& ids) const;  // stops at nothing; skips specials
   std::string piece(int32_t id) const;
   int64_t size() const;
+  // 16 hex digits (FNV-1a 64 of the .model file's bytes): model files record the fingerprint of the
+  // vocabulary they were trained with, so that another vocabulary of the same size is refused.
+  std::string fingerprint() const;
 
  private:
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;

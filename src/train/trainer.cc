@@ -143,8 +143,9 @@ ValidResult validate(const Transformer& model, const Vocab& vocab, const ValidDa
 }
 
 void save_checkpoint(const Transformer& model, const TrainOptions& o, const TrainState& s, const Tensor& m,
-                     const Tensor& v) {
+                     const Tensor& v, const std::string& vocab_fingerprint) {
   const std::map<std::string, std::string> meta = {
+      {kVocabFingerprintKey, vocab_fingerprint},
       {"train.step", std::to_string(s.step)},
       {"train.epoch", std::to_string(s.epoch)},
       {"train.position", std::to_string(s.position)},
@@ -440,7 +441,8 @@ TrainResult train(const TrainOptions& o) {
         s.has_best = true;
         s.best = score;
         s.bad_validations = 0;
-        save_model(model, (fs::path(o.run_dir) / "model-best.safetensors").string());
+        save_model(model, (fs::path(o.run_dir) / "model-best.safetensors").string(),
+                   {{kVocabFingerprintKey, vocab.fingerprint()}});
       } else {
         ++s.bad_validations;
       }
@@ -453,21 +455,21 @@ TrainResult train(const TrainOptions& o) {
       if (o.patience > 0 && s.bad_validations >= o.patience) {
         result.stop_reason = cat("no improvement in ", o.patience, " validations");
         s.elapsed_s = elapsed();
-        save_checkpoint(model, o, s, m, v);
+        save_checkpoint(model, o, s, m, v, vocab.fingerprint());
         last_saved = s.step;
         break;
       }
     }
     if (s.step % o.save_every == 0) {
       s.elapsed_s = elapsed();
-      save_checkpoint(model, o, s, m, v);
+      save_checkpoint(model, o, s, m, v, vocab.fingerprint());
       last_saved = s.step;
     }
   }
   s.elapsed_s = elapsed();
-  if (last_saved != s.step) save_checkpoint(model, o, s, m, v);
+  if (last_saved != s.step) save_checkpoint(model, o, s, m, v, vocab.fingerprint());
   result.final_model = (fs::path(o.run_dir) / "model.safetensors").string();
-  save_model(model, result.final_model);
+  save_model(model, result.final_model, {{kVocabFingerprintKey, vocab.fingerprint()}});
   write_training_plot(metrics, (fs::path(o.run_dir) / "training.svg").string());
   result.steps = s.step;
   result.epochs = s.epoch;

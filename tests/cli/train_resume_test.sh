@@ -55,6 +55,16 @@ printf 'one hundred two\n\nseventy-one\nbad \xff byte\n' > "$work/in.txt"
 grep -q "line 4 is not valid UTF-8" "$work/tr.log" || fail "no warning for invalid UTF-8"
 "$bin" info "$work/a/model.safetensors" | grep -q "total" || fail "info"
 
+# The model records its vocabulary: another vocabulary of the same size is refused; averaging keeps it.
+"$bin" info "$work/a/model.safetensors" | grep -qE "^vocabulary fingerprint [0-9a-f]{16}$" || fail "no vocabulary fingerprint"
+"$bin" average "$work"/a/checkpoint-*.safetensors -o "$work/a/avg.safetensors" > /dev/null
+[ "$("$bin" info "$work/a/avg.safetensors" | grep '^vocabulary')" = "$("$bin" info "$work/a/model.safetensors" | grep '^vocabulary')" ] ||
+  fail "average lost the vocabulary fingerprint"
+"$bin" train "${data[@]}" "${common[@]}" --vocab-type unigram --max-steps 1 --run-dir "$work/u" >/dev/null 2>&1 || fail "unigram run"
+echo "one" | "$bin" translate -m "$work/a/model.safetensors" --vocab "$work/u/vocab.model" 2>"$work/err" >/dev/null &&
+  fail "another vocabulary accepted"
+grep -q "is not the one" "$work/err" || fail "vocabulary mismatch message: $(cat "$work/err")"
+
 # 4. Malformed training files.
 head -n 5 "$work/data/train.en" > "$work/short.en"
 if "$bin" train "${common[@]}" --train-source "$work/short.en" --train-target "$work/data/train.de" --max-steps 2 --run-dir "$work/c" >/dev/null 2>"$work/c.log"; then
