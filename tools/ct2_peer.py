@@ -275,7 +275,9 @@ def cmd_translate(args):
         opts.update(num_hypotheses=args.beam, return_scores=True, return_end_token=True, length_penalty=ct2_alpha)
     else:
         opts.update(length_penalty=args.length_penalty)
+    start = time.perf_counter()
     results = translator.translate_batch(batch, **opts) if batch else []
+    seconds = time.perf_counter() - start
     out = [""] * len(sources)
     for k, r in zip(todo, results):
         if gnmt:
@@ -292,6 +294,10 @@ def cmd_translate(args):
             hyp = r.hypotheses[0]
         out[k] = " ".join(str(index[tok]) for tok in hyp)
     sys.stdout.write("".join(line + "\n" for line in out))
+    if args.stats:  # as `transformer translate --stats`: the translation alone, loading excluded
+        tokens = sum(len(line.split()) for line in out)
+        print(f"translated {len(sources)} sentences, {tokens} tokens in {seconds:.3f} s: "
+              f"{tokens / max(seconds, 1e-9):.0f} tokens/s", file=sys.stderr)
 
 
 def cmd_score(args):
@@ -382,6 +388,7 @@ def main():
                    help="use CTranslate2's own penalty |Y|^alpha instead of reranking")
     t.add_argument("--batch-size", type=int, default=64, help="sentences per CTranslate2 batch")
     t.add_argument("--max-input-tokens", type=int, default=1024, help="longer inputs are truncated, as ours")
+    t.add_argument("--stats", action="store_true", help="print sentences, tokens and seconds of the translation to stderr")
     runtime(t)
     t.set_defaults(func=cmd_translate)
 

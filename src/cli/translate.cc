@@ -1,4 +1,6 @@
 // transformer translate -m MODEL: sentences on stdin (or --input) → translations on stdout, in order.
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,7 +21,7 @@ struct Options {
   ModelPaths paths;
   std::string input, attention_path;
   TranslateOptions translate;
-  bool scores = false, ids = false, int8 = false;
+  bool scores = false, ids = false, int8 = false, stats = false;
   int64_t threads = 0, chunk_lines = 10000;
 };
 
@@ -50,7 +52,8 @@ int run(const Options& o) {
   TranslateOptions to = o.translate;
   to.search.record_attention = !o.attention_path.empty();
   std::vector<std::string> lines;
-  int64_t line_number = 0;
+  int64_t line_number = 0, output_tokens = 0;
+  double seconds = 0;  // in translate_ids: loading, reading, tokenizing and writing excluded
   while (read_chunk(in, o.chunk_lines, lines)) {
     std::vector<std::vector<int32_t>> sources;
     for (std::string& raw : lines) {
@@ -67,7 +70,11 @@ int run(const Options& o) {
       }
       sources.push_back(lm.vocab.encode(line));
     }
+    const auto start = std::chrono::steady_clock::now();
     const std::vector<Translation> out = translate_ids(*lm.model, sources, to);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (const Translation& t : out)
+      if (!t.hypotheses.empty()) output_tokens += static_cast<int64_t>(t.hypotheses[0].tokens.size());
     const int64_t first = line_number - static_cast<int64_t>(lines.size()) + 1;
     for (size_t i = 0; i < out.size(); ++i) {
       const Translation& t = out[i];
@@ -120,6 +127,10 @@ int run(const Options& o) {
     }
     std::fflush(stdout);
   }
+  if (o.stats)
+    std::fprintf(stderr, "translated %lld sentences, %lld tokens in %.3f s: %.0f tokens/s\n",
+                 static_cast<long long>(line_number), static_cast<long long>(output_tokens), seconds,
+                 static_cast<double>(output_tokens) / std::max(seconds, 1e-9));
   return 0;
 }
 
@@ -140,6 +151,7 @@ Action add_translate(CLI::App& app) {
   cmd->add_option("--n-best", s.n_best, "print this many hypotheses per line: 'i ||| text ||| score'")->capture_default_str();
   cmd->add_flag("--scores", o->scores, "append each translation's normalized log-probability after a tab");
   cmd->add_flag("--ids", o->ids, "read and write space-separated token ids instead of text");
+  cmd->add_flag("--stats", o->stats, "print sentences, output tokens and seconds of translation to stderr");
   cmd->add_flag("--int8", o->int8, "int8 weight products (VNNI): faster, slightly less exact");
   cmd->add_option("--attention", o->attention_path,
                   "write encoder-decoder attention as JSON lines: [layer][head][target][source] per sentence");

@@ -93,4 +93,9 @@ expect_error "min.*length" "$bin" translate -m "$model" --min-length -2
 # --min-length: no end of sentence before 8 tokens + EOS, so exactly 8 tokens when max is 9.
 echo "5 6 7" | tr --ids --beam 1 --min-length 9 --max-length-a 0 --max-length-b 9 > "$work/min.ids"
 [ "$(wc -w < "$work/min.ids")" -eq 8 ] || fail "--min-length 9 gave $(wc -w < "$work/min.ids") tokens"
+# --stats: the counts of what was translated, on stderr (stdout unchanged).
+tr --beam 1 --stats < "$fix/input.en" 2>"$work/stats" > "$work/stats.de"
+diff "$fix/expected.greedy.de" "$work/stats.de" || fail "--stats changed the output"
+grep -qE "^translated $(wc -l < "$fix/input.en") sentences, [1-9][0-9]* tokens in [0-9.]+ s" "$work/stats" ||
+  fail "--stats line: $(cat "$work/stats")"
 echo "inference CLI checks passed"
