@@ -7,6 +7,7 @@ depends on it: `pip install ctranslate2`).
   ct2_peer.py score CT2_DIR --source-ids F --target-ids F   'total<TAB>per_token', as `transformer score --ids`
   ct2_peer.py bench CT2_DIR [--batch 64 ...]           one JSON line: tokens/s of one forced-length batch
   ct2_peer.py random-ids --lines N --len L --vocab V   seeded random source ids (4 .. V-1), one sentence a line
+  ct2_peer.py encode|decode VOCAB.model                text <-> ids with the model's SentencePiece vocabulary
 
 How the two engines line up (checked against CTranslate2 4.x's decoding.cc and by running both):
 - The model: sinusoidal positions as ours (sin and cos interleaved, PE[pos, 2i] = sin, PE[pos, 2i+1] =
@@ -358,6 +359,22 @@ def cmd_bench(args):
 
 # ---------------------------------------------------------------------------------------------
 
+def cmd_encode(args):
+    import sentencepiece  # pip install sentencepiece (only these two subcommands need it)
+
+    sp = sentencepiece.SentencePieceProcessor(model_file=args.vocab)
+    for line in sys.stdin:
+        print(" ".join(map(str, sp.encode(line.strip()))))
+
+
+def cmd_decode(args):
+    import sentencepiece
+
+    sp = sentencepiece.SentencePieceProcessor(model_file=args.vocab)
+    for line in sys.stdin:
+        print(sp.decode([int(x) for x in line.split()]))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -411,6 +428,13 @@ def main():
     b.add_argument("--compute-type", default="float32")
     b.add_argument("--threads", type=int, default=2)
     b.set_defaults(func=cmd_bench)
+
+    e = sub.add_parser("encode", help="text on stdin -> token ids with a SentencePiece model (pip install sentencepiece)")
+    e.add_argument("vocab")
+    e.set_defaults(func=cmd_encode)
+    d = sub.add_parser("decode", help="token ids on stdin -> text with a SentencePiece model")
+    d.add_argument("vocab")
+    d.set_defaults(func=cmd_decode)
 
     r = sub.add_parser("random-ids", help="seeded random source ids in [4, vocab), one sentence a line")
     r.add_argument("--lines", type=int, default=64)
