@@ -23,11 +23,13 @@ std::vector<std::vector<int32_t>> random_sentences(int64_t n, int64_t len, int64
 }
 
 // Model FLOPs, the basis of model FLOP utilization (achieved FLOP/s / the sgemm peak measured in the
-// same run, which scripts/bench.sh prints): 2 per multiply-add of the matrix products, element-wise
-// work not counted. Per token of a layer: attention projections 4·D², feed-forward 2·D·F; the
-// decoder's encoder-decoder attention adds Q and output projections per target token and K and V
-// projections per source token; the output projection 2·D·V per target token; attention itself
-// 4·D·(keys seen) per query and layer (scores and weighted sum).
+// same run, which scripts/bench.sh prints): 2 FLOPs per multiply-add of the matrix products,
+// element-wise work not counted. Per token and layer, in FLOPs: attention projections 2·4·D²,
+// feed-forward 2·2·D·F; the decoder's encoder-decoder attention adds its Q and output projections
+// (2·2·D²) per target token and its K and V projections (2·2·D²) per source token; the output
+// projection 2·D·V per target token; attention itself 4·D per query, key and layer (scores and
+// weighted sum). Causal self-attention in training counts all T keys, as the kernels compute whole
+// tiles; in decoding, the t keys a step sees.
 struct FlopCount {
   double D, F, V, Le, Ld;
   explicit FlopCount(const ModelConfig& c)

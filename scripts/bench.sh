@@ -93,7 +93,7 @@ for label, name, (kind, key), target in rows:
     theirs = p["tokens_per_s"] if p else None
     t = mine["tokens/s"]
     mfu = f"{100 * mine['GFLOP/s'] / peak:4.0f}%" if peak and "GFLOP/s" in mine else "  n/a"
-    print(f"{label:36} {t:8.0f} {theirs if theirs is None else round(theirs):>8} "
+    print(f"{label:36} {t:8.0f} {'-' if theirs is None else round(theirs):>8} "
           f"{'' if theirs is None else f'{t / theirs:.2f}':>6} {mfu:>5} {target:7} {'met' if t >= target else 'MISSED'}")
 print("peers: training PyTorch (torch.nn.Transformer), translation CTranslate2; int8 MFU counts int8 "
       "products against the float32 peak")

@@ -48,9 +48,9 @@ TEST(Options, JsonFieldsKeepTheirTypes) {
 TEST(Options, TrainingConfigRefusesFractionsAndUnknownFields) {
   TrainOptions o;
   EXPECT_NE(error_of([&] { from_json(nlohmann::json{{"max_steps", 5.7}}, o); })
-                .find("training config field 'max_steps' must be an integer, got 5.7"),
+                .find("training option 'max_steps' must be an integer, got 5.7"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { from_json(nlohmann::json{{"max_step", 5}}, o); }).find("unknown training config field 'max_step'"),
+  EXPECT_NE(error_of([&] { from_json(nlohmann::json{{"max_step", 5}}, o); }).find("unknown training option 'max_step'"),
             std::string::npos);
   EXPECT_NE(error_of([&] { from_json(nlohmann::json{{"model", {{"d_model", 12.5}}}}, o); })
                 .find("model config field 'd_model' must be an integer"),

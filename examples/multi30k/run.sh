@@ -10,9 +10,10 @@
 # tok: the authors' lowercased, normalized, tokenized files, scored with tokenization none against
 #      the tokenized references: how published Multi30k figures are computed.
 # raw: the original files, scored with sacreBLEU's defaults (cased, 13a): the stricter figure.
-# Environment: BIN (default build/transformer), THREADS (default: all cores), MAX_SECONDS (default
-# 6600: the training budget, 1 h 50 min, leaving time for averaging, translation and scoring in 2 h),
-# and any extra `transformer train` flags in TRAIN_FLAGS.
+# Environment: BIN (default build/transformer), THREADS (default: all cores), MAX_STEPS (default
+# 5500), MAX_SECONDS (default 7200, a safety cap on training time only), and any extra
+# `transformer train` flags in TRAIN_FLAGS. An interrupted run (checkpoints, no train.seconds)
+# resumes from its newest checkpoint when run again.
 set -euo pipefail
 data=${1:?usage: run.sh DATA_DIR [tok|raw] [RUN_DIR]}
 variant=${2:-tok}
@@ -40,6 +41,8 @@ mkdir -p "$run"
 # Training is skipped when RUN_DIR/train.seconds exists (a finished run): scoring can be redone.
 if [ ! -f "$run/train.seconds" ]; then
   start=$(date +%s)
+  resume=()
+  compgen -G "$run/checkpoint-*.safetensors" > /dev/null && resume=(--resume)
   # shellcheck disable=SC2086
   "$bin" train --train-source "$train.en" --train-target "$train.de" \
     --valid-source "$valid.en" --valid-target "$valid.de" --run-dir "$run" \
@@ -47,7 +50,7 @@ if [ ! -f "$run/train.seconds" ]; then
     --attention-dropout 0.1 --embedding-dropout 0.3 --vocab-size 8000 --batch-tokens 4096 \
     --lr-factor 2.5 --warmup-steps 2000 --max-steps "${MAX_STEPS:-5500}" \
     --max-seconds "${MAX_SECONDS:-7200}" --valid-every 500 --save-every 500 --keep-last 5 \
-    --valid-max-sentences 0 --log-every 100 --threads "$threads" ${TRAIN_FLAGS:-}
+    --valid-max-sentences 0 --log-every 100 --threads "$threads" "${resume[@]}" ${TRAIN_FLAGS:-}
   echo $(( $(date +%s) - start )) > "$run/train.seconds"
 fi
 train_s=$(cat "$run/train.seconds")

@@ -40,9 +40,12 @@ Action add_average(CLI::App& app) {
     std::vector<double> sum = values.to_doubles();
     for (size_t i = 1; i < o->inputs.size(); ++i) {
       const SafetensorsFile file = SafetensorsFile::read(o->inputs[i]);
-      TFM_CHECK(fingerprint(file) == vocab_fingerprint, "cannot average '", o->inputs[i], "' with '", o->inputs[0],
-                "': they were trained with different vocabularies (fingerprints '", fingerprint(file), "' and '",
-                vocab_fingerprint, "')");
+      // A file without a fingerprint (older versions, init) is of unknown vocabulary: not a conflict.
+      const std::string other_vocab = fingerprint(file);
+      TFM_CHECK(other_vocab.empty() || vocab_fingerprint.empty() || other_vocab == vocab_fingerprint, "cannot average '",
+                o->inputs[i], "' with the earlier inputs: they were trained with different vocabularies (fingerprints ",
+                other_vocab, " and ", vocab_fingerprint, ")");
+      if (vocab_fingerprint.empty()) vocab_fingerprint = other_vocab;
       const std::unique_ptr<Transformer> m = load_model(file);
       const nlohmann::json other = m->config();
       TFM_CHECK(other == config, "cannot average '", o->inputs[i], "' with '", o->inputs[0],

@@ -103,9 +103,12 @@ Action add_score(CLI::App& app) {
   cmd->add_option("--target", o->target, "target sentences, aligned with --source");
   cmd->add_option("-i,--input", o->input, "tab-separated 'source<TAB>target' lines (default: stdin)");
   cmd->add_flag("--ids", o->ids, "sentences are space-separated token ids");
-  cmd->add_option("--batch-size", o->batch_sentences, "pairs scored together")->capture_default_str();
+  cmd->add_option("--batch-size", o->batch_sentences, "pairs scored together")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-input-tokens", o->max_input_tokens, "longer sides are truncated (with a warning)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
   return [cmd, o] { return *cmd ? run(*o) : -1; };
 }

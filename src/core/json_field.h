@@ -14,11 +14,11 @@
 
 namespace tfm {
 
-// `what` names the file's kind, e.g. "training config"; `key` the field.
+// The message reads "WHAT 'KEY' must be ..., got VALUE"; `what` says what kind of field it is.
 template <class T>
 void read_json_field(const nlohmann::json& value, T& out, std::string_view what, std::string_view key) {
   auto wrong = [&](const char* expected) {
-    return Error(cat(what, " field '", key, "' must be ", expected, ", got ", value.dump()));
+    return Error(cat(what, " '", key, "' must be ", expected, ", got ", value.dump()));
   };
   if constexpr (std::is_same_v<T, bool>) {
     if (!value.is_boolean()) throw wrong("true or false");

@@ -33,6 +33,7 @@ class SafetensorsFile {
   static SafetensorsFile parse(std::string bytes, const std::string& source);
 
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::string& source() const { return source_; }  // the path (or the name given to parse)
   std::vector<std::string> names() const;  // in file order
   bool has(const std::string& name) const { return index_.count(name) > 0; }
   // A copy of the named tensor; throws naming the tensor and the file if it is absent.

@@ -42,7 +42,15 @@ ModelConfig read_model_config(const SafetensorsFile& file) {
   return c;
 }
 
-std::unique_ptr<Transformer> load_model(const SafetensorsFile& file, DType dtype) {
+namespace {
+
+// Errors name the file: "PATH: what".
+Error naming(const std::string& source, const Error& e) {
+  const std::string what = e.what();
+  return Error(what.starts_with(source) ? what : cat(source, ": ", what));
+}
+
+std::unique_ptr<Transformer> build_and_load(const SafetensorsFile& file, DType dtype) {
   const ModelConfig c = read_model_config(file);
   // Check the size the configuration implies against the file before allocating anything.
   int64_t in_file = 0;
@@ -70,13 +78,21 @@ std::unique_ptr<Transformer> load_model(const SafetensorsFile& file, DType dtype
   return model;
 }
 
+}  // namespace
+
+std::unique_ptr<Transformer> load_model(const SafetensorsFile& file, DType dtype) {
+  try {
+    return build_and_load(file, dtype);
+  } catch (const Error& e) {
+    throw naming(file.source(), e);
+  }
+}
+
 std::unique_ptr<Transformer> load_model(const std::string& path, DType dtype) {
   try {
     return load_model(SafetensorsFile::read(path), dtype);
   } catch (const Error& e) {
-    const std::string what = e.what();
-    if (what.starts_with(path)) throw;
-    throw Error(cat(path, ": ", what));
+    throw naming(path, e);
   }
 }
 

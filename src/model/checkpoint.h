@@ -14,7 +14,8 @@ namespace tfm {
 inline constexpr const char* kModelFormat = "tfm-transformer";
 inline constexpr const char* kModelFormatVersion = "1";
 // Metadata: Vocab::fingerprint() of the vocabulary the model was trained with (absent in files made
-// without one, e.g. by `init`); translate and score refuse a vocabulary with another fingerprint.
+// without one, e.g. by `init`); translate, score, attention and resuming refuse a vocabulary with
+// another fingerprint, average refuses inputs with different ones.
 inline constexpr const char* kVocabFingerprintKey = "vocab_fingerprint";
 
 // Writes atomically; `extra` metadata (strings) and `extra_tensors` join the parameters.

@@ -81,7 +81,7 @@ void from_json(const nlohmann::json& j, ModelConfig& c) {
     bool known = false;
 #define TFM_READ(f)                                    \
   if (key == #f) {                                     \
-    read_json_field(value, c.f, "model config", key);  \
+    read_json_field(value, c.f, "model config field", key);  \
     known = true;                                      \
   }
     TFM_CONFIG_FIELDS(TFM_READ)

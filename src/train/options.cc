@@ -114,7 +114,7 @@ void to_json(nlohmann::json& j, const TrainOptions& o) {
 
 void from_json(const nlohmann::json& j, TrainOptions& o) {
   TFM_CHECK(j.is_object(), "training config must be a JSON object, got ", j.type_name());
-  constexpr std::string_view kWhat = "training config";
+  constexpr std::string_view kWhat = "training option";  // from the config file or a flag
   for (const auto& [key, value] : j.items()) {
     if (key == "model") {
       TFM_CHECK(value.is_object(), "training config: 'model' must be an object, got ", value.type_name());
@@ -134,7 +134,7 @@ void from_json(const nlohmann::json& j, TrainOptions& o) {
   }
     TFM_TRAIN_FIELDS(TFM_READ)
 #undef TFM_READ
-    throw Error(cat("unknown training config field '", key, "'"));
+    throw Error(cat("unknown training option '", key, "'"));
   }
 }
 

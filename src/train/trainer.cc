@@ -185,8 +185,13 @@ double meta_double(const std::map<std::string, std::string>& meta, const std::st
   return j.get<double>();
 }
 
-TrainState resume_from(const std::string& path, Transformer& model, const Tensor& m, const Tensor& v) {
+TrainState resume_from(const std::string& path, Transformer& model, const Tensor& m, const Tensor& v,
+                       const Vocab& vocab) {
   const SafetensorsFile file = SafetensorsFile::read(path);
+  const auto fp = file.metadata().find(kVocabFingerprintKey);  // absent in checkpoints of older versions
+  TFM_CHECK(fp == file.metadata().end() || fp->second == vocab.fingerprint(), path,
+            ": the checkpoint was trained with another vocabulary (fingerprint ", fp->second, ", this run's ",
+            vocab.fingerprint(), ")");
   const ModelConfig saved = read_model_config(file);
   TFM_CHECK(nlohmann::json(saved) == nlohmann::json(model.config()), path,
             ": the checkpoint's model configuration differs from this run's: ", nlohmann::json(saved).dump(), " vs ",
@@ -335,7 +340,7 @@ TrainResult train(const TrainOptions& o) {
   if (o.resume) {
     const std::string path = newest_checkpoint(o.run_dir);
     TFM_CHECK(!path.empty(), "--resume: no checkpoint in '", o.run_dir, "'");
-    s = resume_from(path, model, m, v);
+    s = resume_from(path, model, m, v, vocab);
     metrics.truncate_after(s.step);
     progress.message(cat("resumed from ", path, " at step ", s.step, ", epoch ", s.epoch));
   } else if (fs::exists(metrics.path())) {

@@ -89,6 +89,8 @@ grep -q "token id 0 is the padding id" "$work/err" || fail "--ids padding messag
 printf 'one\ttwo\tthree\n' | "$bin" score -m "$model" 2>"$work/err" > /dev/null && fail "score accepted two tabs"
 grep -q "more than one tab" "$work/err" || fail "score two-tab message"
 expect_error "is a folder" "$bin" info "$work"
+expect_error "batch-size.*0" "$bin" score -m "$model" --batch-size 0
+expect_error "max-input-tokens.*-3" "$bin" score -m "$model" --max-input-tokens -3
 expect_error "min.*length" "$bin" translate -m "$model" --min-length -2
 # --min-length: no end of sentence before 8 tokens + EOS, so exactly 8 tokens when max is 9.
 echo "5 6 7" | tr --ids --beam 1 --min-length 9 --max-length-a 0 --max-length-b 9 > "$work/min.ids"
