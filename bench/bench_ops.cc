@@ -6,7 +6,7 @@
 // binary's main(), shared with bench_model.cc.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
-#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstdint>
 #include <cstdlib>
@@ -75,6 +75,54 @@ void BM_OpenBlasSquare(benchmark::State& state) {
   set_gflops(state, 2.0 * n * n * n);
 }
 BENCHMARK(BM_OpenBlasSquare)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// ---- Decoding's products: few rows (64 hypotheses for greedy search of 64 sentences, 256 for beam 4)
+// against a whole weight matrix. What ops::matmul does now (OpenBLAS below 512 rows, which packs the
+// weights again on every call) against oneDNN's matmul primitive with the weights reordered once
+// into its blocked layout (runtime row count, so that one packed copy serves every step): the
+// measurement behind "pre-packed weights" in docs/performance.md. Args: rows, out, in.
+void BM_DecodeProduct(benchmark::State& state) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const Tensor x = uniform({M, K}, 1), w = uniform({N, K}, 2), y = Tensor::zeros({M, N});
+  for (auto _ : state) {
+    tfm::ops::matmul(x, w, y, {.trans_b = true});
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, 2.0 * M * N * K);
+}
+
+void BM_DecodeProductPacked(benchmark::State& state) {
+  using dnnl::memory;
+  using dt = memory::data_type;
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const Tensor x = uniform({M, K}, 1), w = uniform({N, K}, 2), y = Tensor::zeros({M, N});
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const memory::desc src({DNNL_RUNTIME_DIM_VAL, K}, dt::f32, {K, 1});
+  const memory::desc dst({DNNL_RUNTIME_DIM_VAL, N}, dt::f32, {N, 1});
+  const memory::desc any_weights({K, N}, dt::f32, memory::format_tag::any);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any_weights, dst), engine);
+  memory user(memory::desc({K, N}, dt::f32, memory::format_tag::ba), engine, w.data<float>());  // W [N, K] = Wᵀ
+  memory packed(pd.weights_desc(), engine);
+  dnnl::reorder(user, packed).execute(stream, user, packed);
+  const dnnl::matmul product(pd);
+  memory xm(memory::desc({M, K}, dt::f32, memory::format_tag::ab), engine, x.data<float>());
+  memory ym(memory::desc({M, N}, dt::f32, memory::format_tag::ab), engine, y.data<float>());
+  for (auto _ : state) {
+    product.execute(stream, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, ym}});
+    stream.wait();
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, 2.0 * M * N * K);
+}
+void decode_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"rows", "out", "in"});
+  for (int64_t rows : {64, 256})
+    for (auto [out, in] : {std::pair{512, 512}, {2048, 512}, {512, 2048}, {32000, 512}}) b->Args({rows, out, in});
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(BM_DecodeProduct)->Apply(decode_shapes);
+BENCHMARK(BM_DecodeProductPacked)->Apply(decode_shapes);
 
 // ---- Linear layers, weights stored [out, in] (PyTorch's layout): y = x · Wᵀ.
 // Args: rows, in, out.
