@@ -119,6 +119,38 @@ TEST(Checkpoint, EveryTruncationIsRejected) {
   }
 }
 
+// read() takes the header from the file and each tensor's bytes when asked for them: the same
+// checks as parse(), through the other path.
+TEST(Checkpoint, TruncatedFilesOnDiskAreRejected) {
+  TempDir dir;
+  const std::string bytes = valid_file_bytes(dir);
+  const std::string path = dir / "cut.safetensors";
+  for (size_t n = 0; n < bytes.size(); n += 1 + n / 16) {
+    { std::ofstream(path, std::ios::binary) << bytes.substr(0, n); }
+    ASSERT_NE(error_of([&] { load_model(path); }), "") << "a file cut to " << n << " of " << bytes.size()
+                                                        << " bytes was accepted";
+  }
+}
+
+TEST(Checkpoint, ReadFromDiskEqualsParsedFromMemory) {
+  TempDir dir;
+  const std::string bytes = valid_file_bytes(dir);
+  const SafetensorsFile mem = SafetensorsFile::parse(bytes, "memory");
+  const SafetensorsFile disk = SafetensorsFile::read(dir / "valid.safetensors");
+  ASSERT_EQ(disk.names(), mem.names());
+  EXPECT_EQ(disk.metadata(), mem.metadata());
+  for (const std::string& n : mem.names()) {
+    const Tensor a = mem.tensor(n), b = disk.tensor(n);
+    ASSERT_EQ(a.bytes(), b.bytes()) << n;
+    EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.bytes()), 0) << n;
+  }
+  // The file cut short after its header was read: the tensors past the cut name the problem.
+  fs::resize_file(dir / "valid.safetensors", bytes.size() / 2);
+  EXPECT_NE(error_of([&] { disk.tensor(mem.names().back()); }).find("truncated"), std::string::npos);
+  EXPECT_NE(error_of([&] { SafetensorsFile::read(dir / "."); }).find("is a folder"), std::string::npos);
+  EXPECT_NE(error_of([&] { SafetensorsFile::read(dir / "none.safetensors"); }).find("cannot open"), std::string::npos);
+}
+
 TEST(Checkpoint, BitFlipsAreRejectedOrHarmless) {
   TempDir dir;
   const std::string bytes = valid_file_bytes(dir);

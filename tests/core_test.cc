@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "core/param_store.h"
 #include "core/rng.h"
@@ -70,6 +71,38 @@ TEST(ParamStore, OneFlatBufferForValuesAndOneForGradients) {
   store.zero_grad();
   for (double x : store.grads().to_doubles()) EXPECT_EQ(x, 0.0);
   EXPECT_THROW(store.value(3), Error);
+}
+
+// Resident memory of this process, from /proc/self/statm (Linux), in bytes.
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * 4096;
+}
+
+// Big on-demand zeros come from an anonymous mapping (core/tensor.cc): still zero, aligned and
+// writable, small ones from the heap; memory becomes resident only where written.
+TEST(Tensor, ZerosOnDemandAreZeroAlignedAndWritable) {
+  {
+    const int64_t before = resident_bytes();
+    const Tensor big = Tensor::zeros_on_demand({int64_t{64} << 20});  // 256 MB
+    const int64_t untouched = resident_bytes();
+    big.fill(1.0);
+    const int64_t written = resident_bytes();
+    EXPECT_LT(untouched - before, int64_t{16} << 20);
+    EXPECT_GT(written - before, int64_t{200} << 20) << "the measurement itself does not work";
+  }
+  for (int64_t n : {int64_t{5}, int64_t{3} << 20}) {
+    const Tensor t = Tensor::zeros_on_demand({n});
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % 64, 0u);
+    const float* p = t.data<float>();
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += std::abs(p[i]);
+    EXPECT_EQ(sum, 0.0) << n;
+    t.fill(1.5);
+    EXPECT_EQ(t.data<float>()[n - 1], 1.5f);
+  }
 }
 
 TEST(Rng, PhiloxKnownAnswers) {

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/memory.h"
 
 namespace tfm::cli {
 
@@ -28,6 +29,7 @@ std::vector<AddCommand> registered_commands() {
 }  // namespace tfm::cli
 
 int main(int argc, char** argv) {
+  tfm::keep_freed_memory_for_reuse();
   CLI::App app("transformer: the Transformer of \"Attention Is All You Need\" in C++", "transformer");
   app.require_subcommand(1);
   std::vector<tfm::cli::Action> actions;

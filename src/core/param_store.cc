@@ -25,8 +25,8 @@ void ParamStore::allocate(DType dtype, Device device) {
     e.offset = total;
     total += (e.shape.numel() + align - 1) / align * align;
   }
-  values_ = Tensor::zeros({total}, dtype, device);
-  grads_ = Tensor::zeros({total}, dtype, device);
+  values_ = Tensor::zeros_on_demand({total}, dtype, device);
+  grads_ = Tensor::zeros_on_demand({total}, dtype, device);  // resident only once training writes it
 }
 
 int ParamStore::find(const std::string& name) const {

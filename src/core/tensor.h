@@ -33,6 +33,9 @@ class Tensor {
   // New memory, uninitialised / zeroed.
   static Tensor empty(Shape shape, DType dtype = DType::F32, Device device = Device::CPU);
   static Tensor zeros(Shape shape, DType dtype = DType::F32, Device device = Device::CPU);
+  // Zeros whose memory the OS commits page by page on first write (large CPU buffers): for
+  // long-lived buffers that may stay unwritten, such as the gradients of a model that only translates.
+  static Tensor zeros_on_demand(Shape shape, DType dtype = DType::F32, Device device = Device::CPU);
   // A CPU tensor holding a copy of `values` (size must equal shape.numel()).
   template <class T>
   static Tensor from(Shape shape, const std::vector<T>& values) {

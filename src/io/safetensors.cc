@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "io/atomic_file.h"
@@ -64,25 +67,59 @@ void write_safetensors(const std::string& path, const std::map<std::string, std:
   });
 }
 
-SafetensorsFile SafetensorsFile::read(const std::string& path) { return parse(read_file(path), path); }
-
-SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& source) {
-  SafetensorsFile f;
-  f.source_ = source;
-  f.bytes_ = std::move(bytes);
-  const uint64_t size = f.bytes_.size();
+namespace {
+// The first 8 bytes give the header's length n; checks it against the limit and the file's size.
+uint64_t header_length(const char* first8, uint64_t size, const std::string& source) {
   TFM_CHECK(size >= 8, source, ": not a safetensors file: ", size, " bytes, too short for the 8-byte header length");
-  const uint64_t n = read_u64_le(f.bytes_.data());
+  const uint64_t n = read_u64_le(first8);
   TFM_CHECK(n <= kMaxSafetensorsHeader, source, ": header length ", n, " exceeds the limit of ", kMaxSafetensorsHeader,
             " bytes (corrupt or not a safetensors file)");
   TFM_CHECK(n <= size - 8, source, ": header length ", n, " runs past the end of the file (", size,
             " bytes): truncated?");
+  return n;
+}
+}  // namespace
+
+// Reads the header only; each tensor's bytes are read from the open file when asked for, so that
+// loading a model holds the file's bytes one tensor at a time, not all at once beside the model.
+SafetensorsFile SafetensorsFile::read(const std::string& path) {
+  TFM_CHECK(!std::filesystem::is_directory(path), "'", path, "' is a folder, not a file");
+  auto in = std::make_shared<std::ifstream>(path, std::ios::binary);
+  TFM_CHECK(in->is_open(), "cannot open '", path, "': ", std::strerror(errno));
+  in->seekg(0, std::ios::end);
+  const std::streamoff end = in->tellg();
+  TFM_CHECK(end >= 0, "cannot read '", path, "' (not a regular file?)");
+  const uint64_t size = static_cast<uint64_t>(end);
+  char first8[8] = {};
+  in->seekg(0);
+  in->read(first8, size >= 8 ? 8 : 0);
+  const uint64_t n = header_length(first8, size, path);
+  std::string header(n, '\0');
+  in->read(header.data(), static_cast<std::streamsize>(n));
+  TFM_CHECK(in->good(), "cannot read the header of '", path, "'");
+  SafetensorsFile f;
+  f.index(header.data(), n, size, path);
+  f.file_ = std::move(in);
+  return f;
+}
+
+SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& source) {
+  SafetensorsFile f;
+  const uint64_t n = header_length(bytes.data(), bytes.size(), source);
+  f.index(bytes.data() + 8, n, bytes.size(), source);
+  f.bytes_ = std::move(bytes);
+  return f;
+}
+
+void SafetensorsFile::index(const char* header_text, uint64_t n, uint64_t size, const std::string& source) {
+  SafetensorsFile& f = *this;
+  f.source_ = source;
   f.data_start_ = 8 + n;
   const uint64_t data_size = size - f.data_start_;
 
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(f.bytes_.begin() + 8, f.bytes_.begin() + static_cast<std::ptrdiff_t>(8 + n));
+    header = nlohmann::json::parse(header_text, header_text + n);
   } catch (const nlohmann::json::exception& e) {
     throw Error(cat(source, ": the header is not valid JSON: ", e.what()));
   }
@@ -148,7 +185,6 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& sou
   std::sort(f.entries_.begin(), f.entries_.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   f.index_.clear();
   for (size_t i = 0; i < f.entries_.size(); ++i) f.index_[f.entries_[i].name] = i;
-  return f;
 }
 
 std::vector<std::string> SafetensorsFile::names() const {
@@ -166,7 +202,17 @@ const SafetensorsFile::Entry& SafetensorsFile::entry(const std::string& name) co
 Tensor SafetensorsFile::tensor(const std::string& name) const {
   const Entry& e = entry(name);
   Tensor t = Tensor::empty(e.shape, e.dtype);
-  if (e.end > e.begin) std::memcpy(t.raw(), bytes_.data() + data_start_ + e.begin, e.end - e.begin);
+  const uint64_t len = e.end - e.begin;
+  if (len == 0) return t;
+  if (!file_) {
+    std::memcpy(t.raw(), bytes_.data() + data_start_ + e.begin, len);
+    return t;
+  }
+  file_->clear();
+  file_->seekg(static_cast<std::streamoff>(data_start_ + e.begin));
+  file_->read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(len));
+  TFM_CHECK(file_->good() && static_cast<uint64_t>(file_->gcount()) == len, source_, ": could not read tensor '", name,
+            "' (", len, " bytes at offset ", data_start_ + e.begin, "): the file was truncated while open?");
   return t;
 }
 

@@ -6,7 +6,9 @@
 //   the data: every tensor's bytes, row-major, little-endian, covering the data with no gaps or overlaps
 // Reading validates all of it and throws tfm::Error naming the problem; it never reads out of bounds.
 #include <cstdint>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,7 +30,8 @@ void write_safetensors(const std::string& path, const std::map<std::string, std:
 
 class SafetensorsFile {
  public:
-  // Reads and validates a file; `bytes` variant validates a buffer (`source` names it in errors).
+  // Reads and validates a file's header (the tensors' bytes are read by tensor(), from the file
+  // kept open); `parse` validates a buffer in memory (`source` names it in errors).
   static SafetensorsFile read(const std::string& path);
   static SafetensorsFile parse(std::string bytes, const std::string& source);
 
@@ -49,9 +52,12 @@ class SafetensorsFile {
     uint64_t begin, end;  // into data
   };
   const Entry& entry(const std::string& name) const;
+  // Validates the JSON header (n bytes) of a file of `size` bytes and fills the index.
+  void index(const char* header_text, uint64_t n, uint64_t size, const std::string& source);
 
   std::string source_;
-  std::string bytes_;
+  std::string bytes_;                   // the whole file (parse), or empty
+  std::shared_ptr<std::ifstream> file_;  // the open file (read), or null
   uint64_t data_start_ = 0;
   std::map<std::string, std::string> metadata_;
   std::vector<Entry> entries_;

@@ -1,0 +1,14 @@
+#pragma once
+// How the process's heap treats big blocks (glibc malloc).
+namespace tfm {
+
+// By default glibc serves big blocks (above 128 KB, a threshold it raises as it sees them freed)
+// with their own mmap and unmaps them when freed, and returns freed memory at the heap's top to the
+// kernel, so buffers made anew at every decoding step, such as the [rows, vocabulary] logits
+// (31 MiB for 256 rows × 32,000), cost a page fault and a page clearing per 4 KB, every step. This
+// keeps blocks of up to 32 MiB on the heap and freed memory in the process for reuse: beam-4
+// translation of the base benchmark 3% faster (docs/performance.md). Call it once, first thing in
+// main(). A no-op on other C libraries.
+void keep_freed_memory_for_reuse();
+
+}  // namespace tfm
