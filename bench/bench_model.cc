@@ -109,14 +109,18 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
 
 // Translation at the base shape (6+6 layers, shared embeddings, vocabulary 32000, random weights):
 // 64 sentences of 25 source tokens, the output forced to exactly 25 tokens (EOS suppressed until
-// then), as the CTranslate2 figures in docs/performance.md were measured.
-void BM_Translate(benchmark::State& state, int64_t beam, bool int8) {
+// then), as the CTranslate2 figures in docs/performance.md were measured. Weights as `transformer
+// translate` uses them: packed float32 by default (greedy, beam4), int8 with --int8, plain float32
+// with --no-packed-weights (the *_unpacked runs: what packing gains, in the same run).
+enum class Weights { kPacked, kUnpacked, kInt8 };
+void BM_Translate(benchmark::State& state, int64_t beam, Weights weights) {
   ModelConfig c = model_preset("base");
   c.vocab_size = 32000;
   c.pre_norm = true;
   Transformer model(c);
   model.init_parameters(1);
-  if (int8) model.quantize_int8();
+  if (weights == Weights::kInt8) model.quantize_int8();
+  if (weights == Weights::kPacked) model.pack_weights();
   const auto sources = random_sentences(64, 25, c.vocab_size, 5);
   SearchOptions o;
   o.beam_size = beam;
@@ -146,6 +150,7 @@ void BM_Translate500(benchmark::State& state, int64_t beam) {
   c.pre_norm = true;
   Transformer model(c);
   model.init_parameters(1);
+  model.pack_weights();  // as `transformer translate` does
   const auto sources = random_sentences(500, 25, c.vocab_size, 9);
   TranslateOptions o;
   o.search.beam_size = beam;
@@ -201,10 +206,14 @@ BENCHMARK(BM_TranslateScaling)->ArgName("batch")->Arg(1)->Arg(4)->Arg(16)->Arg(6
 
 BENCHMARK_CAPTURE(BM_TrainStep, small, "small")->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5.0);
 BENCHMARK_CAPTURE(BM_TrainStep, base, "base")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
-BENCHMARK_CAPTURE(BM_Translate, greedy, 1, false)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
-BENCHMARK_CAPTURE(BM_Translate, beam4, 4, false)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
-BENCHMARK_CAPTURE(BM_Translate, greedy_int8, 1, true)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
-BENCHMARK_CAPTURE(BM_Translate, beam4_int8, 4, true)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK_CAPTURE(BM_Translate, greedy, 1, Weights::kPacked)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK_CAPTURE(BM_Translate, beam4, 4, Weights::kPacked)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK_CAPTURE(BM_Translate, greedy_unpacked, 1, Weights::kUnpacked)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK_CAPTURE(BM_Translate, beam4_unpacked, 4, Weights::kUnpacked)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK_CAPTURE(BM_Translate, greedy_int8, 1, Weights::kInt8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_Translate, beam4_int8, 4, Weights::kInt8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 
 }  // namespace
 }  // namespace tfm

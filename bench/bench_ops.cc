@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/memory.h"
 #include "core/tensor.h"
 #include "core/threads.h"
 #include "ops/attention.h"
@@ -317,6 +318,7 @@ BENCHMARK(BM_CrossEntropyForwardBackward)->Unit(benchmark::kMillisecond)->UseRea
 }  // namespace
 
 int main(int argc, char** argv) {
+  tfm::keep_freed_memory_for_reuse();  // as the transformer program does
   const char* env = std::getenv("OMP_NUM_THREADS");
   const int threads = env && std::atoi(env) > 0 ? std::atoi(env) : 2;
   tfm::set_num_threads(threads);  // OpenMP kernels and OpenBLAS share this pool

@@ -21,7 +21,7 @@ struct Options {
   ModelPaths paths;
   std::string input, attention_path;
   TranslateOptions translate;
-  bool scores = false, ids = false, int8 = false, stats = false;
+  bool scores = false, ids = false, int8 = false, stats = false, packed = true;
   int64_t threads = 0, chunk_lines = 10000;
 };
 
@@ -38,6 +38,7 @@ int run(const Options& o) {
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
   const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
   if (o.int8) lm.model->quantize_int8();
+  else if (o.packed) lm.model->pack_weights();
   std::ifstream file;
   if (!o.input.empty()) {
     file.open(o.input, std::ios::binary);
@@ -67,6 +68,11 @@ int run(const Options& o) {
         std::fprintf(stderr, "warning: line %lld is not valid UTF-8; invalid bytes replaced by U+FFFD\n",
                      static_cast<long long>(line_number));
         line = repair_utf8(line);
+      }
+      if (line.find('\0') != std::string::npos) {  // the tokenizer would stop at the first one
+        std::fprintf(stderr, "warning: line %lld contains NUL bytes; replaced by spaces\n",
+                     static_cast<long long>(line_number));
+        std::replace(line.begin(), line.end(), '\0', ' ');
       }
       sources.push_back(lm.vocab.encode(line));
     }
@@ -153,6 +159,9 @@ Action add_translate(CLI::App& app) {
   cmd->add_flag("--ids", o->ids, "read and write space-separated token ids instead of text");
   cmd->add_flag("--stats", o->stats, "print sentences, output tokens and seconds of translation to stderr");
   cmd->add_flag("--int8", o->int8, "int8 weight products (VNNI): faster, slightly less exact");
+  cmd->add_flag("--packed-weights,!--no-packed-weights", o->packed,
+                "float32 weights packed once for decoding's products (default; faster, a second copy of the "
+                "layers' weights in memory)");
   cmd->add_option("--attention", o->attention_path,
                   "write encoder-decoder attention as JSON lines: [layer][head][target][source] per sentence");
   cmd->add_option("--batch-size", o->translate.batch_sentences, "sentences decoded together")->capture_default_str();

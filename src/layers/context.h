@@ -9,16 +9,20 @@
 #include "core/param_store.h"
 #include "core/rng.h"
 #include "ops/int8.h"
+#include "ops/packed.h"
 
 namespace tfm {
 
 // int8 copies of weight matrices, by parameter id (inference only; Transformer::quantize_int8).
 using Int8Weights = std::unordered_map<int, ops::QuantizedMatrix>;
+// Weight matrices packed for few-row products, by parameter id (inference only; Transformer::pack_weights).
+using PackedWeights = std::unordered_map<int, ops::PackedMatrix>;
 
 struct Context {
   const ParamStore* params = nullptr;  // values read, gradients accumulated (+=)
   Rng* rng = nullptr;                  // dropout's random streams; null: no dropout (inference)
   const Int8Weights* int8 = nullptr;   // when set, weight products with these run in int8
+  const PackedWeights* packed = nullptr;  // when set (and no int8), products with these use the packing
 
   bool training() const { return rng != nullptr; }
   Tensor value(int id) const { return params->value(id); }
@@ -27,6 +31,11 @@ struct Context {
     if (!int8) return nullptr;
     auto it = int8->find(id);
     return it == int8->end() ? nullptr : &it->second;
+  }
+  const ops::PackedMatrix* packed_weight(int id) const {
+    if (!packed) return nullptr;
+    auto it = packed->find(id);
+    return it == packed->end() ? nullptr : &it->second;
   }
 };
 

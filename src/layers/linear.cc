@@ -3,6 +3,7 @@
 #include "ops/elementwise.h"
 #include "ops/int8.h"
 #include "ops/matmul.h"
+#include "ops/packed.h"
 
 namespace tfm {
 
@@ -25,6 +26,7 @@ Tensor Linear::forward(const Context& ctx, const Tensor& x) const {
             x.shape());
   Tensor y = Tensor::empty(with_last(x.shape(), out), x.dtype(), x.device());
   if (const ops::QuantizedMatrix* q = ctx.int8_weight(weight)) ops::matmul_int8(x, *q, y);
+  else if (const ops::PackedMatrix* p = ctx.packed_weight(weight)) ops::matmul_packed(x, *p, y);
   else ops::matmul(x, ctx.value(weight), y, {.trans_b = true});
   ops::bias_add(y, ctx.value(bias), y);
   return y;

@@ -6,6 +6,7 @@
 #include "ops/copy.h"
 #include "ops/elementwise.h"
 #include "ops/int8.h"
+#include "ops/packed.h"
 #include "ops/embedding.h"
 #include "ops/matmul.h"
 #include "ops/positional.h"
@@ -181,6 +182,17 @@ void Transformer::quantize_int8() {
     const bool matrix = params_.shape(id).rank() == 2 && params_.name(id).ends_with(".weight");
     const bool embedding = id == src_embedding || id == tgt_embedding;
     if ((matrix && !embedding) || id == tgt_embedding) int8_.emplace(id, ops::quantize_rows(params_.value(id)));
+  }
+}
+
+void Transformer::pack_weights() {
+  TFM_CHECK(params_.values().dtype() == DType::F32, "packed weights need a float32 model");
+  packed_.clear();
+  for (int id = 0; id < params_.size(); ++id) {
+    // Every linear layer's weight; not the embeddings (the output projection's few-row product did
+    // not gain from packing: docs/performance.md).
+    const bool matrix = params_.shape(id).rank() == 2 && params_.name(id).ends_with(".weight");
+    if (matrix && id != src_embedding && id != tgt_embedding) packed_.emplace(id, ops::pack_weight(params_.value(id)));
   }
 }
 

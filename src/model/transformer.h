@@ -123,12 +123,19 @@ class Transformer {
   // The context of a forward pass: with `rng`, training (dropout on, float32); without, inference,
   // which uses the int8 weights once quantize_int8() has made them.
   Context context(Rng* rng = nullptr) const {
-    return Context{&params_, rng, rng == nullptr && !int8_.empty() ? &int8_ : nullptr};
+    const bool inference = rng == nullptr;
+    return Context{&params_, rng, inference && !int8_.empty() ? &int8_ : nullptr,
+                   inference && !packed_.empty() ? &packed_ : nullptr};
   }
   // int8 copies of every weight matrix (per output channel) and of the output projection, for
   // inference; the float32 parameters stay as they are (training ignores the copies).
   void quantize_int8();
   bool quantized() const { return !int8_.empty(); }
+  // Every linear layer's weight packed for few-row products (ops/packed.h), for inference: decoding
+  // steps run faster; results agree to float32 rounding. Costs a second copy of those weights
+  // (176 MB for base). The parameters must not change afterwards (the packing is not redone).
+  void pack_weights();
+  bool packed() const { return !packed_.empty(); }
 
   int src_embedding = -1, tgt_embedding = -1;  // the same id when tied
   std::vector<EncoderLayer> encoder;
@@ -142,6 +149,7 @@ class Transformer {
   ModelConfig config_;
   ParamStore params_;
   Int8Weights int8_;
+  PackedWeights packed_;
 };
 
 }  // namespace tfm

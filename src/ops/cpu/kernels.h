@@ -4,6 +4,7 @@
 // Every reduction runs in a fixed order within one thread, so results do not depend on the thread
 // count except inside BLAS.
 #include <cstdint>
+#include <memory>
 
 #include "core/rng.h"
 
@@ -85,6 +86,13 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
 // with x quantized per row to u8 (offset 128), via oneDNN's VNNI GEMM.
 void quantize_rows(int64_t rows, int64_t cols, const float* w, int8_t* q, float* scale);
 void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale, float* y);
+
+// Packed float32 weights (ops/packed.h): w [n, k] reordered once into oneDNN's layout for a matmul
+// primitive with a run-time row count; y [m, n] = x [m, k] · wᵀ.
+std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w);
+void matmul_packed(const void* packed, int64_t m, const float* x, float* y);
+// Whether the packed product beats BLAS at this shape (measured: docs/performance.md).
+bool packed_product_wins(int64_t m, int64_t n, int64_t k);
 
 }  // namespace tfm::cpu
 

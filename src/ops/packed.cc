@@ -1,0 +1,33 @@
+#include "ops/packed.h"
+
+#include "ops/cpu/kernels.h"
+#include "ops/dispatch.h"
+#include "ops/matmul.h"
+
+namespace tfm::ops {
+
+PackedMatrix pack_weight(const Tensor& w) {
+  check_rank("pack_weight", "w", w, 2);
+  check_dtype("pack_weight", "w", w, DType::F32);
+  TFM_CHECK(w.device() == Device::CPU, "pack_weight: no kernel for device '", name(w.device()), "'");
+  return {w, cpu::pack_weight(w.size(0), w.size(1), w.data<float>())};
+}
+
+void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
+  TFM_CHECK(w.packed != nullptr, "matmul_packed: the weight was not packed");
+  check_dtype("matmul_packed", "x", x, DType::F32);
+  check_dtype("matmul_packed", "y", y, DType::F32);
+  const int64_t out = w.weight.size(0), in = w.weight.size(1), rows = x.shape().rows();
+  TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "matmul_packed: x ", x.shape(), " does not fit a weight of ",
+            w.weight.shape());
+  TFM_CHECK(y.size(-1) == out && y.shape().rows() == rows, "matmul_packed: y has shape ", y.shape(), ", expected ",
+            rows, " rows of ", out);
+  TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU, "matmul_packed: no kernel for this device");
+  if (!cpu::packed_product_wins(rows, out, in)) {
+    matmul(x, w.weight, y, {.trans_b = true});
+    return;
+  }
+  cpu::matmul_packed(w.packed.get(), rows, x.data<float>(), y.data<float>());
+}
+
+}  // namespace tfm::ops

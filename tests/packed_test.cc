@@ -1,0 +1,84 @@
+// Packed weights for decoding (ops/packed.h): the product against BLAS's at the row counts where
+// the packed path is taken and where it falls back, and a model with packed weights against the
+// same model without them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "decode/search.h"
+#include "model/checkpoint.h"
+#include "ops/matmul.h"
+#include "ops/packed.h"
+#include "testing/gradcheck.h"
+
+namespace tfm {
+namespace {
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::abs(double(a.data<float>()[i]) - b.data<float>()[i]));
+  return m;
+}
+
+TEST(Packed, ProductMatchesBlasAtEveryRowCount) {
+  for (auto [in, out] : {std::pair<int64_t, int64_t>{96, 40}, {2048, 24}, {33, 70}}) {
+    const Tensor w = testing::random_tensor({out, in}, 7).to(DType::F32);
+    const ops::PackedMatrix p = ops::pack_weight(w);
+    for (int64_t rows : {1, 5, 64, 128, 200, 700}) {
+      SCOPED_TRACE(::testing::Message() << rows << " rows, in " << in << ", out " << out);
+      const Tensor x = testing::random_tensor({rows, in}, 8 + rows).to(DType::F32);
+      Tensor want = Tensor::zeros({rows, out}), got = Tensor::empty({rows, out});
+      got.fill(12345.0);  // every element must be written
+      ops::matmul(x, w, want, {.trans_b = true});
+      ops::matmul_packed(x, p, got);
+      // Sums of `in` products of values in [-1, 1]: float32 rounding, not a different product.
+      EXPECT_LT(max_abs_diff(want, got), 1e-5 * in);
+    }
+  }
+}
+
+TEST(Packed, LeadingDimsFoldIntoRows) {
+  const Tensor w = testing::random_tensor({16, 32}, 3).to(DType::F32);
+  const Tensor x = testing::random_tensor({3, 4, 32}, 4).to(DType::F32);
+  Tensor want = Tensor::zeros({3, 4, 16}), got = Tensor::zeros({3, 4, 16});
+  ops::matmul(x, w, want, {.trans_b = true});
+  ops::matmul_packed(x, ops::pack_weight(w), got);
+  EXPECT_LT(max_abs_diff(want, got), 1e-4);
+}
+
+TEST(Packed, RefusesShapesThatDoNotFit) {
+  const Tensor w = testing::random_tensor({16, 32}, 3).to(DType::F32);
+  const ops::PackedMatrix p = ops::pack_weight(w);
+  Tensor x = Tensor::zeros({4, 31}), y = Tensor::zeros({4, 16});
+  EXPECT_THROW(ops::matmul_packed(x, p, y), Error);
+  Tensor x2 = Tensor::zeros({4, 32}), y2 = Tensor::zeros({5, 16});
+  EXPECT_THROW(ops::matmul_packed(x2, p, y2), Error);
+  EXPECT_THROW(ops::pack_weight(Tensor::zeros({4, 4}, DType::F64)), Error);
+}
+
+TEST(Packed, PackedModelTranslatesAsTheFloatModel) {
+  const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");
+  const std::vector<std::vector<int32_t>> sources = {{10, 20, 30, 40}, {5, 6, 7}, {50, 60, 70, 80, 90}, {11}};
+  SearchOptions o;
+  o.beam_size = 3;
+  o.n_best = 3;
+  const auto plain = beam_search(*model, sources, o);
+  model->pack_weights();
+  EXPECT_TRUE(model->packed());
+  const auto packed = beam_search(*model, sources, o);
+  ASSERT_EQ(packed.size(), plain.size());
+  for (size_t b = 0; b < sources.size(); ++b) {
+    ASSERT_EQ(packed[b].size(), plain[b].size());
+    for (size_t h = 0; h < plain[b].size(); ++h) {
+      EXPECT_EQ(packed[b][h].tokens, plain[b][h].tokens) << "sentence " << b << " hypothesis " << h;
+      EXPECT_NEAR(packed[b][h].normalized, plain[b][h].normalized, 1e-4) << "sentence " << b;
+    }
+  }
+  // Training contexts never use the packed copies.
+  Rng rng(1);
+  EXPECT_EQ(model->context(&rng).packed, nullptr);
+  EXPECT_NE(model->context().packed, nullptr);
+}
+
+}  // namespace
+}  // namespace tfm
