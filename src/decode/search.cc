@@ -176,7 +176,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   o.validate();
   const Context ctx = model.context();
   const ModelConfig& c = model.config();
-  const int64_t K = o.beam_size, V = c.vocab_size, B = static_cast<int64_t>(sources.size());
+  const int64_t K = o.beam_size, B = static_cast<int64_t>(sources.size());
   Encoded e = encode_batch(model, ctx, sources, o);
   DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention);
 

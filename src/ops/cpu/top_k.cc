@@ -16,20 +16,34 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
     double* best = logp + r * k;
     int32_t* best_id = ids + r * k;
     int64_t n = 0;  // selected so far (sorted, best first)
+    // The row's maximum (for the log-sum-exp) in one vectorized pass; then the selection in blocks,
+    // skipping every block whose largest value cannot enter the k best (most blocks, once the first
+    // ones have filled the list): the per-element compare and insert runs only where it can matter.
     T max = z[0];
-    for (int64_t v = 0; v < V; ++v) {
-      const T x = z[v];
-      max = x > max ? x : max;
-      if ((n == k && x <= best[k - 1]) || banned[v]) continue;
-      int64_t pos = n < k ? n : k - 1;  // insertion from the end; equal values keep the lower id first
-      while (pos > 0 && best[pos - 1] < x) {
-        best[pos] = best[pos - 1];
-        best_id[pos] = best_id[pos - 1];
-        --pos;
+#pragma omp simd reduction(max : max)
+    for (int64_t v = 0; v < V; ++v) max = z[v] > max ? z[v] : max;
+    constexpr int64_t kBlock = 64;
+    for (int64_t start = 0; start < V; start += kBlock) {
+      const int64_t end = std::min(V, start + kBlock);
+      if (n == k) {
+        T block_max = z[start];
+#pragma omp simd reduction(max : block_max)
+        for (int64_t v = start; v < end; ++v) block_max = z[v] > block_max ? z[v] : block_max;
+        if (block_max <= best[k - 1]) continue;
       }
-      best[pos] = x;
-      best_id[pos] = static_cast<int32_t>(v);
-      n += n < k;
+      for (int64_t v = start; v < end; ++v) {
+        const T x = z[v];
+        if ((n == k && x <= best[k - 1]) || banned[v]) continue;
+        int64_t pos = n < k ? n : k - 1;  // insertion from the end; equal values keep the lower id first
+        while (pos > 0 && best[pos - 1] < x) {
+          best[pos] = best[pos - 1];
+          best_id[pos] = best_id[pos - 1];
+          --pos;
+        }
+        best[pos] = x;
+        best_id[pos] = static_cast<int32_t>(v);
+        n += n < k;
+      }
     }
     const double l = double(max) + std::log(double(sum_exp_shift(z, max, V)));
     lse[r] = l;

@@ -1,0 +1,55 @@
+// ops::top_k_logprobs (beam search's selection) against sorting: the k best log-probabilities of
+// each row with their ids, ties to the lower id, banned ids skipped, and the log-sum-exp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "ops/top_k.h"
+
+namespace tfm {
+namespace {
+
+TEST(TopK, MatchesSortingWithTiesAndBannedIds) {
+  std::mt19937 gen(3);
+  for (int64_t V : {1, 2, 63, 64, 65, 129, 1000}) {
+    for (int64_t k : {1, 3, 8}) {
+      const int64_t R = 5;
+      std::vector<float> z(static_cast<size_t>(R * V));
+      // Few distinct values: many ties. Row 1 ascends, so every block can improve the list.
+      std::uniform_int_distribution<int> level(-20, 20);
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t v = 0; v < V; ++v) z[r * V + v] = r == 1 ? 0.01f * v : 0.25f * level(gen);
+      std::vector<int32_t> banned;
+      if (V > 2) banned = {0, static_cast<int32_t>(V / 2)};
+      Tensor logits = Tensor::from<float>({R, V}, z);
+      Tensor logp = Tensor::empty({R, k}, DType::F64), ids = Tensor::empty({R, k}, DType::I32), lse = Tensor::empty({R}, DType::F64);
+      ops::top_k_logprobs(logits, k, banned, logp, ids, lse);
+      for (int64_t r = 0; r < R; ++r) {
+        SCOPED_TRACE(::testing::Message() << "V " << V << ", k " << k << ", row " << r);
+        const float* row = z.data() + r * V;
+        double m = *std::max_element(row, row + V), sum = 0;
+        for (int64_t v = 0; v < V; ++v) sum += std::exp(double(row[v]) - m);
+        const double want_lse = m + std::log(sum);
+        EXPECT_NEAR(lse.data<double>()[r], want_lse, 1e-5);
+        std::vector<int32_t> order;
+        for (int64_t v = 0; v < V; ++v)
+          if (std::find(banned.begin(), banned.end(), v) == banned.end()) order.push_back(static_cast<int32_t>(v));
+        std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+        for (int64_t j = 0; j < k; ++j) {
+          if (j < static_cast<int64_t>(order.size())) {
+            EXPECT_EQ(ids.data<int32_t>()[r * k + j], order[j]) << "rank " << j;
+            EXPECT_NEAR(logp.data<double>()[r * k + j], row[order[j]] - want_lse, 1e-5) << "rank " << j;
+          } else {
+            EXPECT_EQ(ids.data<int32_t>()[r * k + j], -1) << "rank " << j;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tfm
