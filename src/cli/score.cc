@@ -59,8 +59,11 @@ int run(const Options& o) {
       src.push_back(parse_ids(pairs[i].first, line, model.config()));
       tgt.push_back(parse_ids(pairs[i].second, line, model.config()));
     } else {
-      for (const std::string* side : {&pairs[i].first, &pairs[i].second})
+      for (const std::string* side : {&pairs[i].first, &pairs[i].second}) {
         TFM_CHECK(valid_utf8(*side), "line ", line, " is not valid UTF-8");
+        TFM_CHECK(side->find('\0') == std::string::npos, "line ", line, " contains a NUL byte (at byte ",
+                  side->find('\0') + 1, " of its side)");
+      }
       src.push_back(lm.vocab.encode(pairs[i].first));
       tgt.push_back(lm.vocab.encode(pairs[i].second));
     }

@@ -89,6 +89,13 @@ grep -q "token id 0 is the padding id" "$work/err" || fail "--ids padding messag
 printf 'one\ttwo\tthree\n' | "$bin" score -m "$model" 2>"$work/err" > /dev/null && fail "score accepted two tabs"
 grep -q "more than one tab" "$work/err" || fail "score two-tab message"
 expect_error "is a folder" "$bin" info "$work"
+# NUL bytes: translate warns and reads them as spaces (the same translation as with a space);
+# score refuses the line.
+printf 'three\0hundred\n' | tr --beam 1 2>"$work/err" > "$work/nul.de"
+grep -q "line 1 contains NUL bytes" "$work/err" || fail "no warning for a NUL byte: $(cat "$work/err")"
+printf 'three hundred\n' | tr --beam 1 2>/dev/null | diff - "$work/nul.de" || fail "NUL not read as a space"
+printf 'one\0two\tzwei\n' | "$bin" score -m "$model" 2>"$work/err" > /dev/null && fail "score accepted a NUL byte"
+grep -q "line 1 contains a NUL byte (at byte 4" "$work/err" || fail "score NUL message: $(cat "$work/err")"
 expect_error "batch-size.*0" "$bin" score -m "$model" --batch-size 0
 expect_error "max-input-tokens.*-3" "$bin" score -m "$model" --max-input-tokens -3
 expect_error "min.*length" "$bin" translate -m "$model" --min-length -2
