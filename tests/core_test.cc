@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "core/param_store.h"
 #include "core/rng.h"
 #include "core/tensor.h"
@@ -78,7 +80,7 @@ int64_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   int64_t size = 0, resident = 0;
   statm >> size >> resident;
-  return resident * 4096;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 
 // Big on-demand zeros come from an anonymous mapping (core/tensor.cc): still zero, aligned and

@@ -59,6 +59,11 @@ int run(const Options& o) {
     std::vector<std::vector<int32_t>> sources;
     for (std::string& raw : lines) {
       ++line_number;
+      if (raw.find('\0') != std::string::npos) {  // the tokenizer would stop at the first one
+        std::fprintf(stderr, "warning: line %lld contains NUL bytes; replaced by spaces\n",
+                     static_cast<long long>(line_number));
+        std::replace(raw.begin(), raw.end(), '\0', ' ');
+      }
       std::string line(trim(raw));
       if (o.ids) {
         sources.push_back(parse_ids(line, line_number, lm.model->config()));
@@ -68,11 +73,6 @@ int run(const Options& o) {
         std::fprintf(stderr, "warning: line %lld is not valid UTF-8; invalid bytes replaced by U+FFFD\n",
                      static_cast<long long>(line_number));
         line = repair_utf8(line);
-      }
-      if (line.find('\0') != std::string::npos) {  // the tokenizer would stop at the first one
-        std::fprintf(stderr, "warning: line %lld contains NUL bytes; replaced by spaces\n",
-                     static_cast<long long>(line_number));
-        std::replace(line.begin(), line.end(), '\0', ' ');
       }
       sources.push_back(lm.vocab.encode(line));
     }

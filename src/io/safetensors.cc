@@ -88,7 +88,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
   TFM_CHECK(in->is_open(), "cannot open '", path, "': ", std::strerror(errno));
   in->seekg(0, std::ios::end);
   const std::streamoff end = in->tellg();
-  TFM_CHECK(end >= 0, "cannot read '", path, "' (not a regular file?)");
+  if (end < 0) return parse(read_file(path), path);  // a pipe (-m <(zcat ...)): read it whole
   const uint64_t size = static_cast<uint64_t>(end);
   char first8[8] = {};
   in->seekg(0);
@@ -96,7 +96,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
   const uint64_t n = header_length(first8, size, path);
   std::string header(n, '\0');
   in->read(header.data(), static_cast<std::streamsize>(n));
-  TFM_CHECK(in->good(), "cannot read the header of '", path, "'");
+  TFM_CHECK(in->good(), "cannot read the header of '", path, "': ", std::strerror(errno));
   SafetensorsFile f;
   f.index(header.data(), n, size, path);
   f.file_ = std::move(in);

@@ -39,7 +39,8 @@ class SafetensorsFile {
   const std::string& source() const { return source_; }  // the path (or the name given to parse)
   std::vector<std::string> names() const;  // in file order
   bool has(const std::string& name) const { return index_.count(name) > 0; }
-  // A copy of the named tensor; throws naming the tensor and the file if it is absent.
+  // A copy of the named tensor; throws naming the tensor and the file if it is absent. Reads from
+  // the open file (read()): not for concurrent calls on one SafetensorsFile or its copies.
   Tensor tensor(const std::string& name) const;
   Shape shape(const std::string& name) const;
   DType dtype(const std::string& name) const;

@@ -121,7 +121,8 @@ class Transformer {
   ParamStore& params() { return params_; }
   const ParamStore& params() const { return params_; }
   // The context of a forward pass: with `rng`, training (dropout on, float32); without, inference,
-  // which uses the int8 weights once quantize_int8() has made them.
+  // which uses the int8 weights once quantize_int8() has made them, else the packed ones once
+  // pack_weights() has.
   Context context(Rng* rng = nullptr) const {
     const bool inference = rng == nullptr;
     return Context{&params_, rng, inference && !int8_.empty() ? &int8_ : nullptr,
@@ -133,7 +134,8 @@ class Transformer {
   bool quantized() const { return !int8_.empty(); }
   // Every linear layer's weight packed for few-row products (ops/packed.h), for inference: decoding
   // steps run faster; results agree to float32 rounding. Costs a second copy of those weights
-  // (176 MB for base). The parameters must not change afterwards (the packing is not redone).
+  // (176 MB for base; the encoder's serve only small batches, whose source rows are few). The
+  // parameters must not change afterwards (the packing is not redone).
   void pack_weights();
   bool packed() const { return !packed_.empty(); }
 

@@ -1,8 +1,8 @@
 #pragma once
 // Weight matrices packed once for the products of decoding: few rows (64 hypotheses for greedy
-// search of 64 sentences), thousands of calls. BLAS repacks the weight matrix into its kernel's
-// blocked layout on every call; a packed matrix holds that layout already (on the CPU, oneDNN's
-// matmul primitive with its weights reordered once and a row count given at run time). Same
+// search of 64 sentences), thousands of calls. BLAS repacks the weight matrix for its kernel on
+// every call; a packed matrix is reordered once into the layout its product asks for (on the CPU,
+// oneDNN's matmul primitive, created once with the row count left to run time). Same
 // product, other summation order: results agree with ops::matmul to float32 rounding.
 // Inference only (Transformer::pack_weights); the float32 weights stay where they are.
 #include <memory>

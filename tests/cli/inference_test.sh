@@ -18,6 +18,12 @@ diff "$fix/expected.greedy.de" "$work/greedy.de" || fail "greedy output differs 
 tr --beam 4 --input "$fix/input.en" > "$work/beam.de"
 diff "$fix/expected.beam4.de" "$work/beam.de" || fail "beam-4 output differs from the committed expected output"
 
+# Packed weights (the default) and plain float32 translate alike; a model file from a pipe loads.
+tr --beam 4 --no-packed-weights --input "$fix/input.en" | diff "$fix/expected.beam4.de" - ||
+  fail "--no-packed-weights output differs"
+"$bin" translate -m <(cat "$model") --vocab "$fix/vocab.model" --threads 1 --beam 1 < "$fix/input.en" |
+  diff "$fix/expected.greedy.de" - || fail "a model file read from a pipe"
+
 # Scores: the normalized score printed with the translation; n-best lists of 3 per line.
 tr --beam 4 --scores < "$fix/input.en" > "$work/scored.txt"
 awk -F'\t' 'NF != 2 || $2 > 0 { bad = 1 } END { exit bad }' "$work/scored.txt" || fail "--scores format"
