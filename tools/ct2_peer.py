@@ -242,14 +242,19 @@ def open_translator(ct2_dir, compute_type, threads):
                                   intra_threads=threads)
 
 
-def read_id_lines(path, vocab_size):
+def read_id_lines(path, vocab):
+    """Token ids per line, as `transformer translate --ids` reads them: inside the vocabulary and
+    never padding, BOS or EOS (the engines add those themselves)."""
+    special = {vocab.index(name): name for name in SPECIAL_NAMES.values() if name != "<unk>" and name in vocab}
     sources = []
     with open(path) as f:
         for n, line in enumerate(f, 1):
             ids = [int(x) for x in line.split()]
             for i in ids:
-                if not 0 <= i < vocab_size:
-                    raise SystemExit(f"{path}:{n}: token id {i} is outside the vocabulary [0, {vocab_size})")
+                if not 0 <= i < len(vocab):
+                    raise SystemExit(f"{path}:{n}: token id {i} is outside the vocabulary [0, {len(vocab)})")
+                if i in special:
+                    raise SystemExit(f"{path}:{n}: token id {i} is {special[i]}, which the engines add themselves")
             sources.append(ids)
     return sources
 
@@ -260,7 +265,7 @@ BANNED = [["<blank>"], ["<s>"]]  # as our search: never padding or BOS
 def cmd_translate(args):
     vocab = load_vocab(args.ct2_dir)
     index = {tok: i for i, tok in enumerate(vocab)}
-    sources = read_id_lines(args.ids_in, len(vocab))
+    sources = read_id_lines(args.ids_in, vocab)
     translator = open_translator(args.ct2_dir, args.compute_type, args.threads)
     todo = [i for i, s in enumerate(sources) if s]  # ours prints an empty line for an empty input
     batch = [[vocab[i] for i in sources[k][:args.max_input_tokens]] for k in todo]
@@ -303,8 +308,8 @@ def cmd_translate(args):
 
 def cmd_score(args):
     vocab = load_vocab(args.ct2_dir)
-    src = read_id_lines(args.source_ids, len(vocab))
-    tgt = read_id_lines(args.target_ids, len(vocab))
+    src = read_id_lines(args.source_ids, vocab)
+    tgt = read_id_lines(args.target_ids, vocab)
     if len(src) != len(tgt):
         raise SystemExit(f"{len(src)} source lines but {len(tgt)} target lines")
     translator = open_translator(args.ct2_dir, args.compute_type, args.threads)
