@@ -61,9 +61,10 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
   }
 }
 
-// BM_DecodeProduct against BM_DecodeProductPacked (2 threads): packed 1.34–1.61× at 64 rows for every
-// layer shape; at 256 rows only with an inner dimension of 2048 (1.35×; 0.88–1.01× otherwise). From
-// 512 rows ops::matmul runs oneDNN's own sgemm.
-bool packed_product_wins(int64_t m, int64_t, int64_t k) { return m <= 128 || (m < 512 && k >= 2048); }
+// BM_DecodeProduct against BM_DecodeProductPacked (2 threads): packed 1.3–1.9× at 64 rows for every
+// shape in two sessions. At 256 rows the two sessions disagree (0.88–1.35× in one, 1.24–1.46× in the
+// other), and beam-4 translation (256 rows) with packed products there ran 8–10% slower than without
+// in two back-to-back runs: so only up to 128 rows. From 512 rows ops::matmul runs oneDNN's sgemm.
+bool packed_product_wins(int64_t m, int64_t, int64_t) { return m <= 128; }
 
 }  // namespace tfm::cpu
