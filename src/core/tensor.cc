@@ -65,14 +65,18 @@ std::shared_ptr<void> allocate_zeroed(size_t bytes, Device device) {
 }
 }  // namespace
 
-Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
+Tensor Tensor::owning(std::shared_ptr<void> memory, Shape shape, DType dtype, Device device) {
   Tensor t;
-  t.owner_ = allocate(static_cast<size_t>(shape.numel()) * size_of(dtype), device);
+  t.owner_ = std::move(memory);
   t.data_ = t.owner_.get();
   t.shape_ = shape;
   t.dtype_ = dtype;
   t.device_ = device;
   return t;
+}
+
+Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
+  return owning(allocate(static_cast<size_t>(shape.numel()) * size_of(dtype), device), shape, dtype, device);
 }
 
 Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
@@ -82,13 +86,7 @@ Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
 }
 
 Tensor Tensor::zeros_on_demand(Shape shape, DType dtype, Device device) {
-  Tensor t;
-  t.owner_ = allocate_zeroed(static_cast<size_t>(shape.numel()) * size_of(dtype), device);
-  t.data_ = t.owner_.get();
-  t.shape_ = shape;
-  t.dtype_ = dtype;
-  t.device_ = device;
-  return t;
+  return owning(allocate_zeroed(static_cast<size_t>(shape.numel()) * size_of(dtype), device), shape, dtype, device);
 }
 
 Tensor Tensor::wrap(void* data, Shape shape, DType dtype, Device device) {

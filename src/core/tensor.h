@@ -79,6 +79,9 @@ class Tensor {
   Tensor to(DType dtype) const;            // converted copy (F32 <-> F64, I32 -> float)
 
  private:
+  // A tensor owning `memory` (of at least shape.numel() elements of dtype).
+  static Tensor owning(std::shared_ptr<void> memory, Shape shape, DType dtype, Device device);
+
   std::shared_ptr<void> owner_;  // keeps the memory alive; empty for wrapped memory
   void* data_ = nullptr;
   Shape shape_;
