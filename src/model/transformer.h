@@ -145,6 +145,8 @@ class Transformer {
   LayerNorm encoder_norm, decoder_norm;  // pre-LN only
 
  private:
+  // A linear layer's weight matrix (not an embedding table).
+  bool is_linear_weight(int id) const;
   Tensor embed(const Context& ctx, int table, const Tensor& ids, int64_t start, EmbedSaved* saved) const;
   void embed_backward(const Context& ctx, int table, const EmbedSaved& saved, const Tensor& dx) const;
 
