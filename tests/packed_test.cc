@@ -65,6 +65,8 @@ TEST(Packed, PackedModelTranslatesAsTheFloatModel) {
   const auto plain = beam_search(*model, sources, o);
   model->pack_weights();
   EXPECT_TRUE(model->packed());
+  // The output projection (the tied embedding) is packed with the layers' weights.
+  EXPECT_NE(model->context().packed_weight(model->tgt_embedding), nullptr);
   const auto packed = beam_search(*model, sources, o);
   ASSERT_EQ(packed.size(), plain.size());
   for (size_t b = 0; b < sources.size(); ++b) {

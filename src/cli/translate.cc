@@ -161,7 +161,7 @@ Action add_translate(CLI::App& app) {
   cmd->add_flag("--int8", o->int8, "int8 weight products (VNNI): faster, slightly less exact");
   cmd->add_flag("--packed-weights,!--no-packed-weights", o->packed,
                 "float32 weights packed once for decoding's products (default; faster, a second copy of the "
-                "layers' weights in memory)");
+                "layers' weights and the output projection in memory)");
   cmd->add_option("--attention", o->attention_path,
                   "write encoder-decoder attention as JSON lines: [layer][head][target][source] per sentence");
   cmd->add_option("--batch-size", o->translate.batch_sentences, "sentences decoded together")->capture_default_str();

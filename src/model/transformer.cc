@@ -169,6 +169,7 @@ Tensor Transformer::project(const Context& ctx, const Tensor& hidden) const {
   dims.back() = config_.vocab_size;
   Tensor logits = Tensor::empty(Shape(dims), hidden.dtype(), hidden.device());
   if (const ops::QuantizedMatrix* q = ctx.int8_weight(tgt_embedding)) ops::matmul_int8(hidden, *q, logits);
+  else if (const ops::PackedMatrix* p = ctx.packed_weight(tgt_embedding)) ops::matmul_packed(hidden, *p, logits);
   else ops::matmul(hidden, ctx.value(tgt_embedding), logits, {.trans_b = true});  // h · Eᵀ (§3.4)
   return logits;
 }
@@ -191,10 +192,9 @@ void Transformer::pack_weights() {
   TFM_CHECK(params_.values().dtype() == DType::F32, "packed weights need a float32 model");
   packed_.clear();
   for (int id = 0; id < params_.size(); ++id)
-    // Every linear layer's weight, not the output projection: its 64-row product measured 0.88× with
-    // packing in one session and 1.45× in another (docs/performance.md), not yet in a whole
-    // translation, and its copy would cost 65 MB more for base.
-    if (is_linear_weight(id)) packed_.emplace(id, ops::pack_weight(params_.value(id)));
+    // Every linear layer's weight, and the target embedding as the output projection (its lookups
+    // stay on the float32 matrix; the copy costs 65 MB for base).
+    if (is_linear_weight(id) || id == tgt_embedding) packed_.emplace(id, ops::pack_weight(params_.value(id)));
 }
 
 DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,
