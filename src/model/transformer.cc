@@ -174,27 +174,23 @@ Tensor Transformer::project(const Context& ctx, const Tensor& hidden) const {
   return logits;
 }
 
-bool Transformer::is_linear_weight(int id) const {
-  return params_.shape(id).rank() == 2 && params_.name(id).ends_with(".weight") && id != src_embedding &&
-         id != tgt_embedding;
+bool Transformer::is_product_weight(int id) const {
+  if (id == tgt_embedding) return true;  // the output projection (its lookups stay float32)
+  return params_.shape(id).rank() == 2 && params_.name(id).ends_with(".weight") && id != src_embedding;
 }
 
 void Transformer::quantize_int8() {
   TFM_CHECK(params_.values().dtype() == DType::F32, "int8 quantization needs a float32 model");
   int8_.clear();
   for (int id = 0; id < params_.size(); ++id)
-    // Every linear layer's weight, and the target embedding as the output projection (its lookups
-    // stay float32).
-    if (is_linear_weight(id) || id == tgt_embedding) int8_.emplace(id, ops::quantize_rows(params_.value(id)));
+    if (is_product_weight(id)) int8_.emplace(id, ops::quantize_rows(params_.value(id)));
 }
 
 void Transformer::pack_weights() {
   TFM_CHECK(params_.values().dtype() == DType::F32, "packed weights need a float32 model");
   packed_.clear();
   for (int id = 0; id < params_.size(); ++id)
-    // Every linear layer's weight, and the target embedding as the output projection (its lookups
-    // stay on the float32 matrix; the copy costs 65 MB for base).
-    if (is_linear_weight(id) || id == tgt_embedding) packed_.emplace(id, ops::pack_weight(params_.value(id)));
+    if (is_product_weight(id)) packed_.emplace(id, ops::pack_weight(params_.value(id)));
 }
 
 DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,

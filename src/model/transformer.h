@@ -146,8 +146,10 @@ class Transformer {
   LayerNorm encoder_norm, decoder_norm;  // pre-LN only
 
  private:
-  // A linear layer's weight matrix (not an embedding table).
-  bool is_linear_weight(int id) const;
+  // A matrix that inference multiplies by (and so may keep as an int8 or packed copy): every linear
+  // layer's weight and the target embedding as the output projection; not the source embedding
+  // when untied (only looked up).
+  bool is_product_weight(int id) const;
   Tensor embed(const Context& ctx, int table, const Tensor& ids, int64_t start, EmbedSaved* saved) const;
   void embed_backward(const Context& ctx, int table, const EmbedSaved& saved, const Tensor& dx) const;
 
