@@ -12,7 +12,8 @@
 # raw: the original files, scored with sacreBLEU's defaults (cased, 13a): the stricter figure.
 # Environment: BIN (default build/transformer), THREADS (default: all cores), MAX_STEPS (default
 # 8000), MAX_SECONDS (default 7200: the 2 hours of training), LENGTH_PENALTY (default 1.5),
-# and any extra `transformer train` flags in TRAIN_FLAGS. An interrupted run (checkpoints, no train.seconds)
+# SAVE_EVERY (default 500 steps) and KEEP_LAST (default 5: the checkpoints kept, all of them
+# averaged), and any extra `transformer train` flags in TRAIN_FLAGS. An interrupted run (checkpoints, no train.seconds)
 # resumes from its newest checkpoint when run again.
 set -euo pipefail
 data=${1:?usage: run.sh DATA_DIR [tok|raw] [RUN_DIR]}
@@ -51,14 +52,14 @@ if [ ! -f "$run/train.seconds" ]; then
     --preset small --d-model 128 --heads 4 --d-ff 256 --layers 4 --dropout 0.3 \
     --attention-dropout 0.1 --embedding-dropout 0.3 --vocab-size 8000 --batch-tokens 4096 \
     --pre-norm --lr-factor 2.5 --warmup-steps 2000 --max-steps "${MAX_STEPS:-8000}" \
-    --max-seconds "${MAX_SECONDS:-7200}" --valid-every 500 --save-every 500 --keep-last 5 \
+    --max-seconds "${MAX_SECONDS:-7200}" --valid-every 500 --save-every "${SAVE_EVERY:-500}" --keep-last "${KEEP_LAST:-5}" \
     --valid-max-sentences 0 --log-every 100 --threads "$threads" "${resume[@]}" ${TRAIN_FLAGS:-}
   last=$(compgen -G "$run/checkpoint-*.safetensors" | sort | tail -n 1)
   "$bin" info "$last" | awk '$2 == "train.elapsed_s" { printf "%d\n", $4 }' > "$run/train.seconds"
 fi
 train_s=$(cat "$run/train.seconds")
 
-# The last 5 checkpoints averaged; model-best (the best validation BLEU, greedy) beside it.
+# The last KEEP_LAST checkpoints (all that training kept) averaged; model-best (the best validation BLEU, greedy) beside it.
 # Length penalty (GNMT's, LENGTH_PENALTY): 1.5, chosen on validation BLEU of run d's averaged
 # model among 0.6, 0.8, 1.0, 1.2, 1.5, 2.0 (docs/results.md).
 "$bin" average "$run"/checkpoint-*.safetensors -o "$run/averaged.safetensors"
