@@ -13,8 +13,8 @@
 # Environment: BIN (default build/transformer), THREADS (default: all cores), MAX_STEPS (default
 # 8000), MAX_SECONDS (default 7200: the 2 hours of training), LENGTH_PENALTY (default 1.5),
 # SAVE_EVERY (default 500 steps) and KEEP_LAST (default 5: the checkpoints kept, all of them
-# averaged), and any extra `transformer train` flags in TRAIN_FLAGS. An interrupted run (checkpoints, no train.seconds)
-# resumes from its newest checkpoint when run again.
+# averaged), and any extra `transformer train` flags in TRAIN_FLAGS. An interrupted run
+# (checkpoints, no train.seconds) resumes from its newest checkpoint when run again.
 set -euo pipefail
 data=${1:?usage: run.sh DATA_DIR [tok|raw] [RUN_DIR]}
 variant=${2:-tok}
@@ -59,7 +59,8 @@ if [ ! -f "$run/train.seconds" ]; then
 fi
 train_s=$(cat "$run/train.seconds")
 
-# The last KEEP_LAST checkpoints (all that training kept) averaged; model-best (the best validation BLEU, greedy) beside it.
+# The last KEEP_LAST checkpoints (all that training kept) averaged; model-best (the best
+# validation BLEU, greedy) beside it.
 # Length penalty (GNMT's, LENGTH_PENALTY): 1.5, chosen on validation BLEU of run d's averaged
 # model among 0.6, 0.8, 1.0, 1.2, 1.5, 2.0 (docs/results.md).
 "$bin" average "$run"/checkpoint-*.safetensors -o "$run/averaged.safetensors"
