@@ -8,7 +8,9 @@
 #include <functional>
 
 #include "decode/search.h"
+#include "decode/shortlist.h"
 #include "model/transformer.h"
+#include "testing/errors.h"
 
 namespace tfm {
 namespace {
@@ -37,17 +39,21 @@ std::unique_ptr<Transformer> make_model(int64_t vocab, uint64_t seed, DType dtyp
   return m;
 }
 
-// Σ log p(y_t | y_<t, x) of `target` followed by EOS, by the teacher-forced training forward.
-double sequence_score(const Transformer& m, const std::vector<int32_t>& source, const std::vector<int32_t>& target) {
+// Σ log p(y_t | y_<t, x) of `target` followed by EOS, by the teacher-forced training forward; with
+// `allowed`, the softmax runs over those tokens only (a shortlist's).
+double sequence_score(const Transformer& m, const std::vector<int32_t>& source, const std::vector<int32_t>& target,
+                      const std::vector<int32_t>& allowed = {}) {
   const Batch batch = make_batch({source}, {target}, m.config());
   const Tensor logits = m.forward(m.context(), batch, nullptr).to(DType::F64);
   const int64_t V = m.config().vocab_size;
+  std::vector<int32_t> vocab = allowed;
+  for (int32_t v = 0; vocab.empty() || (allowed.empty() && v < V); ++v) vocab.push_back(v);
   double total = 0;
   for (int64_t t = 0; t <= static_cast<int64_t>(target.size()); ++t) {
     const double* z = logits.data<double>() + t * V;
-    double max = z[0], sum = 0;
-    for (int64_t v = 1; v < V; ++v) max = std::max(max, z[v]);
-    for (int64_t v = 0; v < V; ++v) sum += std::exp(z[v] - max);
+    double max = -INFINITY, sum = 0;
+    for (int32_t v : vocab) max = std::max(max, z[v]);
+    for (int32_t v : vocab) sum += std::exp(z[v] - max);
     const int32_t y = t < static_cast<int64_t>(target.size()) ? target[t] : m.config().eos_id;
     total += z[y] - max - std::log(sum);
   }
@@ -201,6 +207,114 @@ TEST(Decode, MinimumLengthForcesTheOutputLength) {
   for (const auto& n : beam_search(*m, kSources, o)) EXPECT_EQ(n[0].tokens.size(), 8u);
   for (const auto& n : beam_search(*m, kSources, o))
     for (int32_t t : n[0].tokens) EXPECT_NE(t, 3) << "EOS inside a forced-length output";
+}
+
+// A shortlist that allows target tokens 4, 6, 9 and 11 (its 4 most frequent; none per source token).
+Shortlist allowing_4_6_9_11(int64_t vocab) {
+  return Shortlist::build({{4}}, {{4, 6, 9, 11}}, vocab, {.per_source = 0, .frequent = 4}, "");
+}
+
+TEST(Decode, ShortlistRestrictsSearchToItsTokensAndRenormalizes) {
+  const auto m = make_model(13, 3, DType::F64);
+  const Shortlist shortlist = allowing_4_6_9_11(13);
+  const std::vector<int32_t> allowed = {3, 4, 6, 9, 11};  // EOS always
+  SearchOptions o;
+  o.max_length_a = 0;
+  o.max_length_b = 8;
+  o.shortlist = &shortlist;
+  const std::vector<Hypothesis> greedy = greedy_search(*m, kSources, o);
+  bool outside = false;  // would the unrestricted model have produced a token outside the list?
+  for (size_t b = 0; b < kSources.size(); ++b) {
+    // Greedy by recomputing, argmax and softmax over the allowed tokens only.
+    std::vector<int32_t> prefix;
+    double score = 0;
+    for (int64_t t = 0; t < 8; ++t) {
+      const Batch batch = make_batch({kSources[b]}, {prefix}, m->config());
+      const Tensor logits = m->forward(m->context(), batch, nullptr);
+      const double* z = logits.data<double>() + t * 13;
+      double max = -INFINITY, sum = 0;
+      for (int32_t v : allowed) max = std::max(max, z[v]);
+      for (int32_t v : allowed) sum += std::exp(z[v] - max);
+      int32_t best = 3;
+      if (t + 1 < 8)
+        for (int32_t v : allowed)
+          if (z[v] > z[best]) best = v;
+      for (int32_t v = 4; v < 13; ++v) outside |= z[v] > z[best] && v != 6 && v != 9 && v != 11;
+      score += z[best] - max - std::log(sum);
+      if (best == 3) break;
+      prefix.push_back(best);
+    }
+    EXPECT_EQ(greedy[b].tokens, prefix) << "sentence " << b;
+    EXPECT_NEAR(greedy[b].score, score, 1e-9) << "sentence " << b;
+  }
+  EXPECT_TRUE(outside) << "the shortlist never mattered: the test checks nothing";
+  o.beam_size = 4;
+  o.n_best = 4;
+  for (size_t b = 0; b < kSources.size(); ++b) {
+    const auto beam = beam_search(*m, kSources, o);
+    for (const Hypothesis& h : beam[b]) {
+      for (int32_t t : h.tokens) EXPECT_TRUE(t == 4 || t == 6 || t == 9 || t == 11) << "token " << t;
+      EXPECT_NEAR(h.score, sequence_score(*m, kSources[b], h.tokens, allowed), 1e-9) << "sentence " << b;
+    }
+  }
+}
+
+TEST(Decode, ShortlistOfTheWholeVocabularyChangesNothing) {
+  const auto m = make_model(13, 7, DType::F64);
+  std::vector<int32_t> all;
+  for (int32_t v = 0; v < 13; ++v) all.push_back(v);
+  const Shortlist shortlist = Shortlist::build({{4}}, {all}, 13, {.per_source = 0, .frequent = 13}, "");
+  SearchOptions o;
+  o.n_best = 2;
+  const auto plain = beam_search(*m, kSources, o);
+  const auto plain_greedy = greedy_search(*m, kSources, o);
+  o.shortlist = &shortlist;
+  const auto listed = beam_search(*m, kSources, o);
+  const auto listed_greedy = greedy_search(*m, kSources, o);
+  for (size_t b = 0; b < kSources.size(); ++b) {
+    for (size_t h = 0; h < 2; ++h) {
+      EXPECT_EQ(listed[b][h].tokens, plain[b][h].tokens) << "sentence " << b;
+      EXPECT_NEAR(listed[b][h].score, plain[b][h].score, 1e-9);
+    }
+    EXPECT_EQ(listed_greedy[b].tokens, plain_greedy[b].tokens);
+    EXPECT_NEAR(listed_greedy[b].score, plain_greedy[b].score, 1e-9);
+  }
+}
+
+// restrict_output's logits are the selected columns of the full projection's, with float32, packed
+// and int8 weights alike.
+TEST(Decode, RestrictedOutputScoresTheSelectedColumns) {
+  const std::vector<int32_t> ids = {1, 3, 4, 8, 15, 16, 22, 28};
+  for (const char* kind : {"float32", "packed", "int8"}) {
+    SCOPED_TRACE(kind);
+    const auto m = make_model(29, 4);
+    if (std::string(kind) == "packed") m->pack_weights();
+    if (std::string(kind) == "int8") m->quantize_int8();
+    const Context ctx = m->context();
+    const Batch batch = make_batch(kSources, std::vector<std::vector<int32_t>>(kSources.size()), m->config());
+    const Tensor memory = m->encode(ctx, batch.src, batch.src_lengths, nullptr);
+    DecodeState full = m->start_decoding(ctx, memory, batch.src_lengths, 4);
+    DecodeState part = m->start_decoding(ctx, memory, batch.src_lengths, 4);
+    m->restrict_output(ctx, part, ids);
+    const int64_t B = static_cast<int64_t>(kSources.size());
+    for (int32_t token : {2, 7, 5}) {
+      const Tensor tokens = Tensor::from<int32_t>({B}, std::vector<int32_t>(kSources.size(), token));
+      const Tensor a = m->decode_step(ctx, full, tokens), b = m->decode_step(ctx, part, tokens);
+      ASSERT_EQ(b.shape(), Shape({B, static_cast<int64_t>(ids.size())}));
+      for (int64_t r = 0; r < B; ++r)
+        for (size_t j = 0; j < ids.size(); ++j)
+          EXPECT_NEAR(b.data<float>()[r * 8 + j], a.data<float>()[r * 29 + ids[j]], 1e-4)
+              << "row " << r << " token " << ids[j];
+    }
+  }
+  const auto m = make_model(29, 4);
+  DecodeState s;
+  testing::expect_error([&] { m->restrict_output(m->context(), s, {4, 4}); }, {"sorted, unique", "got 4"});
+  testing::expect_error([&] { m->restrict_output(m->context(), s, {4, 29}); }, {"got 29"});
+  const Shortlist other = allowing_4_6_9_11(30);
+  SearchOptions o;
+  o.shortlist = &other;
+  testing::expect_error([&] { greedy_search(*m, kSources, o); }, {"vocabulary of 30 tokens", "has 29"});
 }
 
 TEST(Decode, RejectsBadOptions) {

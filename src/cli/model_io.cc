@@ -42,6 +42,8 @@ LoadedModel load_model_and_vocab(const ModelPaths& paths, bool need_vocab) {
   LoadedModel lm;
   const SafetensorsFile file = SafetensorsFile::read(paths.model);
   lm.model = load_model(file);
+  if (const auto it = file.metadata().find(kVocabFingerprintKey); it != file.metadata().end())
+    lm.vocab_fingerprint = it->second;
   if (need_vocab) {
     const std::string vocab = paths.vocab.empty()
                                   ? (std::filesystem::path(paths.model).parent_path() / "vocab.model").string()

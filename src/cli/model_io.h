@@ -19,6 +19,7 @@ struct ModelPaths {
 struct LoadedModel {
   std::unique_ptr<Transformer> model;
   Vocab vocab;  // loaded only when needed
+  std::string vocab_fingerprint;  // of the vocabulary the model was trained with ("" if not recorded)
 };
 
 void add_model_options(CLI::App& cmd, ModelPaths& paths);

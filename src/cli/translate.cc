@@ -19,7 +19,7 @@ namespace {
 
 struct Options {
   ModelPaths paths;
-  std::string input, attention_path;
+  std::string input, attention_path, shortlist_path;
   TranslateOptions translate;
   bool scores = false, ids = false, int8 = false, stats = false, packed = true;
   int64_t threads = 0, chunk_lines = 10000;
@@ -39,6 +39,11 @@ int run(const Options& o) {
   const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
   if (o.int8) lm.model->quantize_int8();
   else if (o.packed) lm.model->pack_weights();
+  Shortlist shortlist;
+  if (!o.shortlist_path.empty()) {
+    shortlist = Shortlist::load(o.shortlist_path);
+    shortlist.check_vocabulary(lm.model->config().vocab_size, lm.vocab_fingerprint, o.paths.model);
+  }
   std::ifstream file;
   if (!o.input.empty()) {
     file.open(o.input, std::ios::binary);
@@ -52,6 +57,7 @@ int run(const Options& o) {
   }
   TranslateOptions to = o.translate;
   to.search.record_attention = !o.attention_path.empty();
+  if (!o.shortlist_path.empty()) to.search.shortlist = &shortlist;
   std::vector<std::string> lines;
   int64_t line_number = 0, output_tokens = 0;
   double seconds = 0;  // in translate_ids: loading, reading, tokenizing and writing excluded
@@ -162,6 +168,9 @@ Action add_translate(CLI::App& app) {
   cmd->add_flag("--packed-weights,!--no-packed-weights", o->packed,
                 "float32 weights packed once for decoding's products (default; faster, a second copy of the "
                 "layers' weights and the output projection in memory)");
+  cmd->add_option("--shortlist", o->shortlist_path,
+                  "score only the target tokens this shortlist (from `transformer shortlist`) selects for each "
+                  "batch: faster, may change translations");
   cmd->add_option("--attention", o->attention_path,
                   "write encoder-decoder attention as JSON lines: [layer][head][target][source] per sentence");
   cmd->add_option("--batch-size", o->translate.batch_sentences, "sentences decoded together")->capture_default_str();

@@ -50,10 +50,32 @@ Encoded encode_batch(const Transformer& model, const Context& ctx, const std::ve
   return e;
 }
 
-// One logit as a double: logits [rows, V] are float32 or float64.
-double logit_at(const Tensor& logits, int64_t r, int32_t v) {
-  const int64_t V = logits.size(1);
-  return logits.dtype() == DType::F64 ? logits.data<double>()[r * V + v] : logits.data<float>()[r * V + v];
+// Which token each column of the step's logits scores: all V in order, or a shortlist's V'.
+struct Columns {
+  std::vector<int32_t> token;   // column → token id; empty: the identity
+  std::vector<int32_t> column;  // token id → column, −1 when not in the shortlist; empty: the identity
+  int32_t token_of(int32_t col) const { return token.empty() || col < 0 ? col : token[col]; }
+  int32_t column_of(int32_t id) const { return column.empty() ? id : column[id]; }
+};
+
+// With a shortlist, restricts the state's output to the batch's selection (which always holds EOS).
+Columns restrict_output(const Transformer& model, const Context& ctx, DecodeState& state,
+                        const std::vector<std::vector<int32_t>>& sources, const SearchOptions& o) {
+  Columns cols;
+  if (!o.shortlist) return cols;
+  const ModelConfig& c = model.config();
+  o.shortlist->check_vocabulary(c.vocab_size, "", "being decoded");
+  cols.token = o.shortlist->select(sources, {c.eos_id});
+  model.restrict_output(ctx, state, cols.token);
+  cols.column.assign(static_cast<size_t>(c.vocab_size), -1);
+  for (size_t j = 0; j < cols.token.size(); ++j) cols.column[cols.token[j]] = static_cast<int32_t>(j);
+  return cols;
+}
+
+// Token v's logit as a double: logits [rows, V or V'] are float32 or float64; v must have a column.
+double logit_at(const Tensor& logits, const Columns& cols, int64_t r, int32_t v) {
+  const int64_t V = logits.size(1), j = cols.column_of(v);
+  return logits.dtype() == DType::F64 ? logits.data<double>()[r * V + j] : logits.data<float>()[r * V + j];
 }
 
 // The best `k` allowed continuations of every row and each row's log Σ exp.
@@ -65,12 +87,16 @@ struct TopK {
 
 // Tokens a hypothesis may not produce at step t (its (t+1)-th token): padding, BOS, and EOS before
 // the minimum length.
-TopK select(const Tensor& logits, int64_t k, const ModelConfig& c, int64_t t, const SearchOptions& o) {
-  std::vector<int32_t> banned = {c.pad_id, c.bos_id};
-  if (t + 1 < o.min_length) banned.push_back(c.eos_id);
+TopK select(const Tensor& logits, const Columns& cols, int64_t k, const ModelConfig& c, int64_t t,
+            const SearchOptions& o) {
+  std::vector<int32_t> banned;
+  for (int32_t id : {c.pad_id, c.bos_id, t + 1 < o.min_length ? c.eos_id : -1})
+    if (id >= 0 && cols.column_of(id) >= 0) banned.push_back(cols.column_of(id));
   const int64_t R = logits.size(0);
   TopK top{Tensor::empty({R, k}, DType::F64), Tensor::empty({R, k}, DType::I32), Tensor::empty({R}, DType::F64)};
   ops::top_k_logprobs(logits, k, banned, top.logp, top.ids, top.lse);
+  if (!cols.token.empty())
+    for (int32_t* id = top.ids.data<int32_t>(), *end = id + top.ids.numel(); id != end; ++id) *id = cols.token_of(*id);
   return top;
 }
 
@@ -127,6 +153,7 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
   const ModelConfig& c = model.config();
   Encoded e = encode_batch(model, ctx, sources, o);
   DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention);
+  const Columns cols = restrict_output(model, ctx, state, sources, o);
   const int64_t B = static_cast<int64_t>(sources.size());
   std::vector<Hypothesis> out(static_cast<size_t>(B));
   std::vector<int32_t> rows(B), parent(B), token(B, c.bos_id);  // row → sentence
@@ -135,7 +162,7 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
   std::vector<StepRecord> steps;
   for (int64_t t = 0; !rows.empty(); ++t) {
     const Tensor logits = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token));
-    const TopK top = select(logits, 1, c, t, o);
+    const TopK top = select(logits, cols, 1, c, t, o);
     steps.push_back(record_of(parent, token, state));
     std::vector<int32_t> keep, next_rows, next_token;
     std::vector<double> next_score;
@@ -145,7 +172,7 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
       // At the maximum length (or with nothing else allowed) only EOS may follow.
       const bool eos_only = t + 1 >= e.max_length[b] || top.id(ri, 0) < 0;
       const int32_t best = eos_only ? c.eos_id : top.id(ri, 0);
-      const double lp = eos_only ? logit_at(logits, ri, c.eos_id) - top.lse.data<double>()[ri] : top.at(ri, 0);
+      const double lp = eos_only ? logit_at(logits, cols, ri, c.eos_id) - top.lse.data<double>()[ri] : top.at(ri, 0);
       const double s = score[r] + lp;
       if (best == c.eos_id) {
         out[b] = backtrack(steps, t, static_cast<int32_t>(r), s, o.length_penalty, o.record_attention,
@@ -179,6 +206,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   const int64_t K = o.beam_size, B = static_cast<int64_t>(sources.size());
   Encoded e = encode_batch(model, ctx, sources, o);
   DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention);
+  const Columns cols = restrict_output(model, ctx, state, sources, o);
 
   // Rows are grouped by sentence, K per active sentence. At the start only beam 0 of each sentence
   // is alive (the others score −∞), so the first step expands one hypothesis.
@@ -203,7 +231,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   for (int64_t t = 0; !active.empty(); ++t) {
     const Tensor logits = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(token.size())}, token));
     // Each row's best 2K continuations: enough for the sentence's best 2K overall.
-    const TopK top = select(logits, 2 * K, c, t, o);
+    const TopK top = select(logits, cols, 2 * K, c, t, o);
     steps.push_back(record_of(parent, token, state));
     std::vector<int32_t> next_active, next_parent, next_token;
     std::vector<double> next_score;
@@ -215,7 +243,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
         const int32_t r = static_cast<int32_t>(i * K + k);
         if (score[r] == kNegInf) continue;
         if (last) {
-          cands.push_back({score[r] + logit_at(logits, r, c.eos_id) - top.lse.data<double>()[r], r, c.eos_id});
+          cands.push_back({score[r] + logit_at(logits, cols, r, c.eos_id) - top.lse.data<double>()[r], r, c.eos_id});
           continue;
         }
         for (int64_t j = 0; j < 2 * K; ++j)

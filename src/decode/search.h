@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "decode/shortlist.h"
 #include "model/transformer.h"
 
 namespace tfm {
@@ -19,6 +20,8 @@ struct SearchOptions {
   int64_t min_length = 0;       // no EOS before this many output tokens (EOS included); benchmarks
                                 //   force a fixed length with min_length = max length
   bool record_attention = false;  // keep the encoder-decoder attention of every output token
+  const Shortlist* shortlist = nullptr;  // when set, each batch's output is restricted to its selection
+                                         //   (not owned; must outlive the search)
 
   // Throws tfm::Error naming the first option out of range.
   void validate() const;

@@ -165,13 +165,40 @@ Tensor Transformer::decode(const Context& ctx, const Tensor& tgt_in, const Tenso
 }
 
 Tensor Transformer::project(const Context& ctx, const Tensor& hidden) const {
+  // h · Eᵀ (§3.4)
+  return project_onto(hidden, ctx.value(tgt_embedding), ctx.int8_weight(tgt_embedding),
+                      ctx.packed_weight(tgt_embedding));
+}
+
+Tensor Transformer::project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
+                                 const ops::PackedMatrix* p) {
   std::vector<int64_t> dims = hidden.shape().to_vector();
-  dims.back() = config_.vocab_size;
+  dims.back() = w.size(0);
   Tensor logits = Tensor::empty(Shape(dims), hidden.dtype(), hidden.device());
-  if (const ops::QuantizedMatrix* q = ctx.int8_weight(tgt_embedding)) ops::matmul_int8(hidden, *q, logits);
-  else if (const ops::PackedMatrix* p = ctx.packed_weight(tgt_embedding)) ops::matmul_packed(hidden, *p, logits);
-  else ops::matmul(hidden, ctx.value(tgt_embedding), logits, {.trans_b = true});  // h · Eᵀ (§3.4)
+  if (q) ops::matmul_int8(hidden, *q, logits);
+  else if (p) ops::matmul_packed(hidden, *p, logits);
+  else ops::matmul(hidden, w, logits, {.trans_b = true});
   return logits;
+}
+
+void Transformer::restrict_output(const Context& ctx, DecodeState& state, const std::vector<int32_t>& ids) const {
+  TFM_CHECK(!ids.empty(), "restrict_output: an empty output vocabulary");
+  for (size_t j = 0; j < ids.size(); ++j)
+    TFM_CHECK(ids[j] >= 0 && ids[j] < config_.vocab_size && (j == 0 || ids[j] > ids[j - 1]),
+              "restrict_output: ids must be sorted, unique and in [0, ", config_.vocab_size, "); got ", ids[j],
+              " at position ", j);
+  const Tensor e = ctx.value(tgt_embedding);
+  state.output_ids = Tensor::from<int32_t>({static_cast<int64_t>(ids.size())}, ids);
+  state.output_weight = Tensor::empty({state.output_ids.numel(), config_.d_model}, e.dtype(), e.device());
+  ops::index_select(e, state.output_ids, state.output_weight);  // E[ids]: [V', D]
+  // The same kind of product as the full projection would use (the per-row int8 quantization of
+  // the selected rows is the selection of the full matrix's).
+  state.output_int8.reset();
+  state.output_packed.reset();
+  if (ctx.int8_weight(tgt_embedding))
+    state.output_int8 = std::make_shared<const ops::QuantizedMatrix>(ops::quantize_rows(state.output_weight));
+  else if (ctx.packed_weight(tgt_embedding))
+    state.output_packed = std::make_shared<const ops::PackedMatrix>(ops::pack_weight(state.output_weight));
 }
 
 bool Transformer::is_product_weight(int id) const {
@@ -222,7 +249,9 @@ Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Te
   for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].step(ctx, x, state, i);
   if (config_.pre_norm) x = decoder_norm.forward(ctx, x, nullptr);
   ++state.length;
-  return project(ctx, x).view({rows, config_.vocab_size});
+  if (!state.output_ids.defined()) return project(ctx, x).view({rows, config_.vocab_size});
+  return project_onto(x, state.output_weight, state.output_int8.get(), state.output_packed.get())
+      .view({rows, state.output_ids.numel()});
 }
 
 void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& memory_rows) const {

@@ -3,6 +3,7 @@
 // definition serves training (teacher-forced forward and backward over a padded batch) and
 // inference (the same layers, without saving activations; decoding adds its cache on top).
 // Parameters live in one ParamStore: one flat buffer of values, one of gradients.
+#include <memory>
 #include <vector>
 
 #include "layers/attention.h"
@@ -26,6 +27,12 @@ struct DecodeState {
   int64_t length = 0;                      // tokens decoded so far (< L, the cache's capacity)
   bool record_attention = false;           // keep each layer's encoder-decoder attention of the last step
   std::vector<Tensor> cross_attention;     // per decoder layer: [B', H, 1, S] (when recorded)
+  // With a vocabulary shortlist (Transformer::restrict_output): the target ids the output projection
+  // scores, int32 [V'], and their rows of the target embedding, [V', D], with the int8 or packed
+  // copy inference uses; undefined: all V.
+  Tensor output_ids, output_weight;
+  std::shared_ptr<const ops::QuantizedMatrix> output_int8;
+  std::shared_ptr<const ops::PackedMatrix> output_packed;
   int64_t rows() const { return src_lengths.numel(); }
 };
 
@@ -109,7 +116,11 @@ class Transformer {
   // Incremental decoding over the encoder output memory [B, S, D], for up to max_length tokens.
   DecodeState start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,
                              int64_t max_length, bool record_attention = false) const;
-  // Feeds each hypothesis's last token, int32 [B'], and returns the next token's logits [B', V].
+  // Restricts decode_step's output to target ids `ids` (sorted, unique, in [0, V)): its logits are
+  // then [B', V'], column j scoring ids[j] (a vocabulary shortlist, decode/shortlist.h).
+  void restrict_output(const Context& ctx, DecodeState& state, const std::vector<int32_t>& ids) const;
+  // Feeds each hypothesis's last token, int32 [B'], and returns the next token's logits [B', V]
+  // (or [B', V'] after restrict_output).
   Tensor decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const;
   // Keeps hypotheses `rows` (int32 [B'']) of every cache, in that order: beam reordering,
   // expansion of sentences into beams, dropping finished sentences. `memory_rows` (int32 [B_s''])
@@ -150,6 +161,9 @@ class Transformer {
   // layer's weight and the target embedding as the output projection; not the source embedding
   // when untied (only looked up).
   bool is_product_weight(int id) const;
+  // hidden [..., D] → logits [..., rows of w]: h · wᵀ, through q (int8) or p (packed) when given.
+  static Tensor project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
+                             const ops::PackedMatrix* p);
   Tensor embed(const Context& ctx, int table, const Tensor& ids, int64_t start, EmbedSaved* saved) const;
   void embed_backward(const Context& ctx, int table, const EmbedSaved& saved, const Tensor& dx) const;
 

@@ -113,4 +113,27 @@ tr --beam 1 --stats < "$fix/input.en" 2>"$work/stats" > "$work/stats.de"
 diff "$fix/expected.greedy.de" "$work/stats.de" || fail "--stats changed the output"
 grep -qE "^translated $(wc -l < "$fix/input.en") sentences, [1-9][0-9]* tokens in [0-9.]+ s" "$work/stats" ||
   fail "--stats line: $(cat "$work/stats")"
+# Shortlist: built from demo-task pairs with the model's vocabulary; a generous one (every target
+# token the data has) leaves the translations as they are, a tight one still translates every line;
+# a shortlist of another vocabulary, a malformed one and bad options are refused.
+"$bin" demo-data --out "$work/demo" --train 2000 --valid 1 --test 1 > /dev/null
+sl() { "$bin" shortlist --source "$work/demo/train.en" --target "$work/demo/train.de" --vocab "$fix/vocab.model" "$@"; }
+sl -o "$work/wide.sl" --per-source 1000 --frequent 1000 2>"$work/err" || fail "shortlist: $(cat "$work/err")"
+grep -q "2000 pairs, 2000 kept" "$work/err" || fail "shortlist summary: $(cat "$work/err")"
+head -n 3 "$work/wide.sl" | sed -n 1p | grep -qx "tfm-shortlist 1" || fail "shortlist header"
+tr --beam 4 --shortlist "$work/wide.sl" --input "$fix/input.en" | diff "$fix/expected.beam4.de" - ||
+  fail "a shortlist of every target token changed the translations"
+sl -o "$work/tight.sl" --per-source 3 --frequent 2 2>/dev/null
+tr --beam 4 --shortlist "$work/tight.sl" --input "$fix/input.en" > "$work/tight.de"
+[ "$(wc -l < "$work/tight.de")" -eq "$(wc -l < "$fix/input.en")" ] || fail "tight shortlist: lines lost"
+cmp -s "$work/tight.de" "$fix/expected.beam4.de" && fail "a 3-per-token shortlist changed nothing: is it used?"
+"$bin" shortlist --source "$work/demo/train.en" --target "$work/demo/train.de" --vocab "$work/nonexistent.model" \
+  -o "$work/x.sl" 2>/dev/null && fail "shortlist without a vocabulary"
+expect_error "per source token must be >= 0, got -2" sl -o "$work/x.sl" --per-source -2
+[ ! -e "$work/x.sl" ] || fail "a refused shortlist wrote its file"
+printf 'tfm-shortlist 1\nvocab_size 99\nvocab_fingerprint -\nfrequent 5\n' > "$work/other.sl"
+expect_error "built for a vocabulary of 99 tokens" tr --shortlist "$work/other.sl"
+printf 'tfm-shortlist 1\nvocab_size 99\nvocab_fingerprint -\nfrequent 5 x\n' > "$work/bad.sl"
+expect_error "bad.sl: line 4: 'x' is not a token id" tr --shortlist "$work/bad.sl"
+expect_error "not a shortlist file" tr --shortlist "$fix/input.en"
 echo "inference CLI checks passed"
