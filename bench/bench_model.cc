@@ -5,6 +5,7 @@
 
 #include "core/rng.h"
 #include "decode/search.h"
+#include "decode/shortlist.h"
 #include "decode/translator.h"
 #include "model/transformer.h"
 #include "ops/adam.h"
@@ -112,8 +113,11 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
 // then), as the CTranslate2 figures in docs/performance.md were measured. Weights as `transformer
 // translate` uses them: packed float32 by default (greedy, beam4), int8 with --int8, plain float32
 // with --no-packed-weights (the *_unpacked runs: what packing gains, in the same run).
+// With `shortlist` = V' > 0, the output is restricted to V' fixed ids (EOS and 4, 14, 24, ...; the
+// same set tools/ct2_peer.py bench --shortlist gives CTranslate2 as its vocabulary map), as
+// `translate --shortlist` restricts it to a batch's selection.
 enum class Weights { kPacked, kUnpacked, kInt8 };
-void BM_Translate(benchmark::State& state, int64_t beam, Weights weights) {
+void BM_Translate(benchmark::State& state, int64_t beam, Weights weights, int64_t shortlist = 0) {
   ModelConfig c = model_preset("base");
   c.vocab_size = 32000;
   c.pre_norm = true;
@@ -127,6 +131,11 @@ void BM_Translate(benchmark::State& state, int64_t beam, Weights weights) {
   o.max_length_a = 0;
   o.max_length_b = 26;  // 25 tokens + EOS
   o.min_length = 26;
+  std::vector<int32_t> listed;
+  for (int32_t id = 4; static_cast<int64_t>(listed.size()) + 1 < shortlist; id += 10) listed.push_back(id);
+  const Shortlist fixed = Shortlist::build({{4}}, {listed}, c.vocab_size,
+                                           {.per_source = 0, .frequent = std::max<int64_t>(1, shortlist)}, "");
+  if (shortlist > 0) o.shortlist = &fixed;
   int64_t produced = 0;
   for (auto _ : state) {
     if (beam == 1) {
@@ -136,8 +145,11 @@ void BM_Translate(benchmark::State& state, int64_t beam, Weights weights) {
     }
   }
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(produced), benchmark::Counter::kIsRate);
-  // 26 source positions (25 + EOS), 26 decoding steps (25 tokens + EOS), `beam` rows per sentence.
-  const double flops = FlopCount(c).decoding(64, 26, 26, static_cast<double>(beam));
+  // 26 source positions (25 + EOS), 26 decoding steps (25 tokens + EOS), `beam` rows per sentence;
+  // the output projection over V' columns with a shortlist.
+  ModelConfig counted = c;
+  if (shortlist > 0) counted.vocab_size = shortlist;
+  const double flops = FlopCount(counted).decoding(64, 26, 26, static_cast<double>(beam));
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
@@ -212,6 +224,14 @@ BENCHMARK_CAPTURE(BM_Translate, greedy_unpacked, 1, Weights::kUnpacked)
     ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 BENCHMARK_CAPTURE(BM_Translate, beam4_unpacked, 4, Weights::kUnpacked)
     ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK_CAPTURE(BM_Translate, greedy_shortlist3200, 1, Weights::kPacked, 3200)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK_CAPTURE(BM_Translate, beam4_shortlist3200, 4, Weights::kPacked, 3200)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK_CAPTURE(BM_Translate, greedy_int8_shortlist3200, 1, Weights::kInt8, 3200)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_Translate, beam4_int8_shortlist3200, 4, Weights::kInt8, 3200)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 BENCHMARK_CAPTURE(BM_Translate, greedy_int8, 1, Weights::kInt8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK_CAPTURE(BM_Translate, beam4_int8, 4, Weights::kInt8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 

@@ -47,11 +47,14 @@ else
   mkdir -p "$peer.d"
   "$tfm" init --preset base --vocab-size 32000 --pre-norm --seed 1 -o "$peer.d/base.safetensors" > /dev/null
   "$py" "$root/tools/ct2_peer.py" convert "$peer.d/base.safetensors" "$peer.d/ct2" > /dev/null
-  for mode in "float32 1" "float32 4" "int8 1" "int8 4"; do
+  for mode in "float32 1" "float32 4" "int8 1" "int8 4" "float32 1 3200" "float32 4 3200" "int8 1 3200" \
+    "int8 4 3200"; do
     set -- $mode
-    grep -q "BM_Translate/$([ "$2" = 1 ] && echo greedy || echo beam4)$([ "$1" = int8 ] && echo _int8)/" "$out" || continue
+    ours="BM_Translate/$([ "$2" = 1 ] && echo greedy || echo beam4)$([ "$1" = int8 ] && echo _int8)"
+    ours+="$([ -n "${3:-}" ] && echo "_shortlist$3")/"
+    grep -q "$ours" "$out" || continue
     "$py" "$root/tools/ct2_peer.py" bench "$peer.d/ct2" --batch 64 --src-len 25 --tgt-len 25 --beam "$2" \
-      --compute-type "$1" --threads "$threads" | tee -a "$peer"
+      --compute-type "$1" --threads "$threads" --shortlist "${3:-0}" | tee -a "$peer"
   done
   # Same weights, same input: the two engines' greedy outputs must agree token for token.
   "$py" "$root/tools/ct2_peer.py" random-ids --lines 64 --len 25 --vocab 32000 --seed 7 > "$peer.d/src.ids"
@@ -82,8 +85,18 @@ rows = [("training step small, tok/s", "BM_TrainStep/small", ("pytorch", "small"
         ("training step base, tok/s", "BM_TrainStep/base", ("pytorch", "base"), 1100),
         ("translate float32 greedy, tok/s", "BM_Translate/greedy/", ("ctranslate2", "float32 greedy"), 1300),
         ("translate float32 beam 4, tok/s", "BM_Translate/beam4/", ("ctranslate2", "float32 beam 4"), 530),
-        ("translate int8 greedy, tok/s", "BM_Translate/greedy_int8", ("ctranslate2", "int8 greedy"), 2650),
-        ("translate int8 beam 4, tok/s", "BM_Translate/beam4_int8", ("ctranslate2", "int8 beam 4"), 1100)]
+        ("translate int8 greedy, tok/s", "BM_Translate/greedy_int8/", ("ctranslate2", "int8 greedy"), 2650),
+        ("translate int8 beam 4, tok/s", "BM_Translate/beam4_int8/", ("ctranslate2", "int8 beam 4"), 1100),
+        # Both engines restricted to the same 3,200 output ids (ours: a shortlist; CTranslate2: a
+        # vocabulary map), against the same targets: the issue's peers ran the full vocabulary.
+        ("  float32 greedy, shortlist 3200", "BM_Translate/greedy_shortlist3200/",
+         ("ctranslate2", "float32 greedy shortlist 3200"), 1300),
+        ("  float32 beam 4, shortlist 3200", "BM_Translate/beam4_shortlist3200/",
+         ("ctranslate2", "float32 beam 4 shortlist 3200"), 530),
+        ("  int8 greedy, shortlist 3200", "BM_Translate/greedy_int8_shortlist3200/",
+         ("ctranslate2", "int8 greedy shortlist 3200"), 2650),
+        ("  int8 beam 4, shortlist 3200", "BM_Translate/beam4_int8_shortlist3200/",
+         ("ctranslate2", "int8 beam 4 shortlist 3200"), 1100)]
 for label, name, (kind, key), target in rows:
     mine = find(name)
     if not mine:

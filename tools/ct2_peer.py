@@ -6,6 +6,7 @@ depends on it: `pip install ctranslate2`).
   ct2_peer.py translate CT2_DIR --ids-in FILE [...]    token ids in, token ids out, as `transformer translate --ids`
   ct2_peer.py score CT2_DIR --source-ids F --target-ids F   'total<TAB>per_token', as `transformer score --ids`
   ct2_peer.py bench CT2_DIR [--batch 64 ...]           one JSON line: tokens/s of one forced-length batch
+                                                       (--shortlist N: through a vocabulary map of N ids)
   ct2_peer.py random-ids --lines N --len L --vocab V   seeded random source ids (4 .. V-1), one sentence a line
   ct2_peer.py encode|decode VOCAB.model                text <-> ids with the model's SentencePiece vocabulary
 
@@ -335,11 +336,18 @@ def cmd_bench(args):
 
     vocab = load_vocab(args.ct2_dir)
     batch = [[vocab[i] for i in s] for s in random_sentences(args.batch, args.src_len, len(vocab), args.seed)]
+    if args.shortlist:
+        # The fixed output vocabulary BM_Translate's *_shortlist runs use: EOS and 4, 14, 24, ...
+        # (args.shortlist ids in all), as a vocabulary map whose always-included line holds them.
+        ids = [3] + list(range(4, len(vocab), 10))[:args.shortlist - 1]
+        with open(os.path.join(args.ct2_dir, "vmap.txt"), "w", encoding="utf-8") as f:
+            f.write("\t" + " ".join(vocab[i] for i in ids) + "\n")
     translator = open_translator(args.ct2_dir, args.compute_type, args.threads)
     # Exactly tgt_len tokens: EOS is disabled while step < min_decoding_length, and the step
     # max_decoding_length - 1 is the last, so every sentence gets tgt_len tokens and no EOS.
     opts = dict(beam_size=args.beam, max_decoding_length=args.tgt_len, min_decoding_length=args.tgt_len,
-                length_penalty=args.length_penalty, suppress_sequences=BANNED, max_input_length=0)
+                length_penalty=args.length_penalty, suppress_sequences=BANNED, max_input_length=0,
+                use_vmap=args.shortlist > 0)
     translator.translate_batch(batch, **opts)  # warm-up, untimed
     times, tokens = [], None
     for _ in range(args.repeats):
@@ -354,6 +362,8 @@ def cmd_bench(args):
         tokens = produced
     seconds = statistics.median(times)
     mode = f"{args.compute_type} " + ("greedy" if args.beam == 1 else f"beam {args.beam}")
+    if args.shortlist:
+        mode += f" shortlist {args.shortlist}"
     print(json.dumps({"peer": "ctranslate2", "version": ctranslate2.__version__, "mode": mode,
                       "compute_type": args.compute_type, "effective_compute_type": translator.compute_type,
                       "beam": args.beam, "batch": args.batch,
@@ -432,6 +442,9 @@ def main():
     b.add_argument("--seed", type=int, default=5)
     b.add_argument("--compute-type", default="float32")
     b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--shortlist", type=int, default=0,
+                   help="restrict the output to this many fixed ids through a vocabulary map (as BM_Translate's "
+                        "*_shortlist runs)")
     b.set_defaults(func=cmd_bench)
 
     e = sub.add_parser("encode", help="text on stdin -> token ids with a SentencePiece model (pip install sentencepiece)")

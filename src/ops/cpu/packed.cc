@@ -62,9 +62,10 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
 }
 
 // BM_DecodeProduct against BM_DecodeProductPacked (2 threads): packed 1.3–1.9× at 64 rows for every
-// shape in two sessions. At 256 rows the two sessions disagree (0.88–1.35× in one, 1.24–1.46× in the
-// other), and beam-4 translation (256 rows) with packed products there ran 8–10% slower than without
-// in two back-to-back runs: so only up to 128 rows. From 512 rows ops::matmul runs oneDNN's sgemm.
-bool packed_product_wins(int64_t m, int64_t, int64_t) { return m <= 128; }
+// shape in two sessions; at 256 rows the two sessions disagreed. Whole beam-4 translations of 64
+// sentences (256 rows), alternated in one session 8 times each (BM_Translate/beam4 and
+// beam4_shortlist3200): packed at 256 rows faster in 14 of 16 pairs, median 1.20×
+// (docs/performance.md). From 512 rows ops::matmul runs oneDNN's sgemm.
+bool packed_product_wins(int64_t m, int64_t, int64_t) { return m <= 256; }
 
 }  // namespace tfm::cpu
