@@ -136,6 +136,34 @@ TEST(Rng, StreamsDifferAndUniformsLookUniform) {
   EXPECT_EQ(again.next().uniform(17), s2.uniform(17));
 }
 
+TEST(Rng, SixteenBlocksAtOnceAreTheBlocksOneByOne) {
+  // Keys, streams and blocks with high words set, and a run of blocks across 2^32.
+  for (const RngStream s : {RngStream{0, 0}, RngStream{0x0123456789abcdefull, 0xfedcba9876543210ull}}) {
+    for (const uint64_t first : {0ull, 5ull, (1ull << 32) - 7, 0xffffffffffffff00ull}) {
+      float wide[4 * RngStream::kBlocks];
+      s.uniform_blocks(first, wide);
+      for (int j = 0; j < RngStream::kBlocks; ++j) {
+        const std::array<float, 4> one = s.uniform4(first + static_cast<uint64_t>(j));
+        for (int i = 0; i < 4; ++i) ASSERT_EQ(wide[4 * j + i], one[i]) << "block " << first + j << " value " << i;
+      }
+    }
+  }
+}
+
+// Each element is kept exactly when uniform(index) >= p, whatever the chunking the kernel uses.
+TEST(Dropout, TheMaskIsTheStreamsUniformsElementByElement) {
+  const RngStream rng{77, 5};
+  for (const int64_t n : {1, 3, 64, 67, 5000, 70001}) {
+    Tensor x = Tensor::empty({n});
+    x.fill(2.0);
+    Tensor y = Tensor::zeros({n});
+    ops::dropout(x, 0.3, rng, y);
+    const std::vector<double> v = y.to_doubles();
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(v[i] != 0.0, rng.uniform(static_cast<uint64_t>(i)) >= 0.3f) << "n " << n << " element " << i;
+  }
+}
+
 TEST(Dropout, KeepsAboutOneMinusPAndScalesTheKept) {
   const int64_t n = 200001;  // odd: the last Philox block is partial
   Tensor x = Tensor::empty({n});

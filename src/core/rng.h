@@ -43,6 +43,43 @@ struct RngStream {
     return out;
   }
   float uniform(uint64_t index) const { return uniform4(index / 4)[index % 4]; }
+
+  // uniform4 of blocks first .. first + 15, in order: out[4·j + i] = uniform4(first + j)[i]. The same
+  // numbers, computed 16 blocks side by side so that the compiler vectorizes the rounds (dropout's
+  // cost was mostly this generator).
+  static constexpr int kBlocks = 16;
+  void uniform_blocks(uint64_t first, float* out) const {
+    uint32_t c0[kBlocks], c1[kBlocks], c2[kBlocks], c3[kBlocks];
+    for (int j = 0; j < kBlocks; ++j) {
+      const uint64_t block = first + static_cast<uint64_t>(j);
+      c0[j] = static_cast<uint32_t>(block);
+      c1[j] = static_cast<uint32_t>(block >> 32);
+      c2[j] = static_cast<uint32_t>(stream);
+      c3[j] = static_cast<uint32_t>(stream >> 32);
+    }
+    uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+    for (int round = 0; round < 10; ++round) {  // philox4x32's rounds, lane by lane
+#pragma omp simd
+      for (int j = 0; j < kBlocks; ++j) {
+        const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0[j];
+        const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2[j];
+        const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1[j] ^ k0;
+        const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3[j] ^ k1;
+        c0[j] = n0;
+        c1[j] = static_cast<uint32_t>(p1);
+        c2[j] = n2;
+        c3[j] = static_cast<uint32_t>(p0);
+      }
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    for (int j = 0; j < kBlocks; ++j) {
+      out[4 * j + 0] = static_cast<float>(c0[j] >> 8) * (1.0f / 16777216.0f);
+      out[4 * j + 1] = static_cast<float>(c1[j] >> 8) * (1.0f / 16777216.0f);
+      out[4 * j + 2] = static_cast<float>(c2[j] >> 8) * (1.0f / 16777216.0f);
+      out[4 * j + 3] = static_cast<float>(c3[j] >> 8) * (1.0f / 16777216.0f);
+    }
+  }
 };
 
 // Hands out a fresh stream to each op call that needs random numbers (dropout).

@@ -16,6 +16,23 @@ inline void apply_dropout(int64_t n, uint64_t base, const T* in, double p, const
   const T keep_scale = static_cast<T>(1.0 / (1.0 - p));
   const float threshold = static_cast<float>(p);
   int64_t i = 0;
+  // Element by element up to a block boundary, then 64 at a time (16 blocks), then the rest.
+  while (i < n && (base + static_cast<uint64_t>(i)) % 4 != 0) {
+    const uint64_t g = base + static_cast<uint64_t>(i);
+    const T value = rng.uniform(g) >= threshold ? in[i] * keep_scale : T(0);
+    if constexpr (kAccumulate) out[i] += value; else out[i] = value;
+    ++i;
+  }
+  constexpr int64_t kWide = 4 * RngStream::kBlocks;
+  alignas(64) float u[kWide];
+  for (; i + kWide <= n; i += kWide) {
+    rng.uniform_blocks((base + static_cast<uint64_t>(i)) / 4, u);
+#pragma omp simd
+    for (int64_t j = 0; j < kWide; ++j) {
+      const T value = u[j] >= threshold ? in[i + j] * keep_scale : T(0);
+      if constexpr (kAccumulate) out[i + j] += value; else out[i + j] = value;
+    }
+  }
   while (i < n) {
     const uint64_t g = base + static_cast<uint64_t>(i);
     const std::array<float, 4> u = rng.uniform4(g / 4);
