@@ -191,13 +191,17 @@ void Transformer::restrict_output(const Context& ctx, DecodeState& state, const 
   state.output_ids = Tensor::from<int32_t>({static_cast<int64_t>(ids.size())}, ids);
   state.output_weight = Tensor::empty({state.output_ids.numel(), config_.d_model}, e.dtype(), e.device());
   ops::index_select(e, state.output_ids, state.output_weight);  // E[ids]: [V', D]
-  // The same kind of product as the full projection would use (the per-row int8 quantization of
-  // the selected rows is the selection of the full matrix's).
+  // The same kind of product as the full projection would use: int8 rows (quantized per row, so
+  // the selected rows of the full matrix) or a packed copy of the selection.
   state.output_int8.reset();
   state.output_packed.reset();
-  if (ctx.int8_weight(tgt_embedding))
-    state.output_int8 = std::make_shared<const ops::QuantizedMatrix>(ops::quantize_rows(state.output_weight));
-  else if (ctx.packed_weight(tgt_embedding))
+  if (const ops::QuantizedMatrix* q = ctx.int8_weight(tgt_embedding)) {
+    ops::QuantizedMatrix rows{Tensor::empty({state.output_ids.numel(), config_.d_model}, DType::I8),
+                              Tensor::empty({state.output_ids.numel()})};
+    ops::index_select(q->q, state.output_ids, rows.q);
+    ops::index_select(q->scale, state.output_ids, rows.scale);
+    state.output_int8 = std::make_shared<const ops::QuantizedMatrix>(std::move(rows));
+  } else if (ctx.packed_weight(tgt_embedding))
     state.output_packed = std::make_shared<const ops::PackedMatrix>(ops::pack_weight(state.output_weight));
 }
 
