@@ -50,8 +50,10 @@ else
   for mode in "float32 1" "float32 4" "int8 1" "int8 4" "float32 1 3200" "float32 4 3200" "int8 1 3200" \
     "int8 4 3200"; do
     set -- $mode
-    ours="BM_Translate/$([ "$2" = 1 ] && echo greedy || echo beam4)$([ "$1" = int8 ] && echo _int8)"
-    ours+="$([ -n "${3:-}" ] && echo "_shortlist$3")/"
+    ours=BM_Translate/$([ "$2" = 1 ] && echo greedy || echo beam4)
+    [ "$1" != int8 ] || ours+=_int8
+    [ -z "${3:-}" ] || ours+=_shortlist$3
+    ours+=/
     grep -q "$ours" "$out" || continue
     "$py" "$root/tools/ct2_peer.py" bench "$peer.d/ct2" --batch 64 --src-len 25 --tgt-len 25 --beam "$2" \
       --compute-type "$1" --threads "$threads" --shortlist "${3:-0}" | tee -a "$peer"
