@@ -268,8 +268,13 @@ void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& 
   };
   select(state.src_lengths, rows, -1);
   select(state.step_lengths, rows, -1);
+  // The caches: only the filled positions; in place when the number of hypotheses stays (a beam
+  // step), where rows that keep their hypothesis are not copied.
   for (auto* caches : {&state.self_k, &state.self_v})
-    for (Tensor& t : *caches) select(t, rows, state.length);  // only the filled positions
+    for (Tensor& t : *caches) {
+      if (t.size(0) == rows.numel()) ops::permute_rows(t, rows, state.length);
+      else select(t, rows, state.length);
+    }
   for (Tensor& t : state.cross_attention)
     if (t.defined()) select(t, rows, -1);
   if (memory_rows.defined())

@@ -75,6 +75,7 @@ void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, doub
 // Byte copies (any dtype): the first copy_bytes of dst row i = those of src row indices[i] (rows
 // row_bytes apart); cache[b, position] = x[b].
 void copy_rows(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, const char* src, char* dst);
+void permute_rows_in_place(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, char* data);
 void write_position(int64_t batch, int64_t length, int64_t row_bytes, int64_t position, const char* x, char* cache);
 
 // Per row: the k largest allowed logits as log-probabilities (sorted), their ids, and log Σ exp.
