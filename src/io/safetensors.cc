@@ -202,18 +202,25 @@ const SafetensorsFile::Entry& SafetensorsFile::entry(const std::string& name) co
 Tensor SafetensorsFile::tensor(const std::string& name) const {
   const Entry& e = entry(name);
   Tensor t = Tensor::empty(e.shape, e.dtype);
+  read_into(name, t);
+  return t;
+}
+
+void SafetensorsFile::read_into(const std::string& name, const Tensor& t) const {
+  const Entry& e = entry(name);
+  TFM_CHECK(t.shape() == e.shape && t.dtype() == e.dtype && t.device() == Device::CPU, source_, ": tensor '", name,
+            "' is ", tfm::name(e.dtype), " ", e.shape, ", cannot read it into ", tfm::name(t.dtype()), " ", t.shape());
   const uint64_t len = e.end - e.begin;
-  if (len == 0) return t;
+  if (len == 0) return;
   if (!file_) {
     std::memcpy(t.raw(), bytes_.data() + data_start_ + e.begin, len);
-    return t;
+    return;
   }
   file_->clear();
   file_->seekg(static_cast<std::streamoff>(data_start_ + e.begin));
   file_->read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(len));
   TFM_CHECK(file_->good() && static_cast<uint64_t>(file_->gcount()) == len, source_, ": could not read tensor '", name,
             "' (", len, " bytes at offset ", data_start_ + e.begin, "): the file was truncated while open?");
-  return t;
 }
 
 Shape SafetensorsFile::shape(const std::string& name) const { return entry(name).shape; }

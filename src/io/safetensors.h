@@ -42,6 +42,9 @@ class SafetensorsFile {
   // A copy of the named tensor; throws naming the tensor and the file if it is absent. Reads from
   // the open file (read()): not for concurrent calls on one SafetensorsFile or its copies.
   Tensor tensor(const std::string& name) const;
+  // The named tensor's bytes straight into dst (same shape and dtype, on the CPU): loading a model
+  // without a temporary copy of each tensor.
+  void read_into(const std::string& name, const Tensor& dst) const;
   Shape shape(const std::string& name) const;
   DType dtype(const std::string& name) const;
 

@@ -69,8 +69,8 @@ std::unique_ptr<Transformer> build_and_load(const SafetensorsFile& file, DType d
     const DType dt = file.dtype(n);
     TFM_CHECK(dt == DType::F32 || dt == DType::F64, "tensor '", n, "' has dtype ", name(dt),
               ", expected float32");
-    const Tensor t = file.tensor(n);
-    p.value(id).copy_from(dt == dtype ? t : t.to(dtype));
+    if (dt == dtype) file.read_into(n, p.value(id));
+    else p.value(id).copy_from(file.tensor(n).to(dtype));
   }
   for (const std::string& n : file.names())
     TFM_CHECK(n.starts_with("optimizer.") || p.find(n) >= 0, "the model file has a tensor '", n,
