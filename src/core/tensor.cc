@@ -5,9 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
-#include <mutex>
-#include <vector>
 
 namespace tfm {
 
@@ -42,95 +39,25 @@ size_t size_of(DType t) {
 namespace {
 constexpr size_t kAlignment = 64;  // one cache line; AVX-512 loads
 
-// Big blocks, freed and asked for again with the same sizes at every training step (activations,
-// their gradients, the [tokens, vocabulary] logits), are kept for reuse instead of going back to
-// the kernel: glibc unmaps blocks over 32 MiB when they are freed, and a fresh mapping costs a
-// page fault and a page clearing per 4 KiB at first use (8% of a small model's training step in
-// perf's samples, docs/performance.md). Kept up to kMaxBytes in all, oldest freed first out.
-class BigBlocks {
- public:
-  static constexpr size_t kMinMalloc = size_t{32} << 20;  // smaller ones glibc keeps on its heap (core/memory.h)
-  static constexpr size_t kMinZeroed = size_t{4} << 20;   // allocate_zeroed maps these itself
-  static constexpr size_t kMaxBytes = size_t{1} << 30;
-  enum class Kind { kMalloc, kMmap };
-
-  // A kept block of exactly `bytes` made the same way, or null (the newest such).
-  void* take(size_t bytes, Kind kind) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = kept_.rbegin(); it != kept_.rend(); ++it)
-      if (it->bytes == bytes && it->kind == kind) {
-        void* p = it->p;
-        held_ -= bytes;
-        kept_.erase(std::next(it).base());
-        return p;
-      }
-    return nullptr;
-  }
-  // Keeps a freed block (its kind says how to release it when it leaves).
-  void give(void* p, size_t bytes, Kind kind) {
-    std::vector<Block> out;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      kept_.push_back({p, bytes, kind});
-      held_ += bytes;
-      while (held_ > kMaxBytes) {
-        out.push_back(kept_.front());
-        held_ -= kept_.front().bytes;
-        kept_.erase(kept_.begin());
-      }
-    }
-    for (const Block& b : out) release(b);
-  }
- private:
-  struct Block {
-    void* p;
-    size_t bytes;
-    Kind kind;
-  };
-  static void release(const Block& b) {
-    if (b.kind == Kind::kMmap) munmap(b.p, b.bytes);
-    else std::free(b.p);
-  }
-  std::mutex mutex_;
-  std::vector<Block> kept_;  // oldest first
-  size_t held_ = 0;
-};
-
-BigBlocks& big_blocks() {
-  static BigBlocks* blocks = new BigBlocks;  // never destroyed: tensors may outlive static destructors
-  return *blocks;
-}
-
-std::shared_ptr<void> kept(void* p, size_t bytes, BigBlocks::Kind kind) {
-  return std::shared_ptr<void>(p, [bytes, kind](void* q) { big_blocks().give(q, bytes, kind); });
-}
-
 std::shared_ptr<void> allocate(size_t bytes, Device device) {
   TFM_CHECK(device == Device::CPU, "cannot allocate on device '", name(device),
             "': this build has no backend for it");
   const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-  const bool big = rounded >= BigBlocks::kMinMalloc;
-  if (big)
-    if (void* p = big_blocks().take(rounded, BigBlocks::Kind::kMalloc)) return kept(p, rounded, BigBlocks::Kind::kMalloc);
   void* p = std::aligned_alloc(kAlignment, rounded);
   TFM_CHECK(p != nullptr, "out of memory allocating ", bytes, " bytes");
-  if (big) return kept(p, rounded, BigBlocks::Kind::kMalloc);
   return std::shared_ptr<void>(p, std::free);
 }
 
 // Large zero-filled buffers straight from the kernel (anonymous mmap: zero pages, page-aligned) take
 // physical memory only where written. The gradient buffer of a model that only translates is never
-// written, so it costs address space, not resident memory (a base model: 241 MB). A block of the
-// same size freed earlier is cleared and reused instead, when there is one (BigBlocks).
+// written, so it costs address space, not resident memory (a base model: 241 MB). Not for buffers
+// made and freed often: each would fault in its pages anew.
+constexpr size_t kMmapZerosMin = size_t{4} << 20;
+
 std::shared_ptr<void> allocate_zeroed(size_t bytes, Device device) {
-  if (device == Device::CPU && bytes >= BigBlocks::kMinZeroed) {
-    const size_t pages = (bytes + 4095) / 4096 * 4096;
-    if (void* p = big_blocks().take(pages, BigBlocks::Kind::kMmap)) {
-      std::memset(p, 0, bytes);
-      return kept(p, pages, BigBlocks::Kind::kMmap);
-    }
-    void* p = mmap(nullptr, pages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p != MAP_FAILED) return kept(p, pages, BigBlocks::Kind::kMmap);
+  if (device == Device::CPU && bytes >= kMmapZerosMin) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) return std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, bytes); });
   }
   std::shared_ptr<void> p = allocate(bytes, device);
   std::memset(p.get(), 0, bytes);
