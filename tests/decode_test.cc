@@ -218,44 +218,69 @@ TEST(Decode, ShortlistRestrictsSearchToItsTokensAndRenormalizes) {
   const auto m = make_model(13, 3, DType::F64);
   const Shortlist shortlist = allowing_4_6_9_11(13);
   const std::vector<int32_t> allowed = {3, 4, 6, 9, 11};  // EOS always
-  SearchOptions o;
-  o.max_length_a = 0;
-  o.max_length_b = 8;
-  o.shortlist = &shortlist;
-  const std::vector<Hypothesis> greedy = greedy_search(*m, kSources, o);
-  bool outside = false;  // would the unrestricted model have produced a token outside the list?
-  for (size_t b = 0; b < kSources.size(); ++b) {
-    // Greedy by recomputing, argmax and softmax over the allowed tokens only.
-    std::vector<int32_t> prefix;
-    double score = 0;
-    for (int64_t t = 0; t < 8; ++t) {
-      const Batch batch = make_batch({kSources[b]}, {prefix}, m->config());
-      const Tensor logits = m->forward(m->context(), batch, nullptr);
-      const double* z = logits.data<double>() + t * 13;
-      double max = -INFINITY, sum = 0;
-      for (int32_t v : allowed) max = std::max(max, z[v]);
-      for (int32_t v : allowed) sum += std::exp(z[v] - max);
-      int32_t best = 3;
-      if (t + 1 < 8)
-        for (int32_t v : allowed)
-          if (z[v] > z[best]) best = v;
-      for (int32_t v = 4; v < 13; ++v) outside |= z[v] > z[best] && v != 6 && v != 9 && v != 11;
-      score += z[best] - max - std::log(sum);
-      if (best == 3) break;
-      prefix.push_back(best);
+  // min_length 3 bans EOS (column 0 of the restricted logits, not column 3) for two steps.
+  for (const int64_t min_length : {0, 3}) {
+    SCOPED_TRACE(::testing::Message() << "min_length " << min_length);
+    SearchOptions o;
+    o.max_length_a = 0;
+    o.max_length_b = 8;
+    o.min_length = min_length;
+    o.shortlist = &shortlist;
+    const std::vector<Hypothesis> greedy = greedy_search(*m, kSources, o);
+    bool outside = false;  // would the unrestricted model have produced a token outside the list?
+    for (size_t b = 0; b < kSources.size(); ++b) {
+      // Greedy by recomputing, argmax and softmax over the allowed tokens only.
+      std::vector<int32_t> prefix;
+      double score = 0;
+      for (int64_t t = 0; t < 8; ++t) {
+        const Batch batch = make_batch({kSources[b]}, {prefix}, m->config());
+        const Tensor logits = m->forward(m->context(), batch, nullptr);
+        const double* z = logits.data<double>() + t * 13;
+        double max = -INFINITY, sum = 0;
+        for (int32_t v : allowed) max = std::max(max, z[v]);
+        for (int32_t v : allowed) sum += std::exp(z[v] - max);
+        int32_t best = t + 1 >= 8 ? 3 : -1;
+        if (best < 0)
+          for (int32_t v : allowed)
+            if ((v != 3 || t + 1 >= min_length) && (best < 0 || z[v] > z[best])) best = v;
+        for (int32_t v = 4; v < 13; ++v) outside |= z[v] > z[best] && v != 6 && v != 9 && v != 11;
+        score += z[best] - max - std::log(sum);
+        if (best == 3) break;
+        prefix.push_back(best);
+      }
+      EXPECT_EQ(greedy[b].tokens, prefix) << "sentence " << b;
+      EXPECT_NEAR(greedy[b].score, score, 1e-9) << "sentence " << b;
+      EXPECT_GE(static_cast<int64_t>(greedy[b].tokens.size()) + 1, min_length);
     }
-    EXPECT_EQ(greedy[b].tokens, prefix) << "sentence " << b;
-    EXPECT_NEAR(greedy[b].score, score, 1e-9) << "sentence " << b;
-  }
-  EXPECT_TRUE(outside) << "the shortlist never mattered: the test checks nothing";
-  o.beam_size = 4;
-  o.n_best = 4;
-  for (size_t b = 0; b < kSources.size(); ++b) {
+    EXPECT_TRUE(outside) << "the shortlist never mattered: the test checks nothing";
+    o.beam_size = 4;
+    o.n_best = 4;
     const auto beam = beam_search(*m, kSources, o);
-    for (const Hypothesis& h : beam[b]) {
-      for (int32_t t : h.tokens) EXPECT_TRUE(t == 4 || t == 6 || t == 9 || t == 11) << "token " << t;
-      EXPECT_NEAR(h.score, sequence_score(*m, kSources[b], h.tokens, allowed), 1e-9) << "sentence " << b;
+    for (size_t b = 0; b < kSources.size(); ++b) {
+      for (const Hypothesis& h : beam[b]) {
+        for (int32_t t : h.tokens) EXPECT_TRUE(t == 4 || t == 6 || t == 9 || t == 11) << "token " << t;
+        EXPECT_GE(static_cast<int64_t>(h.tokens.size()) + 1, min_length);
+        EXPECT_NEAR(h.score, sequence_score(*m, kSources[b], h.tokens, allowed), 1e-9) << "sentence " << b;
+      }
     }
+  }
+}
+
+// A selection with nothing allowed (only EOS, banned before the minimum length) ends each sentence
+// with EOS, in beam search as in greedy search, instead of failing.
+TEST(Decode, ShortlistWithNothingAllowedEndsWithEos) {
+  const auto m = make_model(13, 3, DType::F64);
+  const Shortlist only_eos = Shortlist::build({{4}}, {{3}}, 13, {.per_source = 0, .frequent = 1}, "");
+  ASSERT_EQ(only_eos.select({{5}}, {3}), (std::vector<int32_t>{3}));
+  SearchOptions o;
+  o.min_length = 4;
+  o.shortlist = &only_eos;
+  for (const Hypothesis& h : greedy_search(*m, kSources, o)) EXPECT_TRUE(h.tokens.empty());
+  o.beam_size = 3;
+  for (const auto& n : beam_search(*m, kSources, o)) {
+    ASSERT_FALSE(n.empty());
+    EXPECT_TRUE(n[0].tokens.empty());
+    EXPECT_NEAR(n[0].score, 0.0, 1e-12);  // log p(EOS) = 0 when EOS is all there is
   }
 }
 

@@ -30,6 +30,7 @@ TEST(Shortlist, RanksTargetsByCooccurrenceAndKeepsTheMostFrequent) {
   EXPECT_EQ(s.targets_of(5), (std::vector<int32_t>{11, 10}));  // 11 twice, 10 and 13 once
   EXPECT_EQ(s.targets_of(6), (std::vector<int32_t>{10, 12}));
   EXPECT_TRUE(s.targets_of(7).empty());
+  expect_error([&] { s.targets_of(16); }, {"source token id 16"});
   EXPECT_EQ(hand_counted(3, 1).targets_of(4), (std::vector<int32_t>{10, 11, 12}));
   EXPECT_EQ(hand_counted(3, 1).frequent(), (std::vector<int32_t>{11}));
 }
@@ -73,7 +74,11 @@ TEST(Shortlist, RejectsMalformedFiles) {
   expect_error([&] { Shortlist::load(with(head + "frequent 3\n5 6 7\n")); }, {"line 5 has no tab"});
   expect_error([&] { Shortlist::load(with(head + "frequent 3\n5\t6\n5\t7\n")); }, {"line 6", "source id 5 has a second line"});
   expect_error([&] { Shortlist::load(with(head + "frequent -1\n")); }, {"token id -1"});
+  expect_error([&] { Shortlist::load(with(head + "frequent 3\n5\t\n5\t7\n")); }, {"line 6", "source id 5 has a second line"});
   expect_error([&] { Shortlist::load(path + ".missing"); }, {".missing"});
+  // A size other than the model's is refused before the file's lists are allocated.
+  expect_error([&] { Shortlist::load(with("tfm-shortlist 1\nvocab_size 1000000000\n"), 32); },
+               {"vocabulary of 1000000000 tokens", "model has 32"});
   std::filesystem::remove(path);
 }
 

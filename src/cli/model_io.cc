@@ -52,10 +52,9 @@ LoadedModel load_model_and_vocab(const ModelPaths& paths, bool need_vocab) {
     lm.vocab = Vocab::load(vocab);
     TFM_CHECK(lm.vocab.size() == lm.model->config().vocab_size, "the vocabulary '", vocab, "' has ", lm.vocab.size(),
               " pieces but the model has ", lm.model->config().vocab_size);
-    const auto it = file.metadata().find(kVocabFingerprintKey);
-    TFM_CHECK(it == file.metadata().end() || it->second == lm.vocab.fingerprint(), "the vocabulary '", vocab,
-              "' is not the one '", paths.model, "' was trained with (fingerprint ", lm.vocab.fingerprint(),
-              ", the model's ", it->second, ")");
+    TFM_CHECK(lm.vocab_fingerprint.empty() || lm.vocab_fingerprint == lm.vocab.fingerprint(), "the vocabulary '",
+              vocab, "' is not the one '", paths.model, "' was trained with (fingerprint ", lm.vocab.fingerprint(),
+              ", the model's ", lm.vocab_fingerprint, ")");
   }
   return lm;
 }

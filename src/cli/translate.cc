@@ -41,8 +41,10 @@ int run(const Options& o) {
   else if (o.packed) lm.model->pack_weights();
   Shortlist shortlist;
   if (!o.shortlist_path.empty()) {
-    shortlist = Shortlist::load(o.shortlist_path);
-    shortlist.check_vocabulary(lm.model->config().vocab_size, lm.vocab_fingerprint, o.paths.model);
+    shortlist = Shortlist::load(o.shortlist_path, lm.model->config().vocab_size);
+    shortlist.check_vocabulary(lm.model->config().vocab_size,
+                               lm.vocab_fingerprint.empty() && !o.ids ? lm.vocab.fingerprint() : lm.vocab_fingerprint,
+                               o.paths.model);
   }
   std::ifstream file;
   if (!o.input.empty()) {

@@ -8,12 +8,18 @@
 
 namespace tfm {
 
+// Constants from the paper: the round multipliers and the Weyl key increments.
+namespace philox {
+constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
+constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+// The top 24 bits of a word give every float in [0, 1) on a 2^-24 grid, never 1.0.
+inline float to_unit_float(uint32_t r) { return static_cast<float>(r >> 8) * (1.0f / 16777216.0f); }
+}  // namespace philox
+
 // The Philox4x32-10 block function: four 32-bit outputs for a 128-bit counter and a 64-bit key.
 // Inline: dropout calls it once per four elements.
 inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
-  // Constants from the paper: the round multipliers and the Weyl key increments.
-  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+  using namespace philox;
   for (int round = 0; round < 10; ++round) {
     const uint64_t p0 = static_cast<uint64_t>(kMul0) * c[0];
     const uint64_t p1 = static_cast<uint64_t>(kMul1) * c[2];
@@ -38,8 +44,7 @@ struct RngStream {
     const std::array<uint32_t, 4> r =
         philox4x32(counter, {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
     std::array<float, 4> out;
-    // The top 24 bits give every float in [0, 1) on a 2^-24 grid, never 1.0.
-    for (int i = 0; i < 4; ++i) out[i] = static_cast<float>(r[i] >> 8) * (1.0f / 16777216.0f);
+    for (int i = 0; i < 4; ++i) out[i] = philox::to_unit_float(r[i]);
     return out;
   }
   float uniform(uint64_t index) const { return uniform4(index / 4)[index % 4]; }
@@ -61,8 +66,8 @@ struct RngStream {
     for (int round = 0; round < 10; ++round) {  // philox4x32's rounds, lane by lane
 #pragma omp simd
       for (int j = 0; j < kBlocks; ++j) {
-        const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0[j];
-        const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2[j];
+        const uint64_t p0 = static_cast<uint64_t>(philox::kMul0) * c0[j];
+        const uint64_t p1 = static_cast<uint64_t>(philox::kMul1) * c2[j];
         const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1[j] ^ k0;
         const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3[j] ^ k1;
         c0[j] = n0;
@@ -70,14 +75,14 @@ struct RngStream {
         c2[j] = n2;
         c3[j] = static_cast<uint32_t>(p0);
       }
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
+      k0 += philox::kWeyl0;
+      k1 += philox::kWeyl1;
     }
     for (int j = 0; j < kBlocks; ++j) {
-      out[4 * j + 0] = static_cast<float>(c0[j] >> 8) * (1.0f / 16777216.0f);
-      out[4 * j + 1] = static_cast<float>(c1[j] >> 8) * (1.0f / 16777216.0f);
-      out[4 * j + 2] = static_cast<float>(c2[j] >> 8) * (1.0f / 16777216.0f);
-      out[4 * j + 3] = static_cast<float>(c3[j] >> 8) * (1.0f / 16777216.0f);
+      out[4 * j + 0] = philox::to_unit_float(c0[j]);
+      out[4 * j + 1] = philox::to_unit_float(c1[j]);
+      out[4 * j + 2] = philox::to_unit_float(c2[j]);
+      out[4 * j + 3] = philox::to_unit_float(c3[j]);
     }
   }
 };

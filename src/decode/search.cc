@@ -242,7 +242,9 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       for (int64_t k = 0; k < K; ++k) {
         const int32_t r = static_cast<int32_t>(i * K + k);
         if (score[r] == kNegInf) continue;
-        if (last) {
+        // At the maximum length, or with no token allowed at all (a shortlist whose selection is
+        // banned, e.g. only EOS before the minimum length), only EOS may follow, as in greedy search.
+        if (last || top.id(r, 0) < 0) {
           cands.push_back({score[r] + logit_at(logits, cols, r, c.eos_id) - top.lse.data<double>()[r], r, c.eos_id});
           continue;
         }

@@ -13,7 +13,7 @@ namespace tfm {
 void ShortlistOptions::validate() const {
   TFM_CHECK(per_source >= 0, "targets per source token must be >= 0, got ", per_source);
   TFM_CHECK(frequent >= 0, "the number of frequent target tokens must be >= 0, got ", frequent);
-  TFM_CHECK(per_source + frequent >= 1, "a shortlist needs targets per source token or frequent tokens, got 0 and 0");
+  TFM_CHECK(per_source > 0 || frequent > 0, "a shortlist needs targets per source token or frequent tokens, got 0 and 0");
 }
 
 namespace {
@@ -57,7 +57,7 @@ Shortlist Shortlist::build(const std::vector<std::vector<int32_t>>& sources,
   TFM_CHECK(sources.size() == targets.size(), "shortlist: ", sources.size(), " source sentences but ",
             targets.size(), " target sentences");
   const size_t V = static_cast<size_t>(vocab_size);
-  std::vector<int64_t> source_count(V, 0), target_tokens(V, 0);
+  std::vector<int64_t> target_tokens(V, 0);
   std::vector<std::unordered_map<int32_t, int64_t>> together(V);  // c(s, t)
   std::vector<char> seen(V, 0);
   std::vector<int32_t> us, ut;
@@ -68,7 +68,6 @@ Shortlist Shortlist::build(const std::vector<std::vector<int32_t>>& sources,
     distinct(sources[i], seen, us);
     distinct(targets[i], seen, ut);
     for (int32_t s : us) {
-      ++source_count[s];
       auto& row = together[s];
       for (int32_t t : ut) ++row[t];
     }
@@ -113,7 +112,13 @@ void Shortlist::save(const std::string& path) const {
   });
 }
 
-Shortlist Shortlist::load(const std::string& path) {
+const std::vector<int32_t>& Shortlist::targets_of(int32_t s) const {
+  TFM_CHECK(s >= 0 && s < vocab_size_, "shortlist: source token id ", s, " is outside the vocabulary [0, ", vocab_size_,
+            ")");
+  return by_source_[static_cast<size_t>(s)];
+}
+
+Shortlist Shortlist::load(const std::string& path, int64_t expected_vocab_size) {
   std::istringstream in(read_file(path));
   std::string line;
   int64_t n = 0;
@@ -137,6 +142,8 @@ Shortlist Shortlist::load(const std::string& path) {
     TFM_CHECK(!value.empty() && *end == '\0' && v >= 1 && v <= (1LL << 30), path, ": line 2: '", value,
               "' is not a vocabulary size");
     out.vocab_size_ = v;
+    TFM_CHECK(expected_vocab_size <= 0 || v == expected_vocab_size, path, ": the shortlist was built for a vocabulary of ",
+              v, " tokens but the model has ", expected_vocab_size);
   }
   next("vocab_fingerprint");
   {
@@ -156,14 +163,16 @@ Shortlist Shortlist::load(const std::string& path) {
     while (f >> word) out.frequent_.push_back(parse_id(word, out.vocab_size_, path, n));
   }
   out.by_source_.resize(static_cast<size_t>(out.vocab_size_));
+  std::vector<char> listed(static_cast<size_t>(out.vocab_size_), 0);
   while (std::getline(in, line)) {
     ++n;
     if (line.empty()) continue;
     const size_t tab = line.find('\t');
     TFM_CHECK(tab != std::string::npos, path, ": line ", n, " has no tab: expected 'SOURCE_ID<TAB>TARGET_ID...'");
     const int32_t s = parse_id(line.substr(0, tab), out.vocab_size_, path, n);
+    TFM_CHECK(!listed[s], path, ": line ", n, ": source id ", s, " has a second line");
+    listed[s] = 1;
     std::vector<int32_t>& targets = out.by_source_[static_cast<size_t>(s)];
-    TFM_CHECK(targets.empty(), path, ": line ", n, ": source id ", s, " has a second line");
     std::istringstream f(line.substr(tab + 1));
     std::string word;
     while (f >> word) targets.push_back(parse_id(word, out.vocab_size_, path, n));

@@ -32,8 +32,9 @@ class Shortlist {
   // Text file: a header ("tfm-shortlist 1", "vocab_size N", "vocab_fingerprint F|-"), a line
   // "frequent ID...", then one line "SOURCE_ID<TAB>TARGET_ID..." per source token with a list.
   // save writes atomically; load throws tfm::Error naming the file, the line and the bad value.
+  // With vocab_size > 0, a file for another vocabulary size is refused before anything is allocated.
   void save(const std::string& path) const;
-  static Shortlist load(const std::string& path);
+  static Shortlist load(const std::string& path, int64_t vocab_size = 0);
 
   // Throws unless the shortlist was built for a vocabulary of this size (and, when both are known,
   // this fingerprint); `model` names the model in the message.
@@ -48,7 +49,7 @@ class Shortlist {
   const std::string& vocab_fingerprint() const { return fingerprint_; }
   const std::vector<int32_t>& frequent() const { return frequent_; }
   // Source token s's targets, best first (empty for tokens never seen in the data).
-  const std::vector<int32_t>& targets_of(int32_t s) const { return by_source_.at(static_cast<size_t>(s)); }
+  const std::vector<int32_t>& targets_of(int32_t s) const;
 
  private:
   int64_t vocab_size_ = 0;

@@ -43,7 +43,7 @@ class SafetensorsFile {
   // the open file (read()): not for concurrent calls on one SafetensorsFile or its copies.
   Tensor tensor(const std::string& name) const;
   // The named tensor's bytes straight into dst (same shape and dtype, on the CPU): loading a model
-  // without a temporary copy of each tensor.
+  // without a temporary copy of each tensor. The same caveat as tensor(): not for concurrent calls.
   void read_into(const std::string& name, const Tensor& dst) const;
   Shape shape(const std::string& name) const;
   DType dtype(const std::string& name) const;

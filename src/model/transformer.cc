@@ -187,21 +187,25 @@ void Transformer::restrict_output(const Context& ctx, DecodeState& state, const 
     TFM_CHECK(ids[j] >= 0 && ids[j] < config_.vocab_size && (j == 0 || ids[j] > ids[j - 1]),
               "restrict_output: ids must be sorted, unique and in [0, ", config_.vocab_size, "); got ", ids[j],
               " at position ", j);
-  const Tensor e = ctx.value(tgt_embedding);
-  state.output_ids = Tensor::from<int32_t>({static_cast<int64_t>(ids.size())}, ids);
-  state.output_weight = Tensor::empty({state.output_ids.numel(), config_.d_model}, e.dtype(), e.device());
-  ops::index_select(e, state.output_ids, state.output_weight);  // E[ids]: [V', D]
-  // The same kind of product as the full projection would use: int8 rows (quantized per row, so
-  // the selected rows of the full matrix) or a packed copy of the selection.
+  const int64_t n = static_cast<int64_t>(ids.size());
+  state.output_ids = Tensor::from<int32_t>({n}, ids);
+  state.output_weight = Tensor();
   state.output_int8.reset();
   state.output_packed.reset();
+  // The same kind of product as the full projection would use: int8 rows (quantized per row, so
+  // the selected rows of the full matrix), or E[ids] [V', D] in float32, packed anew for each batch
+  // when the full projection is packed (a copy of V' rows, small beside a batch's decoding).
   if (const ops::QuantizedMatrix* q = ctx.int8_weight(tgt_embedding)) {
-    ops::QuantizedMatrix rows{Tensor::empty({state.output_ids.numel(), config_.d_model}, DType::I8),
-                              Tensor::empty({state.output_ids.numel()})};
+    ops::QuantizedMatrix rows{Tensor::empty({n, config_.d_model}, DType::I8), Tensor::empty({n})};
     ops::index_select(q->q, state.output_ids, rows.q);
     ops::index_select(q->scale, state.output_ids, rows.scale);
     state.output_int8 = std::make_shared<const ops::QuantizedMatrix>(std::move(rows));
-  } else if (ctx.packed_weight(tgt_embedding))
+    return;
+  }
+  const Tensor e = ctx.value(tgt_embedding);
+  state.output_weight = Tensor::empty({n, config_.d_model}, e.dtype(), e.device());
+  ops::index_select(e, state.output_ids, state.output_weight);
+  if (ctx.packed_weight(tgt_embedding))
     state.output_packed = std::make_shared<const ops::PackedMatrix>(ops::pack_weight(state.output_weight));
 }
 
@@ -254,8 +258,9 @@ Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Te
   if (config_.pre_norm) x = decoder_norm.forward(ctx, x, nullptr);
   ++state.length;
   if (!state.output_ids.defined()) return project(ctx, x).view({rows, config_.vocab_size});
-  return project_onto(x, state.output_weight, state.output_int8.get(), state.output_packed.get())
-      .view({rows, state.output_ids.numel()});
+  // project_onto reads only the row count of its weight argument when given the int8 rows.
+  const Tensor& w = state.output_int8 ? state.output_int8->q : state.output_weight;
+  return project_onto(x, w, state.output_int8.get(), state.output_packed.get()).view({rows, state.output_ids.numel()});
 }
 
 void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& memory_rows) const {

@@ -28,8 +28,8 @@ struct DecodeState {
   bool record_attention = false;           // keep each layer's encoder-decoder attention of the last step
   std::vector<Tensor> cross_attention;     // per decoder layer: [B', H, 1, S] (when recorded)
   // With a vocabulary shortlist (Transformer::restrict_output): the target ids the output projection
-  // scores, int32 [V'], and their rows of the target embedding, [V', D], with the int8 or packed
-  // copy inference uses; undefined: all V.
+  // scores, int32 [V'], and their rows of the target embedding: float32 [V', D] (and its packed copy
+  // when the model's weights are packed), or int8 rows when the model is quantized; undefined: all V.
   Tensor output_ids, output_weight;
   std::shared_ptr<const ops::QuantizedMatrix> output_int8;
   std::shared_ptr<const ops::PackedMatrix> output_packed;

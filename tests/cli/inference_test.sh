@@ -133,7 +133,7 @@ expect_error "per source token must be >= 0, got -2" sl -o "$work/x.sl" --per-so
 [ ! -e "$work/x.sl" ] || fail "a refused shortlist wrote its file"
 printf 'tfm-shortlist 1\nvocab_size 99\nvocab_fingerprint -\nfrequent 5\n' > "$work/other.sl"
 expect_error "built for a vocabulary of 99 tokens" tr --shortlist "$work/other.sl"
-printf 'tfm-shortlist 1\nvocab_size 99\nvocab_fingerprint -\nfrequent 5 x\n' > "$work/bad.sl"
+printf 'tfm-shortlist 1\nvocab_size 120\nvocab_fingerprint -\nfrequent 5 x\n' > "$work/bad.sl"
 expect_error "bad.sl: line 4: 'x' is not a token id" tr --shortlist "$work/bad.sl"
 expect_error "not a shortlist file" tr --shortlist "$fix/input.en"
 echo "inference CLI checks passed"
