@@ -62,6 +62,45 @@ double sequence_score(const Transformer& m, const std::vector<int32_t>& source, 
 
 const std::vector<std::vector<int32_t>> kSources = {{4, 5, 6, 7}, {8, 9}, {10, 4, 11, 5, 12, 6}, {7}};
 
+// Greedy search by recomputing: the full teacher-forced decoder on the prefix at every step, the
+// argmax (never padding or BOS; EOS not before min_length, forced at max_length) and the softmax
+// over `allowed` (a shortlist's tokens; empty: all V). `outside`: a token not allowed would have won.
+struct Recomputed {
+  std::vector<int32_t> tokens;
+  double score = 0;
+  bool outside = false;
+};
+Recomputed recompute_greedy(const Transformer& m, const std::vector<int32_t>& source, int64_t max_length,
+                            std::vector<int32_t> allowed = {}, int64_t min_length = 0) {
+  const int64_t V = m.config().vocab_size;
+  std::vector<char> is_allowed(static_cast<size_t>(V), allowed.empty());
+  for (int32_t v : allowed) is_allowed[v] = 1;
+  Recomputed r;
+  for (int64_t t = 0; t < max_length; ++t) {
+    const Batch batch = make_batch({source}, {r.tokens}, m.config());
+    const Tensor logits = m.forward(m.context(), batch, nullptr);
+    const double* z = logits.data<double>() + t * V;
+    double max = -INFINITY, sum = 0;
+    for (int32_t v = 0; v < V; ++v)
+      if (is_allowed[v]) max = std::max(max, z[v]);
+    for (int32_t v = 0; v < V; ++v)
+      if (is_allowed[v]) sum += std::exp(z[v] - max);
+    auto candidate = [&](int32_t v) { return v != 0 && v != 2 && (v != 3 || t + 1 >= min_length); };
+    const bool last = t + 1 >= max_length;
+    int32_t best = last ? 3 : -1, best_any = -1;
+    for (int32_t v = 0; v < V && !last; ++v) {
+      if (!candidate(v)) continue;
+      if (is_allowed[v] && (best < 0 || z[v] > z[best])) best = v;
+      if (best_any < 0 || z[v] > z[best_any]) best_any = v;
+    }
+    r.outside |= !last && !is_allowed[best_any];
+    r.score += z[best] - max - std::log(sum);
+    if (best == 3) break;
+    r.tokens.push_back(best);
+  }
+  return r;
+}
+
 TEST(Decode, CachedStepsMatchRecomputingTheDecoder) {
   for (bool pre_norm : {false, true}) {
     const auto m = make_model(13, 3, DType::F64, pre_norm);
@@ -70,26 +109,9 @@ TEST(Decode, CachedStepsMatchRecomputingTheDecoder) {
     o.max_length_b = 8;
     const std::vector<Hypothesis> cached = greedy_search(*m, kSources, o);
     for (size_t b = 0; b < kSources.size(); ++b) {
-      // Greedy by recomputing: run the full teacher-forced decoder on the prefix at every step.
-      std::vector<int32_t> prefix;
-      double score = 0;
-      for (int64_t t = 0; t < 8; ++t) {
-        const Batch batch = make_batch({kSources[b]}, {prefix}, m->config());
-        const Tensor logits = m->forward(m->context(), batch, nullptr);
-        const double* z = logits.data<double>() + t * 13;
-        double max = -INFINITY, sum = 0;
-        for (int v = 0; v < 13; ++v) max = std::max(max, z[v]);
-        for (int v = 0; v < 13; ++v) sum += std::exp(z[v] - max);
-        int32_t best = 3;
-        if (t + 1 < 8)
-          for (int32_t v = 0; v < 13; ++v)
-            if (v != 0 && v != 2 && z[v] > z[best]) best = v;
-        score += z[best] - max - std::log(sum);
-        if (best == 3) break;
-        prefix.push_back(best);
-      }
-      EXPECT_EQ(cached[b].tokens, prefix) << "sentence " << b << " pre_norm " << pre_norm;
-      EXPECT_NEAR(cached[b].score, score, 1e-9) << "sentence " << b;
+      const Recomputed r = recompute_greedy(*m, kSources[b], 8);
+      EXPECT_EQ(cached[b].tokens, r.tokens) << "sentence " << b << " pre_norm " << pre_norm;
+      EXPECT_NEAR(cached[b].score, r.score, 1e-9) << "sentence " << b;
       EXPECT_NEAR(cached[b].score, sequence_score(*m, kSources[b], cached[b].tokens), 1e-9);
     }
   }
@@ -229,27 +251,10 @@ TEST(Decode, ShortlistRestrictsSearchToItsTokensAndRenormalizes) {
     const std::vector<Hypothesis> greedy = greedy_search(*m, kSources, o);
     bool outside = false;  // would the unrestricted model have produced a token outside the list?
     for (size_t b = 0; b < kSources.size(); ++b) {
-      // Greedy by recomputing, argmax and softmax over the allowed tokens only.
-      std::vector<int32_t> prefix;
-      double score = 0;
-      for (int64_t t = 0; t < 8; ++t) {
-        const Batch batch = make_batch({kSources[b]}, {prefix}, m->config());
-        const Tensor logits = m->forward(m->context(), batch, nullptr);
-        const double* z = logits.data<double>() + t * 13;
-        double max = -INFINITY, sum = 0;
-        for (int32_t v : allowed) max = std::max(max, z[v]);
-        for (int32_t v : allowed) sum += std::exp(z[v] - max);
-        int32_t best = t + 1 >= 8 ? 3 : -1;
-        if (best < 0)
-          for (int32_t v : allowed)
-            if ((v != 3 || t + 1 >= min_length) && (best < 0 || z[v] > z[best])) best = v;
-        for (int32_t v = 4; v < 13; ++v) outside |= z[v] > z[best] && v != 6 && v != 9 && v != 11;
-        score += z[best] - max - std::log(sum);
-        if (best == 3) break;
-        prefix.push_back(best);
-      }
-      EXPECT_EQ(greedy[b].tokens, prefix) << "sentence " << b;
-      EXPECT_NEAR(greedy[b].score, score, 1e-9) << "sentence " << b;
+      const Recomputed r = recompute_greedy(*m, kSources[b], 8, allowed, min_length);
+      outside |= r.outside;
+      EXPECT_EQ(greedy[b].tokens, r.tokens) << "sentence " << b;
+      EXPECT_NEAR(greedy[b].score, r.score, 1e-9) << "sentence " << b;
       EXPECT_GE(static_cast<int64_t>(greedy[b].tokens.size()) + 1, min_length);
     }
     EXPECT_TRUE(outside) << "the shortlist never mattered: the test checks nothing";
