@@ -210,6 +210,28 @@ void BM_AttentionBackward(benchmark::State& state) {
 BENCHMARK(BM_AttentionForward)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_AttentionBackward)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// ---- One decoding step's attention, beam 4 over 64 sentences (256 queries, H = 8, d_k = 64):
+// self-attention over each hypothesis's own cache of 16 keys (kv_group 1), and encoder-decoder
+// attention over 25 source positions shared by a sentence's 4 beams (kv_group 4). Memory-bound:
+// GB/s counts the keys and values read once per query entry (shared ones once per sentence).
+
+void BM_DecodeAttention(benchmark::State& state) {
+  const int64_t group = state.range(0), keys = group == 1 ? 16 : 25, queries = 4 * kBatch, entries = queries / group;
+  const Tensor q = uniform({queries, 1, kModel}, 6), k = uniform({entries, keys, kModel}, 7),
+               v = uniform({entries, keys, kModel}, 8);
+  const Tensor probs = Tensor::zeros({queries, kHeads, 1, keys}), out = Tensor::zeros({queries, 1, kModel});
+  tfm::ops::AttentionArgs args;
+  args.heads = kHeads;
+  args.kv_group = group;
+  args.key_lengths = Tensor::from<int32_t>({queries}, std::vector<int32_t>(queries, static_cast<int32_t>(keys)));
+  for (auto _ : state) {
+    tfm::ops::attention(q, k, v, args, probs, out);
+    benchmark::ClobberMemory();
+  }
+  set_gbytes(state, 4.0 * (2 * entries * keys * kModel + 2 * queries * kModel));
+}
+BENCHMARK(BM_DecodeAttention)->ArgName("kv_group")->Arg(1)->Arg(4)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 // ---- Layer norm on [2048, 512].
 
 void BM_LayerNormForward(benchmark::State& state) {

@@ -2,6 +2,7 @@
 // masked keys get exactly zero weight; a query with every key masked gets zeros, never NaN.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/attention.h"
@@ -100,6 +101,52 @@ TEST(AttentionMask, CausalWithCachedKeysSeesEveryEarlierKey) {
       } else {
         EXPECT_EQ(w, 0.0) << t << "," << s;
       }
+    }
+}
+
+// Decoding: one query per entry, beams sharing an entry's keys and values (kv_group), key lengths
+// from none to all (covering the kernel's blocks of four keys and their tails), and head widths of
+// the float kernel's vector path (16, 32, 64, 128) and of its plain loops (8, 24), against a direct
+// computation in double.
+TEST(AttentionMask, DecodingQueriesMatchADirectComputation) {
+  constexpr int64_t H = 2, S = 9;
+  for (int64_t width : {8, 16, 24, 32, 64, 128})
+    for (int64_t group : {1, 3}) {
+      const int64_t B = 6, E = B / group;  // query entries, key/value entries
+      const Tensor q = random_tensor({B, 1, H * width}, 11).to(DType::F32),
+                   k = random_tensor({E, S, H * width}, 12).to(DType::F32),
+                   v = random_tensor({E, S, H * width}, 13).to(DType::F32);
+      const std::vector<int32_t> lengths = {0, 1, 4, 5, 7, 9};  // per query entry
+      ops::AttentionArgs args;
+      args.heads = H;
+      args.kv_group = group;
+      args.key_lengths = Tensor::from<int32_t>({B}, lengths);
+      Tensor probs = Tensor::zeros({B, H, 1, S}), out = Tensor::zeros({B, 1, H * width});
+      ops::attention(q, k, v, args, probs, out);
+      const std::vector<double> qd = q.to_doubles(), kd = k.to_doubles(), vd = v.to_doubles(),
+                                p = probs.to_doubles(), o = out.to_doubles();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h) {
+          const int64_t n = lengths[b], e = b / group;
+          std::vector<double> w(S, 0.0);
+          double max = -1e300, sum = 0;
+          for (int64_t s = 0; s < n; ++s) {
+            for (int64_t i = 0; i < width; ++i)
+              w[s] += qd[b * H * width + h * width + i] * kd[(e * S + s) * H * width + h * width + i];
+            w[s] /= std::sqrt(double(width));
+            max = std::max(max, w[s]);
+          }
+          for (int64_t s = 0; s < n; ++s) sum += (w[s] = std::exp(w[s] - max));
+          for (int64_t s = 0; s < n; ++s) w[s] /= sum;
+          for (int64_t s = 0; s < S; ++s)
+            ASSERT_NEAR(p[(b * H + h) * S + s], w[s], 1e-5) << "width " << width << " group " << group << " b " << b;
+          for (int64_t i = 0; i < width; ++i) {
+            double expect = 0;
+            for (int64_t s = 0; s < n; ++s) expect += w[s] * vd[(e * S + s) * H * width + h * width + i];
+            ASSERT_NEAR(o[b * H * width + h * width + i], expect, 1e-5)
+                << "width " << width << " group " << group << " b " << b << " h " << h << " i " << i;
+          }
+        }
     }
 }
 
