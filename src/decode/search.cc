@@ -208,19 +208,12 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention);
   const Columns cols = restrict_output(model, ctx, state, sources, o);
 
-  // Rows are grouped by sentence, K per active sentence. At the start only beam 0 of each sentence
-  // is alive (the others score −∞), so the first step expands one hypothesis.
-  std::vector<int32_t> active(B), parent, token;
-  std::vector<double> score;
-  for (int64_t b = 0; b < B; ++b) {
-    active[b] = static_cast<int32_t>(b);
-    for (int64_t k = 0; k < K; ++k) {
-      parent.push_back(static_cast<int32_t>(b));
-      token.push_back(c.bos_id);
-      score.push_back(k == 0 ? 0.0 : kNegInf);
-    }
-  }
-  model.reorder(state, Tensor::from<int32_t>({B * K}, parent));
+  // Rows are grouped by sentence, `width` per active sentence: one at the first step (every beam
+  // would start from the same BOS, so one row per sentence is computed and expanded), then K.
+  std::vector<int32_t> active(B), parent(B), token(B, c.bos_id);
+  std::vector<double> score(B, 0.0);
+  for (int64_t b = 0; b < B; ++b) active[b] = parent[b] = static_cast<int32_t>(b);
+  int64_t width = 1;
   std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(B));
   std::vector<StepRecord> steps;
   struct Candidate {
@@ -239,8 +232,8 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       const int64_t b = active[i];
       const bool last = t + 1 >= e.max_length[b];  // only EOS may follow
       cands.clear();
-      for (int64_t k = 0; k < K; ++k) {
-        const int32_t r = static_cast<int32_t>(i * K + k);
+      for (int64_t k = 0; k < width; ++k) {
+        const int32_t r = static_cast<int32_t>(i * width + k);
         if (score[r] == kNegInf) continue;
         // At the maximum length, or with no token allowed at all (a shortlist whose selection is
         // banned, e.g. only EOS before the minimum length), only EOS may follow, as in greedy search.
@@ -304,6 +297,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       memory_rows = Tensor::from<int32_t>({int64_t(positions.size())}, positions);
     }
     model.reorder(state, Tensor::from<int32_t>({int64_t(next_parent.size())}, next_parent), memory_rows);
+    width = K;
     active = next_active;
     parent = next_parent;
     token = next_token;
