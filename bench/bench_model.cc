@@ -10,6 +10,7 @@
 #include "model/transformer.h"
 #include "ops/adam.h"
 #include "ops/loss.h"
+#include "train/trainer.h"
 
 namespace tfm {
 namespace {
@@ -68,15 +69,10 @@ class TrainingStep {
     const ModelConfig& c = model_.config();
     model_.params().zero_grad();
     const Context ctx = model_.context(&rng_);
-    Transformer::Saved saved;
-    const Tensor logits = model_.forward(ctx, batch, &saved);
-    const Tensor flat = logits.view({logits.shape().rows(), c.vocab_size});
-    const Tensor targets = batch.tgt_out.view({batch.tgt_out.numel()});
-    const Tensor lse = Tensor::empty({flat.size(0)});
-    const ops::LossSum loss = ops::cross_entropy(flat, targets, {0.1, c.pad_id}, lse);
-    const Tensor dlogits = Tensor::zeros(logits.shape());
-    ops::cross_entropy_backward(flat, targets, lse, {0.1, c.pad_id}, 1.0 / loss.tokens, dlogits.view(flat.shape()));
-    model_.backward(ctx, batch, saved, dlogits);
+    int64_t tokens = 0;  // the step's target tokens, as the trainer counts them before its batches
+    const int32_t* y = batch.tgt_out.data<int32_t>();
+    for (int64_t i = 0; i < batch.tgt_out.numel(); ++i) tokens += y[i] != c.pad_id;
+    const ops::LossSum loss = batch_loss(model_, ctx, batch, 0.1, 1.0 / static_cast<double>(tokens), true);
     ops::adam_step(model_.params().values(), model_.params().grads(), m_, v_, {1e-4, 0.9, 0.98, 1e-9, ++step_});
     return loss.loss;
   }

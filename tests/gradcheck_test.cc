@@ -237,5 +237,24 @@ TEST(GradCheck, LabelSmoothedCrossEntropy) {
   expect_gradients_match(loss, {{"logits", logits, dlogits}});
 }
 
+// The in-place form (training's) writes the same gradient over the logits, zero on padding rows,
+// in float32 (the vectorized exp) and float64, with a row longer than one vector block.
+TEST(GradCheck, CrossEntropyBackwardInPlaceEqualsTheAccumulatedForm) {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    const Tensor logits = random_tensor({5, 37}, 3, -4, 4).to(dtype);
+    const Tensor targets = Tensor::from<int32_t>({5}, {4, 0, 36, 1, 0});  // rows 1 and 4: padding
+    const ops::LossArgs args{0.1, 0};
+    const Tensor lse = Tensor::zeros({5}, dtype);
+    ops::cross_entropy(logits, targets, args, lse);
+    const Tensor expected = Tensor::zeros(logits.shape(), dtype);
+    ops::cross_entropy_backward(logits, targets, lse, args, 0.25, expected);
+    const Tensor in_place = logits.clone();
+    ops::cross_entropy_backward_in_place(in_place, targets, lse, args, 0.25);
+    const std::vector<double> a = in_place.to_doubles(), b = expected.to_doubles();
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-7) << name(dtype) << " element " << i;
+    for (int64_t v = 0; v < 37; ++v) EXPECT_EQ(a[37 + v], 0.0) << "padding row 1 kept its logit";
+  }
+}
+
 }  // namespace
 }  // namespace tfm

@@ -44,7 +44,18 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
   dispatch("cross_entropy_backward", logits.dtype(), logits.device(), [&](auto t) {
     using T = decltype(t);
     cpu::cross_entropy_backward<T>(logits.size(0), logits.size(1), logits.data<T>(), targets.data<int32_t>(),
-                                   lse.data<T>(), args.smoothing, args.ignore_index, dloss, dlogits.data<T>());
+                                   lse.data<T>(), args.smoothing, args.ignore_index, dloss, dlogits.data<T>(), true);
+  });
+}
+
+void cross_entropy_backward_in_place(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                                     const LossArgs& args, double dloss) {
+  check_args("cross_entropy_backward_in_place", logits, targets, args, lse);
+  check_all("cross_entropy_backward_in_place", logits.dtype(), logits.device(), {{"lse", &lse}});
+  dispatch("cross_entropy_backward_in_place", logits.dtype(), logits.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::cross_entropy_backward<T>(logits.size(0), logits.size(1), logits.data<T>(), targets.data<int32_t>(),
+                                   lse.data<T>(), args.smoothing, args.ignore_index, dloss, logits.data<T>(), false);
   });
 }
 

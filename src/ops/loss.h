@@ -28,4 +28,10 @@ LossSum cross_entropy(const Tensor& logits, const Tensor& targets, const LossArg
 void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, const LossArgs& args,
                             double dloss, const Tensor& dlogits);
 
+// The same gradient written over the logits themselves: z ← dloss · (softmax(z) − q) on counted
+// rows, 0 on ignored ones. For training, where the logits are not needed after the loss: no
+// second [N, V] buffer (the largest tensors of a step) to allocate, zero and read.
+void cross_entropy_backward_in_place(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                                     const LossArgs& args, double dloss);
+
 }  // namespace tfm::ops

@@ -90,25 +90,6 @@ Batch to_batch(const std::vector<Example>& examples, const std::vector<int32_t>&
   return make_batch(src, tgt, c);
 }
 
-// Label-smoothed loss of one batch; with `dloss_scale`, also its backward (gradients accumulate).
-ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batch& batch, double smoothing,
-                        double dloss_scale, bool backward) {
-  Transformer::Saved saved;
-  const Tensor logits = model.forward(ctx, batch, backward ? &saved : nullptr);
-  const int64_t V = model.config().vocab_size;
-  const Tensor flat = logits.view({logits.shape().rows(), V});
-  const Tensor targets = batch.tgt_out.view({batch.tgt_out.numel()});
-  const Tensor lse = Tensor::empty({flat.size(0)}, flat.dtype());
-  const ops::LossArgs args{smoothing, model.config().pad_id};
-  const ops::LossSum sum = ops::cross_entropy(flat, targets, args, lse);
-  if (backward) {
-    const Tensor dlogits = Tensor::zeros(logits.shape(), logits.dtype());
-    ops::cross_entropy_backward(flat, targets, lse, args, dloss_scale, dlogits.view(flat.shape()));
-    model.backward(ctx, batch, saved, dlogits);
-  }
-  return sum;
-}
-
 ValidResult validate(const Transformer& model, const Vocab& vocab, const ValidData& data, const TrainOptions& o) {
   ValidResult r;
   // Loss: the plain cross-entropy per target token (no smoothing), so that ppl = exp(loss).
@@ -244,6 +225,24 @@ class Progress {
 };
 
 }  // namespace
+
+ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batch& batch, double smoothing,
+                        double dloss_scale, bool backward) {
+  Transformer::Saved saved;
+  const Tensor logits = model.forward(ctx, batch, backward ? &saved : nullptr);
+  const int64_t V = model.config().vocab_size;
+  const Tensor flat = logits.view({logits.shape().rows(), V});
+  const Tensor targets = batch.tgt_out.view({batch.tgt_out.numel()});
+  const Tensor lse = Tensor::empty({flat.size(0)}, flat.dtype());
+  const ops::LossArgs args{smoothing, model.config().pad_id};
+  const ops::LossSum sum = ops::cross_entropy(flat, targets, args, lse);
+  if (backward) {
+    ops::cross_entropy_backward_in_place(flat, targets, lse, args, dloss_scale);  // logits → dL/dlogits
+    model.backward(ctx, batch, saved, logits);
+  }
+  return sum;
+}
+
 
 std::string newest_checkpoint(const std::string& run_dir) {
   const std::vector<std::string> all = checkpoints(run_dir);

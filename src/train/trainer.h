@@ -3,6 +3,10 @@
 #include <functional>
 #include <string>
 
+#include "layers/context.h"
+#include "model/batch.h"
+#include "model/transformer.h"
+#include "ops/loss.h"
 #include "train/options.h"
 
 namespace tfm {
@@ -18,6 +22,12 @@ struct TrainResult {
 
 // Runs training to the end. `out` receives the log lines (a progress line on a terminal).
 TrainResult train(const TrainOptions& options);
+
+// One batch's label-smoothed loss (Σ over its target tokens); when `backward`, also its gradients,
+// accumulated into the model's with dL/dlogits scaled by `dloss_scale` (1 / the step's tokens).
+// What `train` runs for each batch; the training-step benchmark runs it too.
+ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batch& batch, double smoothing,
+                        double dloss_scale, bool backward);
 
 // The newest checkpoint in a run folder ("" if none).
 std::string newest_checkpoint(const std::string& run_dir);

@@ -82,6 +82,13 @@ inline void axpy_exp_shift(const float* x, float shift, float a, float b, float*
   for (; i < n; ++i) y[i] += a * fast_exp(x[i] - shift) - b;
 }
 
+// y[i] = a · exp(x[i] − shift) − b; x and y may alias.
+inline void scale_exp_shift_store(const float* x, float shift, float a, float b, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store16(y + i, a * exp16(load16(x + i) - shift) - b);
+  for (; i < n; ++i) y[i] = a * fast_exp(x[i] - shift) - b;
+}
+
 // Double precision: plain loops with std::exp (the finite-difference checks).
 inline double sum_exp_shift(const double* x, double shift, int64_t n) {
   double s = 0;
@@ -95,6 +102,9 @@ inline double exp_shift_store(const double* x, double shift, double* y, int64_t 
 }
 inline void axpy_exp_shift(const double* x, double shift, double a, double b, double* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * std::exp(x[i] - shift) - b;
+}
+inline void scale_exp_shift_store(const double* x, double shift, double a, double b, double* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a * std::exp(x[i] - shift) - b;
 }
 
 }  // namespace tfm::cpu

@@ -64,9 +64,10 @@ template <class T> void add_positional_encoding(int64_t batch, int64_t len, int6
 template <class T>
 double cross_entropy(int64_t rows, int64_t vocab, const T* logits, const int32_t* targets, double smoothing,
                      int32_t ignore_index, T* lse);
+// dlogits += the gradient, or (accumulate false) dlogits = the gradient, where dlogits may be logits.
 template <class T>
 void cross_entropy_backward(int64_t rows, int64_t vocab, const T* logits, const int32_t* targets, const T* lse,
-                            double smoothing, int32_t ignore_index, double dloss, T* dlogits);
+                            double smoothing, int32_t ignore_index, double dloss, T* dlogits, bool accumulate);
 
 template <class T>
 void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, double beta1, double beta2, double eps,

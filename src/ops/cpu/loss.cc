@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -34,17 +35,21 @@ double cross_entropy(int64_t rows, int64_t vocab, const T* logits, const int32_t
 
 template <class T>
 void cross_entropy_backward(int64_t rows, int64_t vocab, const T* logits, const int32_t* targets, const T* lse,
-                            double smoothing, int32_t ignore_index, double dloss, T* dlogits) {
+                            double smoothing, int32_t ignore_index, double dloss, T* dlogits, bool accumulate) {
   const T off = static_cast<T>(dloss * smoothing / double(vocab));
   const T on = static_cast<T>(dloss * (1.0 - smoothing));
   const T g = static_cast<T>(dloss);
 #pragma omp parallel for schedule(static) if (rows * vocab >= (1 << 15))
   for (int64_t r = 0; r < rows; ++r) {
-    if (targets[r] == ignore_index) continue;
     const T* z = logits + r * vocab;
-    T* dz = dlogits + r * vocab;
+    T* dz = dlogits + r * vocab;  // may be z itself when overwriting
+    if (targets[r] == ignore_index) {
+      if (!accumulate) std::fill_n(dz, vocab, T(0));
+      continue;
+    }
     const T l = lse[r];
-    axpy_exp_shift(z, l, g, off, dz, vocab);  // dz += g · softmax(z) − ε g / V
+    if (accumulate) axpy_exp_shift(z, l, g, off, dz, vocab);  // dz += g · softmax(z) − ε g / V
+    else scale_exp_shift_store(z, l, g, off, dz, vocab);      // dz = g · softmax(z) − ε g / V
     dz[targets[r]] -= on;
   }
 }
@@ -52,7 +57,7 @@ void cross_entropy_backward(int64_t rows, int64_t vocab, const T* logits, const 
 #define INSTANTIATE(T)                                                                                         \
   template double cross_entropy<T>(int64_t, int64_t, const T*, const int32_t*, double, int32_t, T*);           \
   template void cross_entropy_backward<T>(int64_t, int64_t, const T*, const int32_t*, const T*, double, int32_t, \
-                                          double, T*);
+                                          double, T*, bool);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
 }  // namespace tfm::cpu
