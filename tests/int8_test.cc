@@ -42,6 +42,21 @@ TEST(Int8, ProductMatchesFloat32WithinQuantizationError) {
   EXPECT_GT(std::sqrt(err / norm), 0.0) << "suspiciously exact: is the int8 path used?";
 }
 
+TEST(Int8, BiasIsAddedInTheSamePass) {
+  const Tensor x = testing::random_tensor({7, 64}, 4).to(DType::F32);
+  const ops::QuantizedMatrix w = ops::quantize_rows(testing::random_tensor({33, 64}, 5).to(DType::F32));
+  const Tensor bias = testing::random_tensor({33}, 6).to(DType::F32);
+  Tensor plain = Tensor::zeros({7, 33}), with_bias = Tensor::zeros({7, 33});
+  ops::matmul_int8(x, w, plain);
+  ops::matmul_int8(x, w, with_bias, bias);
+  for (int64_t r = 0; r < 7; ++r)
+    for (int64_t c = 0; c < 33; ++c)
+      EXPECT_NEAR(with_bias.data<float>()[r * 33 + c], plain.data<float>()[r * 33 + c] + bias.data<float>()[c], 1e-5f)
+          << r << "," << c;
+  Tensor wrong = Tensor::zeros({7, 33});
+  EXPECT_THROW(ops::matmul_int8(x, w, wrong, Tensor::zeros({32})), Error);
+}
+
 TEST(Int8, QuantizedModelTranslatesLikeTheFloatModel) {
   const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");
   const std::vector<std::vector<int32_t>> sources = {{10, 20, 30, 40}, {5, 6, 7}, {50, 60, 70, 80, 90}, {11}};

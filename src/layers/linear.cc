@@ -25,8 +25,11 @@ Tensor Linear::forward(const Context& ctx, const Tensor& x) const {
   TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "linear layer expects inputs with last dim ", in, ", got shape ",
             x.shape());
   Tensor y = Tensor::empty(with_last(x.shape(), out), x.dtype(), x.device());
-  if (const ops::QuantizedMatrix* q = ctx.int8_weight(weight)) ops::matmul_int8(x, *q, y);
-  else if (const ops::PackedMatrix* p = ctx.packed_weight(weight)) ops::matmul_packed(x, *p, y);
+  if (const ops::QuantizedMatrix* q = ctx.int8_weight(weight)) {
+    ops::matmul_int8(x, *q, y, ctx.value(bias));  // the bias joins the dequantization pass
+    return y;
+  }
+  if (const ops::PackedMatrix* p = ctx.packed_weight(weight)) ops::matmul_packed(x, *p, y);
   else ops::matmul(x, ctx.value(weight), y, {.trans_b = true});
   ops::bias_add(y, ctx.value(bias), y);
   return y;

@@ -14,7 +14,7 @@ QuantizedMatrix quantize_rows(const Tensor& w) {
   return out;
 }
 
-void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y) {
+void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, const Tensor& bias) {
   check_rank("matmul_int8", "weight", w.q, 2);
   check_dtype("matmul_int8", "weight", w.q, DType::I8);
   check_dtype("matmul_int8", "x", x, DType::F32);
@@ -23,9 +23,13 @@ void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y) {
   TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "matmul_int8: x ", x.shape(), " does not fit a weight of ", w.q.shape());
   TFM_CHECK(y.size(-1) == out && y.shape().rows() == x.shape().rows(), "matmul_int8: y has shape ", y.shape(),
             ", expected ", x.shape().rows(), " rows of ", out);
+  if (bias.defined()) {
+    check_dtype("matmul_int8", "bias", bias, DType::F32);
+    TFM_CHECK(bias.numel() == out, "matmul_int8: bias has ", bias.numel(), " elements for ", out, " outputs");
+  }
   TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU, "matmul_int8: no kernel for this device");
   cpu::matmul_int8(x.shape().rows(), out, in, x.data<float>(), w.q.data<int8_t>(), w.scale.data<float>(),
-                   y.data<float>());
+                   bias.defined() ? bias.data<float>() : nullptr, y.data<float>());
 }
 
 }  // namespace tfm::ops

@@ -15,8 +15,9 @@ struct QuantizedMatrix {
 // w: float32 [out, in] → its per-row quantization (scale = max |w_row| / 127).
 QuantizedMatrix quantize_rows(const Tensor& w);
 
-// y = x · ŵᵀ with ŵ the dequantized weight; x: float32 [..., in] → y: float32 [..., out].
+// y = x · ŵᵀ (+ bias) with ŵ the dequantized weight; x: float32 [..., in] → y: float32 [..., out];
+// bias: float32 [out] or undefined (none), added in the same pass as the dequantization.
 // Each row of x is quantized to 8 bits with its own scale (max |x_row| / 127).
-void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y);
+void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, const Tensor& bias = Tensor());
 
 }  // namespace tfm::ops

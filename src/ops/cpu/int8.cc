@@ -21,7 +21,8 @@ void quantize_rows(int64_t rows, int64_t cols, const float* w, int8_t* q, float*
   }
 }
 
-void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale, float* y) {
+void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
+                 const float* bias, float* y) {
   // Activations: u8 = round(x / s) + 128 per row, so that (u8 − 128) is the signed 8-bit value;
   // oneDNN subtracts the offset (ao = 128) inside the product.
   // Scratch reused across calls (decoding calls this thousands of times): grown, never cleared.
@@ -60,8 +61,13 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
     const float s = scale_data[r];
     const int32_t* a = acc_data + r * n;
     float* out = y + r * n;
+    if (bias) {
 #pragma omp simd
-    for (int64_t c = 0; c < n; ++c) out[c] = static_cast<float>(a[c]) * s * w_scale[c];
+      for (int64_t c = 0; c < n; ++c) out[c] = static_cast<float>(a[c]) * s * w_scale[c] + bias[c];
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < n; ++c) out[c] = static_cast<float>(a[c]) * s * w_scale[c];
+    }
   }
 }
 

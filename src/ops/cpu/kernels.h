@@ -87,7 +87,8 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
 // int8: per-row symmetric quantization of w [rows, cols]; y [m, n] = x [m, k] · (w [n, k] · scale)ᵀ
 // with x quantized per row to u8 (offset 128), via oneDNN's VNNI GEMM.
 void quantize_rows(int64_t rows, int64_t cols, const float* w, int8_t* q, float* scale);
-void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale, float* y);
+void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
+                 const float* bias, float* y);
 
 // Packed float32 weights (ops/packed.h): w [n, k] reordered once into oneDNN's layout for a matmul
 // primitive with a run-time row count; y [m, n] = x [m, k] · wᵀ.
