@@ -1,5 +1,7 @@
 #include "core/memory.h"
 
+#include <cstdlib>  // defines __GLIBC__ (through <features.h>) before the test below
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
