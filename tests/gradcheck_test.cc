@@ -219,6 +219,20 @@ TEST(GradCheck, PositionalEncoding) {
   expect_gradients_match(loss, {{"x", x, dx}});
 }
 
+// float32 products take other routes by shape (cpu/gemm.cc): a widening layer's weight gradient
+// (Aᵀ·B with m ≥ 2n and k ≥ 512) is computed transposed and added back; check it, with alpha and
+// beta, against the same product in double precision.
+TEST(Matmul, WeightGradientOfAWideningLayerMatchesDoublePrecision) {
+  const int64_t k = 600, m = 256, n = 64;
+  const Tensor a = random_tensor({k, m}, 4), b = random_tensor({k, n}, 5), c0 = random_tensor({m, n}, 6);
+  const ops::MatmulArgs args{.trans_a = true, .alpha = 0.5f, .beta = 1.0f};
+  Tensor want = c0.clone(), got = c0.to(DType::F32);
+  ops::matmul(a, b, want, args);
+  ops::matmul(a.to(DType::F32), b.to(DType::F32), got, args);
+  const std::vector<double> w = want.to_doubles(), g = got.to_doubles();
+  for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(g[i], w[i], 1e-5 * k) << "element " << i;
+}
+
 TEST(GradCheck, LabelSmoothedCrossEntropy) {
   // Row 2 and row 5 are padding (ignored).
   Tensor logits = random_tensor({7, 13}, 1, -3, 3);

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "ops/cpu/kernels.h"
 
@@ -36,6 +37,33 @@ bool large_float_gemm(int64_t, int64_t, int64_t, double, const double*, int64_t,
   return false;
 }
 
+// The weight gradient of a layer that widens (dW = dyᵀ·x with out ≥ 2·in, the feed-forward
+// network's first layer: 2048 × 512 in base, 1024 × 256 in small): oneDNN's kernel for this
+// transposed-A shape ran 1.15–1.6× slower than for the same product transposed, dWᵀ = xᵀ·dy
+// (docs/performance.md, session 7; not so for 8000 × 512 or 512 × 2048, where the transposed one
+// was slower, hence the bounds). So compute dWᵀ into scratch and add it back transposed, in cache-sized tiles.
+bool widening_weight_gradient(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, bool ta,
+                              const float* b, int64_t ldb, bool tb, float beta, float* c, int64_t ldc) {
+  if (!ta || tb || m < 2 * n || m * n > (int64_t{1} << 20) || k < kOneDnnMinRows || n < 64 || omp_in_parallel())
+    return false;
+  thread_local std::vector<float> scratch;
+  scratch.resize(static_cast<size_t>(m * n));
+  float* t = scratch.data();  // [n, m] = alpha · Bᵀ · A
+  if (dnnl_sgemm('T', 'N', n, m, k, alpha, b, ldb, a, lda, 0.0f, t, m) != dnnl_success) return false;
+  constexpr int64_t kTile = 32;
+#pragma omp parallel for schedule(static)
+  for (int64_t i0 = 0; i0 < m; i0 += kTile)
+    for (int64_t j0 = 0; j0 < n; j0 += kTile)
+      for (int64_t i = i0; i < std::min(m, i0 + kTile); ++i)
+        for (int64_t j = j0; j < std::min(n, j0 + kTile); ++j)
+          c[i * ldc + j] = (beta == 0.0f ? 0.0f : beta * c[i * ldc + j]) + t[j * m + i];
+  return true;
+}
+bool widening_weight_gradient(int64_t, int64_t, int64_t, double, const double*, int64_t, bool, const double*, int64_t,
+                              bool, double, double*, int64_t) {
+  return false;
+}
+
 template <class T>
 void gemm_ld(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
              int64_t ldb, T beta, T* c, int64_t ldc) {
@@ -51,6 +79,7 @@ void gemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T al
   // BLAS wants leading dimensions of at least 1, also for empty matrices.
   const int64_t lda = std::max<int64_t>(1, ta ? m : k), ldb = std::max<int64_t>(1, tb ? k : n);
   if (batch == 1) {
+    if (widening_weight_gradient(m, n, k, alpha, a, lda, ta, b, ldb, tb, beta, c, n)) return;
     if (large_float_gemm(m, n, k, alpha, a, lda, ta, b, ldb, tb, beta, c, n)) return;
     blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);  // BLAS threads itself
     return;
