@@ -66,13 +66,11 @@ class TrainingStep {
         v_(Tensor::zeros(model.params().values().shape())),
         rng_(3) {}
   double run(const Batch& batch) {
-    const ModelConfig& c = model_.config();
     model_.params().zero_grad();
     const Context ctx = model_.context(&rng_);
-    int64_t tokens = 0;  // the step's target tokens, as the trainer counts them before its batches
-    const int32_t* y = batch.tgt_out.data<int32_t>();
-    for (int64_t i = 0; i < batch.tgt_out.numel(); ++i) tokens += y[i] != c.pad_id;
-    const ops::LossSum loss = batch_loss(model_, ctx, batch, 0.1, 1.0 / static_cast<double>(tokens), true);
+    // dL/dlogits scaled by 1 / the step's target tokens, as the trainer does.
+    const ops::LossSum loss =
+        batch_loss(model_, ctx, batch, 0.1, 1.0 / static_cast<double>(batch.target_tokens), true);
     ops::adam_step(model_.params().values(), model_.params().grads(), m_, v_, {1e-4, 0.9, 0.98, 1e-9, ++step_});
     return loss.loss;
   }

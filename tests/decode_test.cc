@@ -196,6 +196,37 @@ TEST(Decode, SentencesTogetherMatchEachAlone) {
   }
 }
 
+// The first beam step runs one row per sentence and then widens to K; sentences that end there (a
+// one-token source with a maximum length of a · 1 + 0 = 1: EOS only) drop out while the others go
+// on. Each sentence's n-best list, scores and attention match decoding it alone.
+TEST(Decode, SentencesEndingAtTheFirstStepLeaveTheOthersUnchanged) {
+  const auto m = make_model(17, 21);
+  SearchOptions o;
+  o.beam_size = 3;
+  o.n_best = 2;
+  o.max_length_a = 1.0;
+  o.max_length_b = 0.0;
+  o.record_attention = true;
+  const std::vector<std::vector<int32_t>> sources = {{7}, {4, 5, 6, 7}, {8}, {10, 4, 11, 5, 12, 6}};
+  const auto together = beam_search(*m, sources, o);
+  ASSERT_EQ(together.size(), sources.size());
+  for (size_t b = 0; b < sources.size(); ++b) {
+    const auto alone = beam_search(*m, {sources[b]}, o)[0];
+    ASSERT_EQ(together[b].size(), alone.size()) << "sentence " << b;
+    for (size_t i = 0; i < alone.size(); ++i) {
+      EXPECT_EQ(together[b][i].tokens, alone[i].tokens) << "sentence " << b << " hypothesis " << i;
+      EXPECT_NEAR(together[b][i].score, alone[i].score, 1e-4);
+      const std::vector<double> a = together[b][i].attention.to_doubles(), e = alone[i].attention.to_doubles();
+      ASSERT_EQ(a.size(), e.size());
+      for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], e[j], 1e-5) << "sentence " << b;
+    }
+    if (sources[b].size() == 1) {
+      ASSERT_EQ(together[b].size(), 1u) << "a sentence ending at the first step has one hypothesis";
+      EXPECT_TRUE(together[b][0].tokens.empty());
+    }
+  }
+}
+
 TEST(Decode, RecordsEncoderDecoderAttention) {
   const auto m = make_model(17, 13);
   SearchOptions o;

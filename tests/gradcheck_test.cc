@@ -223,14 +223,18 @@ TEST(GradCheck, PositionalEncoding) {
 // (Aᵀ·B with m ≥ 2n and k ≥ 512) is computed transposed and added back; check it, with alpha and
 // beta, against the same product in double precision.
 TEST(Matmul, WeightGradientOfAWideningLayerMatchesDoublePrecision) {
-  const int64_t k = 600, m = 256, n = 64;
+  // m and n not multiples of the 32-wide tiles; beta 0 must ignore C (NaN there), beta 0.5 scale it.
+  const int64_t k = 600, m = 150, n = 65;
   const Tensor a = random_tensor({k, m}, 4), b = random_tensor({k, n}, 5), c0 = random_tensor({m, n}, 6);
-  const ops::MatmulArgs args{.trans_a = true, .alpha = 0.5f, .beta = 1.0f};
-  Tensor want = c0.clone(), got = c0.to(DType::F32);
-  ops::matmul(a, b, want, args);
-  ops::matmul(a.to(DType::F32), b.to(DType::F32), got, args);
-  const std::vector<double> w = want.to_doubles(), g = got.to_doubles();
-  for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(g[i], w[i], 1e-5 * k) << "element " << i;
+  for (float beta : {0.0f, 0.5f, 1.0f}) {
+    const ops::MatmulArgs args{.trans_a = true, .alpha = 0.5f, .beta = beta};
+    Tensor want = c0.clone(), got = c0.to(DType::F32);
+    if (beta == 0.0f) got.fill(std::nan(""));
+    ops::matmul(a, b, want, args);
+    ops::matmul(a.to(DType::F32), b.to(DType::F32), got, args);
+    const std::vector<double> w = want.to_doubles(), g = got.to_doubles();
+    for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(g[i], w[i], 1e-5 * k) << "beta " << beta << ", element " << i;
+  }
 }
 
 TEST(GradCheck, LabelSmoothedCrossEntropy) {

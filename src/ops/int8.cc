@@ -27,7 +27,8 @@ void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, con
     check_dtype("matmul_int8", "bias", bias, DType::F32);
     TFM_CHECK(bias.numel() == out, "matmul_int8: bias has ", bias.numel(), " elements for ", out, " outputs");
   }
-  TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU, "matmul_int8: no kernel for this device");
+  TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU && (!bias.defined() || bias.device() == Device::CPU),
+            "matmul_int8: no kernel for this device");
   cpu::matmul_int8(x.shape().rows(), out, in, x.data<float>(), w.q.data<int8_t>(), w.scale.data<float>(),
                    bias.defined() ? bias.data<float>() : nullptr, y.data<float>());
 }

@@ -36,27 +36,29 @@ LossSum cross_entropy(const Tensor& logits, const Tensor& targets, const LossArg
   return result;
 }
 
-void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, const LossArgs& args,
-                            double dloss, const Tensor& dlogits) {
-  check_args("cross_entropy_backward", logits, targets, args, lse);
-  check_same_shape("cross_entropy_backward", "logits", logits, "dlogits", dlogits);
-  check_all("cross_entropy_backward", logits.dtype(), logits.device(), {{"lse", &lse}, {"dlogits", &dlogits}});
-  dispatch("cross_entropy_backward", logits.dtype(), logits.device(), [&](auto t) {
+namespace {
+// dst += (accumulate) or = the gradient; dst may be the logits themselves when overwriting.
+void backward_into(const char* op, const Tensor& logits, const Tensor& targets, const Tensor& lse, const LossArgs& args,
+                   double dloss, const Tensor& dst, bool accumulate) {
+  check_args(op, logits, targets, args, lse);
+  check_same_shape(op, "logits", logits, "dlogits", dst);
+  check_all(op, logits.dtype(), logits.device(), {{"lse", &lse}, {"dlogits", &dst}});
+  dispatch(op, logits.dtype(), logits.device(), [&](auto t) {
     using T = decltype(t);
     cpu::cross_entropy_backward<T>(logits.size(0), logits.size(1), logits.data<T>(), targets.data<int32_t>(),
-                                   lse.data<T>(), args.smoothing, args.ignore_index, dloss, dlogits.data<T>(), true);
+                                   lse.data<T>(), args.smoothing, args.ignore_index, dloss, dst.data<T>(), accumulate);
   });
+}
+}  // namespace
+
+void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, const LossArgs& args,
+                            double dloss, const Tensor& dlogits) {
+  backward_into("cross_entropy_backward", logits, targets, lse, args, dloss, dlogits, true);
 }
 
 void cross_entropy_backward_in_place(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                                      const LossArgs& args, double dloss) {
-  check_args("cross_entropy_backward_in_place", logits, targets, args, lse);
-  check_all("cross_entropy_backward_in_place", logits.dtype(), logits.device(), {{"lse", &lse}});
-  dispatch("cross_entropy_backward_in_place", logits.dtype(), logits.device(), [&](auto t) {
-    using T = decltype(t);
-    cpu::cross_entropy_backward<T>(logits.size(0), logits.size(1), logits.data<T>(), targets.data<int32_t>(),
-                                   lse.data<T>(), args.smoothing, args.ignore_index, dloss, logits.data<T>(), false);
-  });
+  backward_into("cross_entropy_backward_in_place", logits, targets, lse, args, dloss, logits, false);
 }
 
 }  // namespace tfm::ops

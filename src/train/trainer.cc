@@ -243,7 +243,6 @@ ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batc
   return sum;
 }
 
-
 std::string newest_checkpoint(const std::string& run_dir) {
   const std::vector<std::string> all = checkpoints(run_dir);
   return all.empty() ? "" : all.back();

@@ -55,26 +55,21 @@ void single_query(const AttentionDims& d, const T* q, const T* k, const T* v, in
 }
 
 // The same for float with a per-head width of 16·R: 16-lane vectors (fast_exp.h's types), q and the
-// output held in registers, four keys' dot products at a time summed across lanes together. About
-// 3× the plain loops above, whose dot products end in a scalar sum and whose output goes through
-// memory for every key.
+// output held in registers, four keys' dot products at a time summed across lanes together (the
+// plain loops above end each dot product in a scalar sum and send the output through memory for
+// every key). With the beams' loop order below: BM_DecodeAttention 1.6–1.9× (session 7).
 template <int R>
 void single_query_f32(const float* q, const float* k, const float* v, int64_t ldk, int64_t ldv, int64_t n,
                       int64_t keys, float scale, float* p, float* out) {
-  auto load = [](const float* x) {
-    f32x16 r;
-    std::memcpy(&r, x, sizeof r);
-    return r;
-  };
   f32x16 qr[R];
-  for (int r = 0; r < R; ++r) qr[r] = load(q + 16 * r) * scale;
+  for (int r = 0; r < R; ++r) qr[r] = load16(q + 16 * r) * scale;
   int64_t s = 0;
   for (; s + 4 <= n; s += 4) {
     f32x16 a[4];
     for (int j = 0; j < 4; ++j) {
       const float* ks = k + (s + j) * ldk;
-      a[j] = qr[0] * load(ks);
-      for (int r = 1; r < R; ++r) a[j] += qr[r] * load(ks + 16 * r);
+      a[j] = qr[0] * load16(ks);
+      for (int r = 1; r < R; ++r) a[j] += qr[r] * load16(ks + 16 * r);
     }
     // Lanes of a[0..3] → four sums: halves, then quarters, then pairs, then neighbours.
     const f32x16 x01 = __builtin_shufflevector(a[0], a[1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
@@ -92,11 +87,9 @@ void single_query_f32(const float* q, const float* k, const float* v, int64_t ld
   }
   for (; s < n; ++s) {
     const float* ks = k + s * ldk;
-    f32x16 a = qr[0] * load(ks);
-    for (int r = 1; r < R; ++r) a += qr[r] * load(ks + 16 * r);
-    float dot = 0;
-    for (int i = 0; i < 16; ++i) dot += a[i];
-    p[s] = dot;
+    f32x16 a = qr[0] * load16(ks);
+    for (int r = 1; r < R; ++r) a += qr[r] * load16(ks + 16 * r);
+    p[s] = sum16(a);
   }
   if (n > 0) softmax_row(n, p, p);
   std::fill(p + n, p + keys, 0.0f);
@@ -104,7 +97,7 @@ void single_query_f32(const float* q, const float* k, const float* v, int64_t ld
   for (s = 0; s < n; ++s) {
     const float* vs = v + s * ldv;
     const float w = p[s];
-    for (int r = 0; r < R; ++r) o[r] += w * load(vs + 16 * r);
+    for (int r = 0; r < R; ++r) o[r] += w * load16(vs + 16 * r);
   }
   std::memcpy(out, o, sizeof o);
 }
