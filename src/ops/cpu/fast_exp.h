@@ -34,11 +34,6 @@ inline f32x16 exp16(f32x16 x) {
   return x <= lo ? f32x16{} : r;
 }
 
-inline float fast_exp(float x) {
-  f32x16 v = f32x16{} + x;
-  return exp16(v)[0];
-}
-
 inline f32x16 load16(const float* p) {
   f32x16 v;
   std::memcpy(&v, p, sizeof v);
@@ -51,14 +46,22 @@ inline float sum16(f32x16 v) {
   return s;
 }
 
+// exp(x[i] − shift) for the last m < 16 elements of a row, as one vector: lanes past m hold 0
+// (their input is set far below the shift). One exp16 instead of m, which matters for the short
+// rows of decoding's attention (a dozen keys).
+inline f32x16 exp_tail(const float* x, float shift, int64_t m) {
+  f32x16 v = f32x16{} + (shift - 1000.0f);
+  for (int64_t j = 0; j < m; ++j) v[j] = x[j];
+  return exp16(v - shift);
+}
+
 // Σ_i exp(x[i] − shift).
 inline float sum_exp_shift(const float* x, float shift, int64_t n) {
   f32x16 acc{};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) acc += exp16(load16(x + i) - shift);
-  float s = sum16(acc);
-  for (; i < n; ++i) s += fast_exp(x[i] - shift);
-  return s;
+  if (i < n) acc += exp_tail(x + i, shift, n - i);
+  return sum16(acc);
 }
 
 // y[i] = exp(x[i] − shift); returns Σ y. x and y may alias.
@@ -70,23 +73,32 @@ inline float exp_shift_store(const float* x, float shift, float* y, int64_t n) {
     store16(y + i, e);
     acc += e;
   }
-  float s = sum16(acc);
-  for (; i < n; ++i) s += (y[i] = fast_exp(x[i] - shift));
-  return s;
+  if (i < n) {
+    const f32x16 e = exp_tail(x + i, shift, n - i);
+    for (int64_t j = 0; j < n - i; ++j) y[i + j] = e[j];
+    acc += e;
+  }
+  return sum16(acc);
 }
 
 // y[i] += a · exp(x[i] − shift) − b.
 inline void axpy_exp_shift(const float* x, float shift, float a, float b, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) store16(y + i, load16(y + i) + a * exp16(load16(x + i) - shift) - b);
-  for (; i < n; ++i) y[i] += a * fast_exp(x[i] - shift) - b;
+  if (i < n) {
+    const f32x16 e = exp_tail(x + i, shift, n - i);
+    for (int64_t j = 0; j < n - i; ++j) y[i + j] += a * e[j] - b;
+  }
 }
 
 // y[i] = a · exp(x[i] − shift) − b; x and y may alias.
 inline void scale_exp_shift_store(const float* x, float shift, float a, float b, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) store16(y + i, a * exp16(load16(x + i) - shift) - b);
-  for (; i < n; ++i) y[i] = a * fast_exp(x[i] - shift) - b;
+  if (i < n) {
+    const f32x16 e = exp_tail(x + i, shift, n - i);
+    for (int64_t j = 0; j < n - i; ++j) y[i + j] = a * e[j] - b;
+  }
 }
 
 // Double precision: plain loops with std::exp (the finite-difference checks).
