@@ -7,6 +7,7 @@
 
 #include "decode/search.h"
 #include "model/checkpoint.h"
+#include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/packed.h"
 #include "testing/gradcheck.h"
@@ -35,6 +36,22 @@ TEST(Packed, ProductMatchesBlasAtEveryRowCount) {
       EXPECT_LT(max_abs_diff(want, got), 1e-5 * in);
     }
   }
+}
+
+TEST(Packed, BiasPackedWithTheWeightIsAddedByTheProduct) {
+  const Tensor w = testing::random_tensor({40, 96}, 7).to(DType::F32);
+  const Tensor bias = testing::random_tensor({40}, 9).to(DType::F32);
+  const ops::PackedMatrix p = ops::pack_weight(w, bias);
+  for (int64_t rows : {5, 700}) {  // the packed product and the fallback past its row limit
+    SCOPED_TRACE(::testing::Message() << rows << " rows");
+    const Tensor x = testing::random_tensor({rows, 96}, 10 + rows).to(DType::F32);
+    Tensor want = Tensor::zeros({rows, 40}), got = Tensor::empty({rows, 40});
+    ops::matmul(x, w, want, {.trans_b = true});
+    ops::bias_add(want, bias, want);
+    ops::matmul_packed(x, p, got);
+    EXPECT_LT(max_abs_diff(want, got), 1e-5 * 96);
+  }
+  EXPECT_THROW(ops::pack_weight(w, Tensor::zeros({39})), Error);
 }
 
 TEST(Packed, LeadingDimsFoldIntoRows) {

@@ -29,8 +29,12 @@ Tensor Linear::forward(const Context& ctx, const Tensor& x) const {
     ops::matmul_int8(x, *q, y, ctx.value(bias));  // the bias joins the dequantization pass
     return y;
   }
-  if (const ops::PackedMatrix* p = ctx.packed_weight(weight)) ops::matmul_packed(x, *p, y);
-  else ops::matmul(x, ctx.value(weight), y, {.trans_b = true});
+  if (const ops::PackedMatrix* p = ctx.packed_weight(weight)) {
+    ops::matmul_packed(x, *p, y);
+    if (!p->bias.defined()) ops::bias_add(y, ctx.value(bias), y);  // else packed with it (pack_weights)
+    return y;
+  }
+  ops::matmul(x, ctx.value(weight), y, {.trans_b = true});
   ops::bias_add(y, ctx.value(bias), y);
   return y;
 }

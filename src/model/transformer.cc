@@ -224,8 +224,14 @@ void Transformer::quantize_int8() {
 void Transformer::pack_weights() {
   TFM_CHECK(params_.values().dtype() == DType::F32, "packed weights need a float32 model");
   packed_.clear();
-  for (int id = 0; id < params_.size(); ++id)
-    if (is_product_weight(id)) packed_.emplace(id, ops::pack_weight(params_.value(id)));
+  for (int id = 0; id < params_.size(); ++id) {
+    if (!is_product_weight(id)) continue;
+    // A linear layer's bias joins its product (`<name>.weight` → `<name>.bias`); the output
+    // projection has none.
+    const std::string& name = params_.name(id);
+    const int bias = id == tgt_embedding ? -1 : params_.find(name.substr(0, name.size() - 6) + "bias");
+    packed_.emplace(id, ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor()));
+  }
 }
 
 DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,

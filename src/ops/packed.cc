@@ -2,15 +2,22 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/dispatch.h"
+#include "ops/elementwise.h"
 #include "ops/matmul.h"
 
 namespace tfm::ops {
 
-PackedMatrix pack_weight(const Tensor& w) {
+PackedMatrix pack_weight(const Tensor& w, const Tensor& bias) {
   check_rank("pack_weight", "w", w, 2);
   check_dtype("pack_weight", "w", w, DType::F32);
   TFM_CHECK(w.device() == Device::CPU, "pack_weight: no kernel for device '", name(w.device()), "'");
-  return {w, cpu::pack_weight(w.size(0), w.size(1), w.data<float>())};
+  if (bias.defined()) {
+    check_dtype("pack_weight", "bias", bias, DType::F32);
+    TFM_CHECK(bias.numel() == w.size(0) && bias.device() == Device::CPU, "pack_weight: bias ", bias.shape(),
+              " does not fit a weight of ", w.shape());
+  }
+  return {w, bias,
+          cpu::pack_weight(w.size(0), w.size(1), w.data<float>(), bias.defined() ? bias.data<float>() : nullptr)};
 }
 
 void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
@@ -25,6 +32,7 @@ void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
   TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU, "matmul_packed: no kernel for this device");
   if (!cpu::packed_product_wins(rows, out, in)) {
     matmul(x, w.weight, y, {.trans_b = true});
+    if (w.bias.defined()) bias_add(y, w.bias, y);
     return;
   }
   cpu::matmul_packed(w.packed.get(), rows, x.data<float>(), y.data<float>());

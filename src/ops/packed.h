@@ -13,14 +13,16 @@ namespace tfm::ops {
 
 struct PackedMatrix {
   Tensor weight;                       // the float32 [out, in] it was packed from (a view; not owned)
+  Tensor bias;                         // float32 [out] added by the product (a view), or undefined
   std::shared_ptr<const void> packed;  // the device's packed copy and its product
 };
 
-// w: float32 [out, in], on the CPU; must outlive the result.
-PackedMatrix pack_weight(const Tensor& w);
+// w: float32 [out, in], on the CPU; bias: float32 [out] or undefined. Both must outlive the result.
+// With a bias, the product adds it in the same pass (oneDNN's bias argument).
+PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor());
 
-// y = x · Wᵀ; x: float32 [..., in] → y: float32 [..., out]. Uses the packed copy where it is
-// faster (few rows; docs/performance.md) and BLAS on `weight` otherwise.
+// y = x · Wᵀ (+ the bias it was packed with); x: float32 [..., in] → y: float32 [..., out]. Uses
+// the packed copy where it is faster (few rows; docs/performance.md) and BLAS on `weight` otherwise.
 void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y);
 
 }  // namespace tfm::ops

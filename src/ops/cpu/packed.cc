@@ -1,5 +1,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <unordered_map>
+
 #include "core/error.h"
 #include "ops/cpu/kernels.h"
 
@@ -23,19 +25,24 @@ struct Packed {
   int64_t n = 0, k = 0;
   dnnl::matmul product;
   memory weights;  // in the layout the primitive chose
+  memory bias;     // [1, n] over the caller's bias; empty when there is none
 };
 }  // namespace
 
-std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w) {
+std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias) {
   try {
     auto p = std::make_shared<Packed>();
     p->n = n;
     p->k = k;
-    // y [M, N] = x [M, K] · B [K, N] with B = wᵀ; M is given at each call.
+    // y [M, N] = x [M, K] · B [K, N] (+ bias [1, N]) with B = wᵀ; M is given at each call.
     const memory::desc src({DNNL_RUNTIME_DIM_VAL, k}, dt::f32, {k, 1});
     const memory::desc dst({DNNL_RUNTIME_DIM_VAL, n}, dt::f32, {n, 1});
     const memory::desc any_weights({k, n}, dt::f32, memory::format_tag::any);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any_weights, dst), engine());
+    const memory::desc bias_desc({1, n}, dt::f32, {n, 1});
+    const dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(src, any_weights, bias_desc, dst)
+                                               : dnnl::matmul::desc(src, any_weights, dst),
+                                          engine());
+    if (bias) p->bias = memory(bias_desc, engine(), const_cast<float*>(bias));
     // w [n, k] row-major is B [k, n] in layout "ba".
     memory user(memory::desc({k, n}, dt::f32, memory::format_tag::ba), engine(), const_cast<float*>(w));
     p->weights = memory(pd.weights_desc(), engine());
@@ -54,7 +61,9 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
   try {
     memory xm(memory::desc({m, p.k}, dt::f32, {p.k, 1}), engine(), const_cast<float*>(x));
     memory ym(memory::desc({m, p.n}, dt::f32, {p.n, 1}), engine(), y);
-    p.product.execute(stream(), {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, ym}});
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, ym}};
+    if (p.bias) args.emplace(DNNL_ARG_BIAS, p.bias);
+    p.product.execute(stream(), args);
     stream().wait();
   } catch (const dnnl::error& e) {
     throw Error(cat("packed matrix product of ", m, " rows failed (oneDNN: ", e.what(), ")"));
