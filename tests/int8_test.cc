@@ -2,7 +2,9 @@
 // a quantized model's outputs against the float32 model's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "decode/search.h"
 #include "model/checkpoint.h"
@@ -55,6 +57,35 @@ TEST(Int8, BiasIsAddedInTheSamePass) {
           << r << "," << c;
   Tensor wrong = Tensor::zeros({7, 33});
   EXPECT_THROW(ops::matmul_int8(x, w, wrong, Tensor::zeros({32})), Error);
+}
+
+// The product against its definition: x quantized per row (round half away from zero, scale
+// max |x_row| / 127), the integer dot products, both scales and the bias. 300 rows take the
+// one-product path, 150 rows the per-thread column blocks (3,001 columns: four blocks, the last
+// one shorter).
+TEST(Int8, BothProductPathsMatchTheDefinition) {
+  const int64_t k = 64, n = 3001;
+  const Tensor x = testing::random_tensor({300, k}, 7, -3, 3).to(DType::F32);
+  const ops::QuantizedMatrix w = ops::quantize_rows(testing::random_tensor({n, k}, 8).to(DType::F32));
+  const Tensor bias = testing::random_tensor({n}, 9).to(DType::F32);
+  for (const int64_t m : {300, 150}) {
+    Tensor y = Tensor::zeros({m, n});
+    ops::matmul_int8(x.rows(0, m), w, y, bias);
+    for (int64_t r = 0; r < m; ++r) {
+      const float* row = x.data<float>() + r * k;
+      float max = 0;
+      for (int64_t c = 0; c < k; ++c) max = std::max(max, std::abs(row[c]));
+      const float s = max / 127.0f;
+      std::vector<int32_t> qx(k);
+      for (int64_t c = 0; c < k; ++c) qx[c] = static_cast<int32_t>(std::round(row[c] / s));
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t dot = 0;
+        for (int64_t c = 0; c < k; ++c) dot += qx[c] * w.q.data<int8_t>()[j * k + c];
+        const double want = double(dot) * s * w.scale.data<float>()[j] + bias.data<float>()[j];
+        ASSERT_NEAR(y.data<float>()[r * n + j], want, 1e-5 * (1 + std::abs(want))) << m << " rows: " << r << "," << j;
+      }
+    }
+  }
 }
 
 TEST(Int8, QuantizedModelTranslatesLikeTheFloatModel) {
