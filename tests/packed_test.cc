@@ -3,6 +3,8 @@
 // same model without them.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <cmath>
 
 #include "decode/search.h"
@@ -52,6 +54,27 @@ TEST(Packed, BiasPackedWithTheWeightIsAddedByTheProduct) {
     EXPECT_LT(max_abs_diff(want, got), 1e-5 * 96);
   }
   EXPECT_THROW(ops::pack_weight(w, Tensor::zeros({39})), Error);
+}
+
+// Wide outputs (8,192 columns and more) are packed in one column block per thread; 3 threads give
+// blocks of 2,731 and 2,732 columns over 8,195.
+TEST(Packed, WideOutputsInColumnBlocksMatchBlas) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(3);
+  const Tensor w = testing::random_tensor({8195, 24}, 11).to(DType::F32);
+  const Tensor bias = testing::random_tensor({8195}, 12).to(DType::F32);
+  const ops::PackedMatrix p = ops::pack_weight(w, bias);
+  for (int64_t rows : {1, 64, 256}) {
+    SCOPED_TRACE(::testing::Message() << rows << " rows");
+    const Tensor x = testing::random_tensor({rows, 24}, 13 + rows).to(DType::F32);
+    Tensor want = Tensor::zeros({rows, 8195}), got = Tensor::empty({rows, 8195});
+    got.fill(12345.0);  // every element must be written
+    ops::matmul(x, w, want, {.trans_b = true});
+    ops::bias_add(want, bias, want);
+    ops::matmul_packed(x, p, got);
+    EXPECT_LT(max_abs_diff(want, got), 1e-5 * 24);
+  }
+  omp_set_num_threads(threads);
 }
 
 TEST(Packed, LeadingDimsFoldIntoRows) {

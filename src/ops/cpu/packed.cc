@@ -1,6 +1,11 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <omp.h>
+
+#include <algorithm>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/error.h"
 #include "ops/cpu/kernels.h"
@@ -21,12 +26,56 @@ dnnl::stream& stream() {
   return s;
 }
 
-struct Packed {
-  int64_t n = 0, k = 0;
+// One block of output columns [c0, c0 + n) with its own product.
+struct Block {
+  int64_t c0 = 0, n = 0;
   dnnl::matmul product;
   memory weights;  // in the layout the primitive chose
   memory bias;     // [1, n] over the caller's bias; empty when there is none
 };
+
+struct Packed {
+  int64_t n = 0, k = 0;
+  std::vector<Block> blocks;  // one, or one per thread for wide outputs
+};
+
+// Wide outputs (the output projection, 32,000 columns) in one block per thread, each computed by
+// its thread alone (oneDNN runs a primitive on the calling thread inside a parallel region): 64 ×
+// 32,000 × 512 took 11.2–13.1 ms against 12.4–14.3 whole, 256 rows 41–45 against 48–49 ms. For
+// 512 and 2,048 columns the blocks gained nothing consistent (docs/performance.md).
+constexpr int64_t kBlockedColumns = 8192;
+
+Block pack_block(int64_t c0, int64_t n, int64_t k, int64_t ldy, const float* w, const float* bias) {
+  Block b;
+  b.c0 = c0;
+  b.n = n;
+  // y [M, n] (rows ldy apart) = x [M, K] · B [K, n] (+ bias [1, n]) with B = w[c0 : c0 + n]ᵀ; M is
+  // given at each call.
+  const memory::desc src({DNNL_RUNTIME_DIM_VAL, k}, dt::f32, {k, 1});
+  const memory::desc dst({DNNL_RUNTIME_DIM_VAL, n}, dt::f32, {ldy, 1});
+  const memory::desc any_weights({k, n}, dt::f32, memory::format_tag::any);
+  const memory::desc bias_desc({1, n}, dt::f32, {n, 1});
+  const dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(src, any_weights, bias_desc, dst)
+                                             : dnnl::matmul::desc(src, any_weights, dst),
+                                        engine());
+  if (bias) b.bias = memory(bias_desc, engine(), const_cast<float*>(bias + c0));
+  // w [n, k] row-major is B [k, n] in layout "ba".
+  memory user(memory::desc({k, n}, dt::f32, memory::format_tag::ba), engine(), const_cast<float*>(w + c0 * k));
+  b.weights = memory(pd.weights_desc(), engine());
+  dnnl::reorder(user, b.weights).execute(stream(), user, b.weights);
+  stream().wait();
+  b.product = dnnl::matmul(pd);
+  return b;
+}
+
+void run_block(const Block& b, int64_t m, int64_t k, int64_t ldy, const float* x, float* y) {
+  memory xm(memory::desc({m, k}, dt::f32, {k, 1}), engine(), const_cast<float*>(x));
+  memory ym(memory::desc({m, b.n}, dt::f32, {ldy, 1}), engine(), y + b.c0);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, b.weights}, {DNNL_ARG_DST, ym}};
+  if (b.bias) args.emplace(DNNL_ARG_BIAS, b.bias);
+  b.product.execute(stream(), args);
+  stream().wait();
+}
 }  // namespace
 
 std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias) {
@@ -34,21 +83,11 @@ std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, co
     auto p = std::make_shared<Packed>();
     p->n = n;
     p->k = k;
-    // y [M, N] = x [M, K] · B [K, N] (+ bias [1, N]) with B = wᵀ; M is given at each call.
-    const memory::desc src({DNNL_RUNTIME_DIM_VAL, k}, dt::f32, {k, 1});
-    const memory::desc dst({DNNL_RUNTIME_DIM_VAL, n}, dt::f32, {n, 1});
-    const memory::desc any_weights({k, n}, dt::f32, memory::format_tag::any);
-    const memory::desc bias_desc({1, n}, dt::f32, {n, 1});
-    const dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(src, any_weights, bias_desc, dst)
-                                               : dnnl::matmul::desc(src, any_weights, dst),
-                                          engine());
-    if (bias) p->bias = memory(bias_desc, engine(), const_cast<float*>(bias));
-    // w [n, k] row-major is B [k, n] in layout "ba".
-    memory user(memory::desc({k, n}, dt::f32, memory::format_tag::ba), engine(), const_cast<float*>(w));
-    p->weights = memory(pd.weights_desc(), engine());
-    dnnl::reorder(user, p->weights).execute(stream(), user, p->weights);
-    stream().wait();
-    p->product = dnnl::matmul(pd);
+    const int64_t blocks = n >= kBlockedColumns ? std::max(1, omp_get_max_threads()) : 1;
+    for (int64_t i = 0; i < blocks; ++i) {
+      const int64_t c0 = n * i / blocks, c1 = n * (i + 1) / blocks;
+      p->blocks.push_back(pack_block(c0, c1 - c0, k, n, w, bias));
+    }
     return p;
   } catch (const dnnl::error& e) {
     throw Error(cat("packing a [", n, ", ", k, "] weight matrix failed (oneDNN: ", e.what(), ")"));
@@ -58,16 +97,29 @@ std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, co
 void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
   const Packed& p = *static_cast<const Packed*>(packed);
   if (m == 0) return;
-  try {
-    memory xm(memory::desc({m, p.k}, dt::f32, {p.k, 1}), engine(), const_cast<float*>(x));
-    memory ym(memory::desc({m, p.n}, dt::f32, {p.n, 1}), engine(), y);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, ym}};
-    if (p.bias) args.emplace(DNNL_ARG_BIAS, p.bias);
-    p.product.execute(stream(), args);
-    stream().wait();
-  } catch (const dnnl::error& e) {
-    throw Error(cat("packed matrix product of ", m, " rows failed (oneDNN: ", e.what(), ")"));
+  const int64_t blocks = static_cast<int64_t>(p.blocks.size());
+  // One block: its product runs on every thread. (Not inside a parallel region, even an inactive
+  // one: oneDNN then runs it on one thread.)
+  std::string failure;
+  if (blocks == 1) {
+    try {
+      run_block(p.blocks[0], m, p.k, p.n, x, y);
+    } catch (const dnnl::error& e) {
+      failure = e.what();
+    }
+  } else {
+    // An exception may not leave a parallel region: the first one's message is kept and thrown after.
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < blocks; ++i) {
+      try {
+        run_block(p.blocks[i], m, p.k, p.n, x, y);
+      } catch (const dnnl::error& e) {
+#pragma omp critical(packed_failure)
+        if (failure.empty()) failure = e.what();
+      }
+    }
   }
+  TFM_CHECK(failure.empty(), "packed matrix product of ", m, " rows failed (oneDNN: ", failure, ")");
 }
 
 // BM_DecodeProduct against BM_DecodeProductPacked (2 threads): packed 1.3–1.9× at 64 rows for every
