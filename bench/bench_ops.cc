@@ -21,6 +21,7 @@
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/softmax.h"
+#include "ops/top_k.h"
 
 namespace {
 
@@ -231,6 +232,23 @@ void BM_DecodeAttention(benchmark::State& state) {
   set_gbytes(state, 4.0 * (2 * entries * keys * kModel + 2 * queries * kModel));
 }
 BENCHMARK(BM_DecodeAttention)->ArgName("kv_group")->Arg(1)->Arg(4)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// ---- A decoding step's selection (ops::top_k_logprobs): each row's best 2K continuations and its
+// log-sum-exp over a vocabulary of 32,000, for 64 rows (greedy, k 1) and 256 (beam 4, k 8).
+// GB/s counts the logits read once.
+
+void BM_TopK(benchmark::State& state) {
+  const int64_t rows = state.range(0), k = rows == 64 ? 1 : 8, V = 32000;
+  const Tensor logits = uniform({rows, V}, 9);
+  Tensor logp = Tensor::empty({rows, k}, tfm::DType::F64), ids = Tensor::empty({rows, k}, tfm::DType::I32),
+         lse = Tensor::empty({rows}, tfm::DType::F64);
+  for (auto _ : state) {
+    tfm::ops::top_k_logprobs(logits, k, {0, 1, 2}, logp, ids, lse);
+    benchmark::ClobberMemory();
+  }
+  set_gbytes(state, 4.0 * rows * V);
+}
+BENCHMARK(BM_TopK)->ArgName("rows")->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // ---- Layer norm on [2048, 512].
 

@@ -14,7 +14,7 @@ namespace {
 
 TEST(TopK, MatchesSortingWithTiesAndBannedIds) {
   std::mt19937 gen(3);
-  for (int64_t V : {1, 2, 63, 64, 65, 129, 1000}) {
+  for (int64_t V : {1, 2, 63, 64, 65, 129, 1000, 5000}) {
     for (int64_t k : {1, 3, 8}) {
       const int64_t R = 5;
       std::vector<float> z(static_cast<size_t>(R * V));

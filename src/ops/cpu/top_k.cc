@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "ops/cpu/fast_exp.h"
 #include "ops/cpu/kernels.h"
@@ -16,21 +17,12 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
     double* best = logp + r * k;
     int32_t* best_id = ids + r * k;
     int64_t n = 0;  // selected so far (sorted, best first)
-    // The row's maximum (for the log-sum-exp) in one vectorized pass; then the selection in blocks,
-    // skipping every block whose largest value cannot enter the k best (most blocks, once the first
-    // ones have filled the list): the per-element compare and insert runs only where it can matter.
-    T max = z[0];
-#pragma omp simd reduction(max : max)
-    for (int64_t v = 0; v < V; ++v) max = z[v] > max ? z[v] : max;
+    // The selection goes by blocks, skipping every block whose largest value cannot enter the k
+    // best (most blocks, once the first ones have filled the list): the per-element compare and
+    // insert runs only where it can matter.
     constexpr int64_t kBlock = 64;
-    for (int64_t start = 0; start < V; start += kBlock) {
-      const int64_t end = std::min(V, start + kBlock);
-      if (n == k) {
-        T block_max = z[start];
-#pragma omp simd reduction(max : block_max)
-        for (int64_t v = start; v < end; ++v) block_max = z[v] > block_max ? z[v] : block_max;
-        if (block_max <= best[k - 1]) continue;
-      }
+    auto select_block = [&](int64_t start, int64_t end, T block_max) {
+      if (n == k && block_max <= best[k - 1]) return;
       for (int64_t v = start; v < end; ++v) {
         const T x = z[v];
         if ((n == k && x <= best[k - 1]) || banned[v]) continue;
@@ -44,8 +36,42 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
         best_id[pos] = static_cast<int32_t>(v);
         n += n < k;
       }
+    };
+    auto block_max_of = [&](int64_t start, int64_t end) {
+      T m = z[start];
+#pragma omp simd reduction(max : m)
+      for (int64_t v = start; v < end; ++v) m = z[v] > m ? z[v] : m;
+      return m;
+    };
+    double l;
+    if constexpr (std::is_same_v<T, float>) {
+      // One pass over the row (32,000 logits do not stay in L1): each block's maximum, its share of
+      // Σ exp(z − M) against the running maximum M (the sum rescaled when M grows), its selection.
+      float M = -std::numeric_limits<float>::infinity();
+      f32x16 acc{};
+      for (int64_t start = 0; start < V; start += kBlock) {
+        const int64_t end = std::min(V, start + kBlock);
+        const float block_max = block_max_of(start, end);
+        if (block_max > M) {
+          if (start > 0) acc *= std::exp(M - block_max);
+          M = block_max;
+        }
+        int64_t i = start;
+        for (; i + 16 <= end; i += 16) acc += exp16(load16(z + i) - M);
+        if (i < end) acc += exp_tail(z + i, M, end - i);
+        select_block(start, end, block_max);
+      }
+      l = double(M) + std::log(double(sum16(acc)));
+    } else {
+      T max = z[0];
+#pragma omp simd reduction(max : max)
+      for (int64_t v = 0; v < V; ++v) max = z[v] > max ? z[v] : max;
+      for (int64_t start = 0; start < V; start += kBlock) {
+        const int64_t end = std::min(V, start + kBlock);
+        select_block(start, end, n == k ? block_max_of(start, end) : max);
+      }
+      l = double(max) + std::log(double(sum_exp_shift(z, max, V)));
     }
-    const double l = double(max) + std::log(double(sum_exp_shift(z, max, V)));
     lse[r] = l;
     for (int64_t j = 0; j < k; ++j) {
       if (j < n) {
