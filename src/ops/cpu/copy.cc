@@ -34,6 +34,7 @@ void permute_rows_in_place(int64_t n, int64_t row_bytes, int64_t copy_bytes, con
 }
 
 void write_position(int64_t batch, int64_t length, int64_t row_bytes, int64_t position, const char* x, char* cache) {
+#pragma omp parallel for schedule(static) if (batch * row_bytes >= (1 << 18))
   for (int64_t b = 0; b < batch; ++b)
     std::memcpy(cache + (b * length + position) * row_bytes, x + b * row_bytes, static_cast<size_t>(row_bytes));
 }
