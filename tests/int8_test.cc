@@ -61,8 +61,8 @@ TEST(Int8, BiasIsAddedInTheSamePass) {
 
 // The product against its definition: x quantized per row (round half away from zero, scale
 // max |x_row| / 127), the integer dot products, both scales and the bias. 300 rows take the
-// one-product path, 150 rows the per-thread column blocks (3,001 columns: four blocks, the last
-// one shorter).
+// one-product path, 150 rows the per-thread column blocks (3,001 columns: with 2 threads four
+// blocks, the last one shorter).
 TEST(Int8, BothProductPathsMatchTheDefinition) {
   const int64_t k = 64, n = 3001;
   const Tensor x = testing::random_tensor({300, k}, 7, -3, 3).to(DType::F32);
@@ -77,7 +77,7 @@ TEST(Int8, BothProductPathsMatchTheDefinition) {
       for (int64_t c = 0; c < k; ++c) max = std::max(max, std::abs(row[c]));
       const float s = max / 127.0f;
       std::vector<int32_t> qx(k);
-      for (int64_t c = 0; c < k; ++c) qx[c] = static_cast<int32_t>(std::round(row[c] / s));
+      for (int64_t c = 0; c < k; ++c) qx[c] = static_cast<int32_t>(std::round(row[c] * (1.0f / s)));
       for (int64_t j = 0; j < n; ++j) {
         int64_t dot = 0;
         for (int64_t c = 0; c < k; ++c) dot += qx[c] * w.q.data<int8_t>()[j * k + c];

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -49,6 +50,20 @@ TEST(TopK, MatchesSortingWithTiesAndBannedIds) {
       }
     }
   }
+}
+
+// Logits of −inf (masked) in the row's first blocks: they add nothing to the sum and rank last.
+TEST(TopK, LeadingMinusInfinityLeavesTheSumFinite) {
+  const int64_t V = 200;
+  std::vector<float> z(V, -std::numeric_limits<float>::infinity());
+  for (int64_t v = 130; v < V; ++v) z[v] = 0.1f * static_cast<float>(v % 7);
+  Tensor logp = Tensor::empty({1, 2}, DType::F64), ids = Tensor::empty({1, 2}, DType::I32), lse = Tensor::empty({1}, DType::F64);
+  ops::top_k_logprobs(Tensor::from<float>({1, V}, z), 2, {}, logp, ids, lse);
+  double sum = 0;
+  for (int64_t v = 130; v < V; ++v) sum += std::exp(double(z[v]));
+  EXPECT_NEAR(lse.data<double>()[0], std::log(sum), 1e-5);
+  EXPECT_EQ(ids.data<int32_t>()[0], 132);  // the first id with the largest value, 0.6
+  EXPECT_NEAR(logp.data<double>()[0], 0.6 - std::log(sum), 1e-5);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // The decoding step's selection: for each row of logits [R, V], the k most probable tokens among
-// those allowed and the row's log Σ exp — read-only passes for the maximum and the best k (raw
-// logits rank like log-probabilities), one for the sum, and no [R, V] array of log-probabilities.
+// those allowed and the row's log Σ exp — read-only (raw logits rank like log-probabilities; float
+// logits in one pass per row), and no [R, V] array of log-probabilities.
 #include <cstdint>
 #include <vector>
 

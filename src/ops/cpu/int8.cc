@@ -45,11 +45,15 @@ void quantize_activations(int64_t m, int64_t k, const float* x, uint8_t* xq, flo
 }
 
 // Columns [c0, c0 + nc) of the product: acc [m, nc] = (xq − 128) · w[c0 : c0 + nc]ᵀ in int32. Run
-// inside a parallel region, oneDNN computes it on the calling thread alone.
-void product_columns(int64_t m, int64_t c0, int64_t nc, int64_t k, const uint8_t* xq, const int8_t* w, int32_t* acc) {
+// inside a parallel region, oneDNN computes it on the calling thread alone. Returns oneDNN's status
+// (no exception may leave a parallel region).
+dnnl_status_t product_columns(int64_t m, int64_t c0, int64_t nc, int64_t k, const uint8_t* xq, const int8_t* w,
+                              int32_t* acc) {
   const int32_t co = 0;
-  const dnnl_status_t status =
-      dnnl_gemm_u8s8s32('N', 'T', 'F', m, nc, k, 1.0f, xq, k, 128, w + c0 * k, k, 0, 0.0f, acc, nc, &co);
+  return dnnl_gemm_u8s8s32('N', 'T', 'F', m, nc, k, 1.0f, xq, k, 128, w + c0 * k, k, 0, 0.0f, acc, nc, &co);
+}
+
+void check_product(dnnl_status_t status) {
   TFM_CHECK(status == dnnl_success, "int8 matrix product failed (oneDNN status ", static_cast<int>(status), ")");
 }
 
@@ -70,6 +74,7 @@ inline void dequantize_row(const int32_t* a, float s, const float* w_scale, cons
 void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
                  const float* bias, float* y) {
   // Scratch reused across calls (decoding calls this thousands of times): grown, never cleared.
+  if (m == 0 || n == 0) return;
   thread_local std::vector<uint8_t> xq;
   thread_local std::vector<float> x_scale;
   if (xq.size() < static_cast<size_t>(m * k)) xq.resize(static_cast<size_t>(m * k));
@@ -83,27 +88,34 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
     // Few rows (decoding): the columns in blocks, each thread computing its blocks' int32 products
     // alone and dequantizing each while it is in its cache (acc ≤ 512 KB). One product over all
     // columns would leave the int32 result (32 MB for 256 × 32,000 logits) in memory for a second
-    // pass: 256 × 32,000 × 512 took 14–16 ms blocked against 18–20 ms whole, the output identical
+    // pass: 256 × 32,000 × 512 took 11–16 ms blocked against 18–20 ms whole, the output identical
     // (docs/performance.md). Beyond 256 rows (the encoder) the whole product was faster.
-    const int64_t threads = omp_get_max_threads();
+    // Blocks of whole 16-column units, a multiple of the thread count (nearly equal shares).
+    const int64_t threads = omp_get_max_threads(), units = (n + 15) / 16;
     int64_t blocks = std::max<int64_t>(1, (m * n + (1 << 17) - 1) >> 17);
-    blocks = (blocks + threads - 1) / threads * threads;  // an equal share per thread
-    const int64_t nb = ((n + blocks - 1) / blocks + 15) / 16 * 16;
-    blocks = (n + nb - 1) / nb;
+    blocks = std::min(units, (blocks + threads - 1) / threads * threads);
+    const int64_t nb_max = 16 * ((units + blocks - 1) / blocks);
+    dnnl_status_t failed = dnnl_success;
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
       thread_local std::vector<int32_t> acc;  // this thread's block
-      if (acc.size() < static_cast<size_t>(m * nb)) acc.resize(static_cast<size_t>(m * nb));
-      const int64_t c0 = b * nb, nc = std::min(nb, n - c0);
-      product_columns(m, c0, nc, k, xq_data, w, acc.data());
+      if (acc.size() < static_cast<size_t>(m * nb_max)) acc.resize(static_cast<size_t>(m * nb_max));
+      const int64_t c0 = 16 * (units * b / blocks), nc = std::min(n, 16 * (units * (b + 1) / blocks)) - c0;
+      const dnnl_status_t status = product_columns(m, c0, nc, k, xq_data, w, acc.data());
+      if (status != dnnl_success) {
+#pragma omp critical(int8_failure)
+        failed = status;
+        continue;
+      }
       for (int64_t r = 0; r < m; ++r) dequantize_row(acc.data() + r * nc, scale_data[r], w_scale, bias, c0, nc, y + r * n);
     }
+    check_product(failed);
     return;
   }
   thread_local std::vector<int32_t> acc;
   if (acc.size() < static_cast<size_t>(m * n)) acc.resize(static_cast<size_t>(m * n));
   int32_t* acc_data = acc.data();
-  product_columns(m, 0, n, k, xq_data, w, acc_data);
+  check_product(product_columns(m, 0, n, k, xq_data, w, acc_data));
 #pragma omp parallel for schedule(static) if (m * n >= (1 << 15))
   for (int64_t r = 0; r < m; ++r) dequantize_row(acc_data + r * n, scale_data[r], w_scale, bias, 0, n, y + r * n);
 }

@@ -52,8 +52,12 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
       for (int64_t start = 0; start < V; start += kBlock) {
         const int64_t end = std::min(V, start + kBlock);
         const float block_max = block_max_of(start, end);
+        if (block_max == -std::numeric_limits<float>::infinity()) {  // adds nothing to the sum
+          select_block(start, end, block_max);
+          continue;
+        }
         if (block_max > M) {
-          if (start > 0) acc *= std::exp(M - block_max);
+          acc *= std::exp(M - block_max);  // 0 · exp(−inf) = 0 before the first finite block
           M = block_max;
         }
         int64_t i = start;
