@@ -91,7 +91,8 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
                  const float* bias, float* y);
 
 // Packed float32 weights (ops/packed.h): w [n, k] reordered once into oneDNN's layout for a matmul
-// primitive with a run-time row count; y [m, n] = x [m, k] · wᵀ.
+// primitive with a run-time row count (wide outputs: one primitive per thread over its block of
+// columns, packed.cc); y [m, n] = x [m, k] · wᵀ.
 std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias);
 void matmul_packed(const void* packed, int64_t m, const float* x, float* y);
 // Whether the packed product beats BLAS at this shape (measured: docs/performance.md).
