@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ops/attention.h"
+#include "testing/errors.h"
 #include "testing/gradcheck.h"
 
 namespace tfm {
@@ -148,6 +149,53 @@ TEST(AttentionMask, DecodingQueriesMatchADirectComputation) {
           }
         }
     }
+}
+
+// A decoding cache in slabs (key_rows): each query reads, at each position, the slab row its
+// hypothesis names; the result is bit for bit that of the same keys and values gathered into rows
+// of their own, for the float kernel's vector path (64) and plain loops (8), float32 and float64.
+TEST(AttentionMask, SlabCacheRowsMatchTheGatheredKeys) {
+  constexpr int64_t H = 2, L = 7, R = 5, B = 4;  // positions, slab rows, hypotheses
+  const std::vector<int32_t> rows = {0, 0, 1, 3, 2, 4, 4,  //
+                                     1, 1, 1, 0, 2, 0, 0,  //
+                                     4, 3, 2, 1, 0, 1, 2,  //
+                                     2, 4, 0, 0, 1, 3, 3};
+  const std::vector<int32_t> lengths = {7, 5, 6, 1};
+  for (int64_t width : {8, 64})
+    for (DType dtype : {DType::F32, DType::F64}) {
+      const Tensor q = random_tensor({B, 1, H * width}, 21).to(dtype), k = random_tensor({L, R, H * width}, 22).to(dtype),
+                   v = random_tensor({L, R, H * width}, 23).to(dtype);
+      Tensor kg = Tensor::zeros({B, L, H * width}, dtype), vg = Tensor::zeros({B, L, H * width}, dtype);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t s = 0; s < L; ++s) {
+          kg.rows(b, 1).view({L, H * width}).rows(s, 1).copy_from(k.rows(s, 1).view({R, H * width}).rows(rows[b * L + s], 1));
+          vg.rows(b, 1).view({L, H * width}).rows(s, 1).copy_from(v.rows(s, 1).view({R, H * width}).rows(rows[b * L + s], 1));
+        }
+      ops::AttentionArgs args;
+      args.heads = H;
+      args.key_lengths = Tensor::from<int32_t>({B}, lengths);
+      Tensor want = Tensor::zeros({B, 1, H * width}, dtype), want_p = Tensor::zeros({B, H, 1, L}, dtype);
+      ops::attention(q, kg, vg, args, want_p, want);
+      args.key_rows = Tensor::from<int32_t>({B, L}, rows);
+      Tensor got = Tensor::zeros({B, 1, H * width}, dtype), got_p = Tensor::zeros({B, H, 1, L}, dtype);
+      ops::attention(q, k, v, args, got_p, got);
+      EXPECT_EQ(got.to_doubles(), want.to_doubles()) << "width " << width;
+      EXPECT_EQ(got_p.to_doubles(), want_p.to_doubles()) << "width " << width;
+    }
+  // Rows outside the slabs, a wrong shape, and uses other than decoding are refused.
+  const Tensor q = random_tensor({B, 1, H * 8}, 21).to(DType::F32), k = random_tensor({L, R, H * 8}, 22).to(DType::F32);
+  Tensor out = Tensor::zeros({B, 1, H * 8}), probs = Tensor::zeros({B, H, 1, L});
+  ops::AttentionArgs args;
+  args.heads = H;
+  std::vector<int32_t> bad = rows;
+  bad[9] = 5;
+  args.key_rows = Tensor::from<int32_t>({B, L}, bad);
+  testing::expect_error([&] { ops::attention(q, k, k, args, probs, out); }, {"key_rows[1, 2] = 5", "[0, 5)"});
+  args.key_rows = Tensor::from<int32_t>({B, L - 1}, std::vector<int32_t>(B * (L - 1), 0));
+  testing::expect_error([&] { ops::attention(q, k, k, args, probs, out); }, {"key_rows has shape", "[4, 7]"});
+  args.key_rows = Tensor::from<int32_t>({B, L}, rows);
+  args.dropout = 0.1;
+  testing::expect_error([&] { ops::attention(q, k, k, args, probs, out); }, {"for decoding", "dropout 0.1"});
 }
 
 TEST(AttentionMask, AllMaskedQueriesGiveZerosNotNaN) {

@@ -177,29 +177,6 @@ TEST(Dropout, TheMaskIsTheStreamsUniformsElementByElement) {
   }
 }
 
-// permute_rows moves rows in place as index_select gathers them into a new tensor, including rows
-// that are read by others and overwritten themselves (cycles, duplicates).
-TEST(Copy, PermuteRowsInPlaceIsTheGather) {
-  const Tensor src = testing::random_tensor({7, 5, 3}, 11).to(DType::F32);
-  for (const std::vector<int32_t>& order : {std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6}, {1, 2, 0, 3, 3, 6, 5},
-                                            {6, 6, 6, 0, 0, 1, 2}, {2, 1, 0, 5, 4, 3, 6}}) {
-    for (const int64_t prefix : {int64_t{-1}, int64_t{2}}) {
-      const Tensor idx = Tensor::from<int32_t>({7}, order);
-      Tensor want = src.clone();
-      ops::index_select(src, idx, want, prefix);  // positions past the prefix stay as in src
-      Tensor got = src.clone();
-      ops::permute_rows(got, idx, prefix);
-      EXPECT_EQ(got.to_doubles(), want.to_doubles()) << "prefix " << prefix << ", order starting " << order[0];
-    }
-  }
-  Tensor t = src.clone();
-  testing::expect_error([&] { ops::permute_rows(t, Tensor::from<int32_t>({2}, {0, 1})); }, {"2 indices for 7 rows"});
-  testing::expect_error([&] { ops::permute_rows(t, Tensor::from<int32_t>({7}, {0, 1, 2, 3, 4, 5, 7})); },
-                        {"index 7 at position 6"});
-  testing::expect_error([&] { ops::permute_rows(t, Tensor::from<int32_t>({7}, {0, 1, 2, 3, 4, 5, 6}), 6); },
-                        {"prefix 6"});
-}
-
 TEST(Dropout, KeepsAboutOneMinusPAndScalesTheKept) {
   const int64_t n = 200001;  // odd: the last Philox block is partial
   Tensor x = Tensor::empty({n});

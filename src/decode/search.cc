@@ -205,7 +205,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   const ModelConfig& c = model.config();
   const int64_t K = o.beam_size, B = static_cast<int64_t>(sources.size());
   Encoded e = encode_batch(model, ctx, sources, o);
-  DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention);
+  DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention, K);
   const Columns cols = restrict_output(model, ctx, state, sources, o);
 
   // Rows are grouped by sentence, `width` per active sentence: one at the first step (every beam

@@ -24,13 +24,14 @@ std::pair<Tensor, Tensor> MultiHeadAttention::project_kv(const Context& ctx, con
 
 Tensor MultiHeadAttention::attend(const Context& ctx, const Tensor& xq, const Tensor& k, const Tensor& v,
                                   const AttentionMask& mask, Saved* saved) const {
-  const int64_t B = xq.size(0), T = xq.size(1), S = k.size(1);
+  const int64_t B = xq.size(0), T = xq.size(1), S = mask.key_rows.defined() ? k.size(0) : k.size(1);
   Tensor q = q_proj.forward(ctx, xq);
   ops::AttentionArgs args;
   args.heads = static_cast<int>(heads);
   args.causal = mask.causal;
   args.key_lengths = mask.key_lengths;
   args.kv_group = mask.kv_group;
+  args.key_rows = mask.key_rows;
   if (ctx.training() && attention_dropout > 0) {
     args.dropout = attention_dropout;
     args.rng = ctx.rng->next();

@@ -11,9 +11,10 @@ namespace tfm {
 
 // Which keys each query may see.
 struct AttentionMask {
-  bool causal = false;  // decoder self-attention: no looking ahead
-  Tensor key_lengths;   // int32 [B]: keys at or past the length are padding; undefined: none
-  int64_t kv_group = 1; // query entries per key/value entry (decoding: beams share the encoder output)
+  bool causal = false;      // decoder self-attention: no looking ahead
+  Tensor key_lengths = {};  // int32 [B]: keys at or past the length are padding; undefined: none
+  int64_t kv_group = 1;     // query entries per key/value entry (decoding: beams share the encoder output)
+  Tensor key_rows = {};     // int32 [B, L]: keys and values in a decoding cache's slabs (ops::AttentionArgs)
 };
 
 class MultiHeadAttention {

@@ -63,8 +63,8 @@ Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& stat
         const auto [k, v] = self_attn.project_kv(ctx, in);
         ops::write_position(state.self_k[index], k, state.length);
         ops::write_position(state.self_v[index], v, state.length);
-        return self_attn.attend(ctx, in, state.self_k[index], state.self_v[index], {false, state.step_lengths},
-                                nullptr);
+        return self_attn.attend(ctx, in, state.self_k[index], state.self_v[index],
+                                {.key_lengths = state.step_lengths, .key_rows = state.key_rows}, nullptr);
       },
       nullptr);
   const Tensor h2 = cross_res.forward(
@@ -72,7 +72,7 @@ Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& stat
       [&](const Tensor& in) {
         MultiHeadAttention::Saved saved;
         Tensor y = cross_attn.attend(ctx, in, state.memory_k[index], state.memory_v[index],
-                                     {false, state.src_lengths, state.kv_group},
+                                     {.key_lengths = state.src_lengths, .kv_group = state.kv_group},
                                      state.record_attention ? &saved : nullptr);
         if (state.record_attention) state.cross_attention[index] = saved.probs;
         return y;
@@ -145,7 +145,7 @@ void Transformer::embed_backward(const Context& ctx, int table, const EmbedSaved
 }
 
 Tensor Transformer::encode(const Context& ctx, const Tensor& src, const Tensor& src_lengths, Saved* saved) const {
-  const AttentionMask mask{false, src_lengths};
+  const AttentionMask mask{.key_lengths = src_lengths};
   if (saved) saved->encoder.resize(encoder.size());
   Tensor x = embed(ctx, src_embedding, src, 0, saved ? &saved->src_embed : nullptr);
   for (size_t i = 0; i < encoder.size(); ++i) x = encoder[i].forward(ctx, x, mask, saved ? &saved->encoder[i] : nullptr);
@@ -155,7 +155,7 @@ Tensor Transformer::encode(const Context& ctx, const Tensor& src, const Tensor& 
 
 Tensor Transformer::decode(const Context& ctx, const Tensor& tgt_in, const Tensor& tgt_lengths, const Tensor& memory,
                            const Tensor& src_lengths, Saved* saved) const {
-  const AttentionMask self_mask{true, tgt_lengths}, memory_mask{false, src_lengths};
+  const AttentionMask self_mask{.causal = true, .key_lengths = tgt_lengths}, memory_mask{.key_lengths = src_lengths};
   if (saved) saved->decoder.resize(decoder.size());
   Tensor x = embed(ctx, tgt_embedding, tgt_in, 0, saved ? &saved->tgt_embed : nullptr);
   for (size_t i = 0; i < decoder.size(); ++i)
@@ -235,8 +235,9 @@ void Transformer::pack_weights() {
 }
 
 DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,
-                                        int64_t max_length, bool record_attention) const {
+                                        int64_t max_length, bool record_attention, int64_t hypotheses) const {
   TFM_CHECK(max_length >= 1, "decoding needs a maximum length of at least 1, got ", max_length);
+  TFM_CHECK(hypotheses >= 1, "decoding needs at least 1 hypothesis per sentence, got ", hypotheses);
   DecodeState state;
   state.src_lengths = src_lengths.clone();
   state.record_attention = record_attention;
@@ -245,9 +246,10 @@ DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory
     const auto [k, v] = layer.cross_attn.project_kv(ctx, memory);
     state.memory_k.push_back(k);
     state.memory_v.push_back(v);
-    state.self_k.push_back(Tensor::zeros({B, max_length, config_.d_model}, memory.dtype(), memory.device()));
-    state.self_v.push_back(Tensor::zeros({B, max_length, config_.d_model}, memory.dtype(), memory.device()));
+    state.self_k.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
+    state.self_v.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
   }
+  state.key_rows = Tensor::zeros({B, max_length}, DType::I32);
   state.cross_attention.resize(decoder.size());
   state.step_lengths = Tensor::zeros({B}, DType::I32);
   return state;
@@ -256,9 +258,12 @@ DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory
 Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const {
   const int64_t rows = state.rows();
   TFM_CHECK(tokens.numel() == rows, "decode_step: ", tokens.numel(), " tokens for ", rows, " hypotheses");
-  TFM_CHECK(state.self_k.empty() || state.length < state.self_k[0].size(1), "decode_step: the cache holds ",
-            state.length, " tokens, its capacity");
+  TFM_CHECK(state.key_rows.size(1) > state.length, "decode_step: the cache holds ", state.length,
+            " tokens, its capacity");
   state.step_lengths.fill(static_cast<double>(state.length + 1));
+  // This step's keys go to row b of the slab, which hypothesis b reads from now on.
+  int32_t* key_rows = state.key_rows.data<int32_t>();
+  for (int64_t b = 0; b < rows; ++b) key_rows[b * state.key_rows.size(1) + state.length] = static_cast<int32_t>(b);
   Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);
   for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].step(ctx, x, state, i);
   if (config_.pre_norm) x = decoder_norm.forward(ctx, x, nullptr);
@@ -277,15 +282,16 @@ void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& 
     ops::index_select(t, which, out, prefix);
     t = out;
   };
+  TFM_CHECK(state.self_k.empty() || rows.numel() <= state.self_k[0].size(1), "reorder: ", rows.numel(),
+            " hypotheses exceed the decoding cache's ", state.self_k[0].size(1),
+            " (start_decoding's hypotheses per sentence)");
   select(state.src_lengths, rows, -1);
   select(state.step_lengths, rows, -1);
-  // The caches: only the filled positions; in place when the number of hypotheses stays (a beam
-  // step), where rows that keep their hypothesis are not copied.
-  for (auto* caches : {&state.self_k, &state.self_v})
-    for (Tensor& t : *caches) {
-      if (t.size(0) == rows.numel()) ops::permute_rows(t, rows, state.length);
-      else select(t, rows, state.length);
-    }
+  // The caches' keys and values stay where they are; the hypotheses' rows of key_rows move (the
+  // positions not yet written stay 0, a valid row).
+  Tensor key_rows = Tensor::zeros({rows.numel(), state.key_rows.size(1)}, DType::I32);
+  ops::index_select(state.key_rows, rows, key_rows, state.length);
+  state.key_rows = key_rows;
   for (Tensor& t : state.cross_attention)
     if (t.defined()) select(t, rows, -1);
   if (memory_rows.defined())

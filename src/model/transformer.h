@@ -22,7 +22,12 @@ struct DecodeState {
   Tensor src_lengths;                      // int32 [B']
   std::vector<Tensor> memory_k, memory_v;  // per decoder layer: the encoder output's keys, values [B_s, S, D]
   int64_t kv_group = 1;                    // B' / B_s
-  std::vector<Tensor> self_k, self_v;      // per decoder layer: keys, values of the tokens so far [B', L, D]
+  // Per decoder layer: the keys, values of the tokens so far [L, R, D], a slab of R rows per position
+  // (R ≥ B', the most hypotheses at once). Step t writes hypothesis b's keys into row b of slab t;
+  // key_rows (int32 [B', L]) says which row of each slab hypothesis b reads, so that reordering
+  // hypotheses (beam search) copies their rows of key_rows and no keys or values.
+  std::vector<Tensor> self_k, self_v;
+  Tensor key_rows;
   Tensor step_lengths;                     // int32 [B']: tokens visible to self-attention this step
   int64_t length = 0;                      // tokens decoded so far (< L, the cache's capacity)
   bool record_attention = false;           // keep each layer's encoder-decoder attention of the last step
@@ -113,9 +118,10 @@ class Transformer {
   // hidden [..., D] → logits [..., V], through the (shared) target embedding: h · Eᵀ.
   Tensor project(const Context& ctx, const Tensor& hidden) const;
 
-  // Incremental decoding over the encoder output memory [B, S, D], for up to max_length tokens.
+  // Incremental decoding over the encoder output memory [B, S, D], for up to max_length tokens and
+  // up to `hypotheses` hypotheses per sentence at once (the beam size).
   DecodeState start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,
-                             int64_t max_length, bool record_attention = false) const;
+                             int64_t max_length, bool record_attention = false, int64_t hypotheses = 1) const;
   // Restricts decode_step's output to target ids `ids` (sorted, unique, in [0, V)): its logits are
   // then [B', V'], column j scoring ids[j] (a vocabulary shortlist, decode/shortlist.h).
   void restrict_output(const Context& ctx, DecodeState& state, const std::vector<int32_t>& ids) const;

@@ -15,12 +15,29 @@ cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k
   TFM_CHECK(h >= 1, op, ": heads must be at least 1, got ", h);
   TFM_CHECK(q.size(2) % h == 0 && v.size(2) % h == 0, op, ": widths of q ", q.shape(), " and v ", v.shape(),
             " must be multiples of the ", h, " heads");
-  cpu::AttentionDims d{q.size(0), q.size(1), k.size(1), h, q.size(2) / h, v.size(2) / h, args.kv_group};
+  const bool shared = args.key_rows.defined();  // k, v: [S, R, H·d] slabs
+  cpu::AttentionDims d{q.size(0), q.size(1), shared ? k.size(0) : k.size(1), h, q.size(2) / h, v.size(2) / h,
+                       args.kv_group, shared ? k.size(1) : 0};
   TFM_CHECK(args.kv_group >= 1, op, ": kv_group must be >= 1, got ", args.kv_group);
-  TFM_CHECK(k.size(0) * args.kv_group == d.batch && v.size(0) == k.size(0), op, ": batch sizes differ: q ", q.shape(),
-            ", k ", k.shape(), ", v ", v.shape(), " with ", args.kv_group, " queries per key/value entry");
+  if (shared) {
+    TFM_CHECK(d.queries == 1 && args.kv_group == 1 && args.dropout == 0, op,
+              ": key_rows are for decoding (one query per entry, kv_group 1, no dropout); got ", d.queries,
+              " queries, kv_group ", args.kv_group, ", dropout ", args.dropout);
+    check_dtype(op, "key_rows", args.key_rows, DType::I32);
+    TFM_CHECK(args.key_rows.shape() == Shape({d.batch, d.keys}), op, ": key_rows has shape ", args.key_rows.shape(),
+              ", expected [", d.batch, ", ", d.keys, "]");
+    TFM_CHECK(v.size(0) == d.keys && v.size(1) == d.kv_rows, op, ": k ", k.shape(), " and v ", v.shape(),
+              " have different slabs");
+    const int32_t* rows = args.key_rows.data<int32_t>();
+    for (int64_t i = 0; i < args.key_rows.numel(); ++i)
+      TFM_CHECK(rows[i] >= 0 && rows[i] < d.kv_rows, op, ": key_rows[", i / d.keys, ", ", i % d.keys, "] = ", rows[i],
+                " is outside the slab's [0, ", d.kv_rows, ")");
+  } else {
+    TFM_CHECK(k.size(0) * args.kv_group == d.batch && v.size(0) == k.size(0), op, ": batch sizes differ: q ",
+              q.shape(), ", k ", k.shape(), ", v ", v.shape(), " with ", args.kv_group, " queries per key/value entry");
+    TFM_CHECK(v.size(1) == d.keys, op, ": k ", k.shape(), " and v ", v.shape(), " have different numbers of keys");
+  }
   TFM_CHECK(k.size(2) == q.size(2), op, ": k ", k.shape(), " must have the width of q ", q.shape());
-  TFM_CHECK(v.size(1) == d.keys, op, ": k ", k.shape(), " and v ", v.shape(), " have different numbers of keys");
   TFM_CHECK(out.shape() == Shape({d.batch, d.queries, v.size(2)}), op, ": out has shape ", out.shape(),
             ", expected [", d.batch, ", ", d.queries, ", ", v.size(2), "]");
   TFM_CHECK(probs.shape() == Shape({d.batch, h, d.queries, d.keys}), op, ": probs has shape ", probs.shape(),
@@ -49,7 +66,8 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attentio
   check_all("attention", q.dtype(), q.device(), {{"k", &k}, {"v", &v}, {"probs", &probs}, {"out", &out}});
   dispatch("attention", q.dtype(), q.device(), [&](auto t) {
     using T = decltype(t);
-    cpu::attention<T>(d, q.data<T>(), k.data<T>(), v.data<T>(), args.causal, lengths(args), args.dropout, args.rng,
+    cpu::attention<T>(d, q.data<T>(), k.data<T>(), v.data<T>(), args.causal, lengths(args),
+                      args.key_rows.defined() ? args.key_rows.data<int32_t>() : nullptr, args.dropout, args.rng,
                       probs.data<T>(), out.data<T>());
   });
 }
@@ -58,8 +76,8 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                         const Tensor& probs, const Tensor& dout, const Tensor& dq, const Tensor& dk,
                         const Tensor& dv) {
   const cpu::AttentionDims d = check_shapes("attention_backward", q, k, v, args, probs, dout);
-  TFM_CHECK(args.kv_group == 1, "attention_backward: shared keys and values (kv_group ", args.kv_group,
-            ") are for decoding only");
+  TFM_CHECK(args.kv_group == 1 && !args.key_rows.defined(), "attention_backward: shared keys and values (kv_group ",
+            args.kv_group, ", key_rows) are for decoding only");
   check_same_shape("attention_backward", "q", q, "dq", dq);
   check_same_shape("attention_backward", "k", k, "dk", dk);
   check_same_shape("attention_backward", "v", v, "dv", dv);

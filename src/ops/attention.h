@@ -19,12 +19,19 @@ struct AttentionArgs {
   // Query batch entries per key/value entry: k and v hold B / kv_group entries, entry b / kv_group
   // serving query entry b (the beams of a sentence share its encoder output). Forward only.
   int64_t kv_group = 1;
+  // A decoding cache shared by hypotheses (beam search), int32 [B, S]: key s of query entry b is row
+  // key_rows[b, s] of position s's slab, k and v being [S, R, H·d] (each decoding step writes its R
+  // hypotheses' keys into one slab; hypotheses with a common prefix read the same rows, so that
+  // reordering beams moves no keys). Undefined: k[b / kv_group, s]. One query per entry, no
+  // dropout, kv_group 1.
+  Tensor key_rows;
   // Dropout on the attention weights (training); 0 disables it.
   double dropout = 0.0;
   RngStream rng;
 };
 
-// q: [B, T, H·d_k], k: [B / kv_group, S, H·d_k], v: [B / kv_group, S, H·d_v] → out: [B, T, H·d_v].
+// q: [B, T, H·d_k], k: [B / kv_group, S, H·d_k], v: [B / kv_group, S, H·d_v] → out: [B, T, H·d_v]
+// (with key_rows, k: [S, R, H·d_k] and v: [S, R, H·d_v]).
 // probs: [B, H, T, S], the weights after masking and softmax and before dropout (saved for the
 // backward; also what a person inspects). Masked keys get exactly zero weight; a query whose keys
 // are all masked gets all-zero weights and a zero output, never NaN.

@@ -1,5 +1,5 @@
 #pragma once
-// Moving rows: beam reordering and writing decoding caches.
+// Moving rows: gathering hypotheses' rows and writing decoding caches.
 #include <cstdint>
 
 #include "core/tensor.h"
@@ -12,12 +12,8 @@ namespace tfm::ops {
 // left as it is.
 void index_select(const Tensor& src, const Tensor& indices, const Tensor& dst, int64_t prefix = -1);
 
-// t[i, ...] = t[indices[i], ...] for every row i at once, in place: indices [N] with N = t.size(0).
-// Rows with indices[i] == i are not touched, so a beam reordering that keeps most hypotheses in
-// their rows copies little. `prefix` as for index_select.
-void permute_rows(const Tensor& t, const Tensor& indices, int64_t prefix = -1);
-
-// cache[b, position, :] = x[b, 0, :] for every b; cache: [B, L, D], x: [B, 1, D], 0 ≤ position < L.
+// cache[position, b, :] = x[b, 0, :] for every b: a decoding step's keys or values into its slab
+// (ops::AttentionArgs::key_rows). cache: [L, R, D], x: [B, 1, D] with B ≤ R, 0 ≤ position < L.
 void write_position(const Tensor& cache, const Tensor& x, int64_t position);
 
 }  // namespace tfm::ops

@@ -32,12 +32,26 @@ int64_t visible_keys(const AttentionDims& d, int64_t b, int64_t t, bool causal, 
   if (causal) n = std::min(n, std::max<int64_t>(0, t + (d.keys - d.queries) + 1));
   return n;
 }
-// One query against its visible keys: p = softmax(scale · q·k_s), out = Σ_s p_s · v_s.
+// Where a decoding query's keys lie: key s of query entry b is row rows[s] of k and v viewed as
+// [N, H·d], for all S positions: the entry's own rows, or with key_rows the rows of each
+// position's slab that its hypothesis reads (every entry of key_rows is checked to be in a slab).
+void key_positions(const AttentionDims& d, int64_t b, const int32_t* key_rows, int64_t* rows) {
+  if (key_rows) {
+    const int32_t* r = key_rows + b * d.keys;
+    for (int64_t s = 0; s < d.keys; ++s) rows[s] = s * d.kv_rows + r[s];
+  } else {
+    const int64_t first = b / d.kv_group * d.keys;
+    for (int64_t s = 0; s < d.keys; ++s) rows[s] = first + s;
+  }
+}
+
+// One query against its n visible keys: p = softmax(scale · q·k_s), out = Σ_s p_s · v_s, with k
+// and v at the head's first column and key s in row rows[s].
 template <class T>
-void single_query(const AttentionDims& d, const T* q, const T* k, const T* v, int64_t ldk, int64_t ldv, int64_t n,
-                  T scale, T* p, T* out) {
+void single_query(const AttentionDims& d, const T* q, const T* k, const T* v, const int64_t* rows, int64_t ldk,
+                  int64_t ldv, int64_t n, T scale, T* p, T* out) {
   for (int64_t s = 0; s < n; ++s) {
-    const T* ks = k + s * ldk;
+    const T* ks = k + rows[s] * ldk;
     T dot = 0;
 #pragma omp simd reduction(+ : dot)
     for (int64_t i = 0; i < d.d_k; ++i) dot += q[i] * ks[i];
@@ -47,7 +61,7 @@ void single_query(const AttentionDims& d, const T* q, const T* k, const T* v, in
   std::fill(p + n, p + d.keys, T(0));
   std::fill_n(out, d.d_v, T(0));
   for (int64_t s = 0; s < n; ++s) {
-    const T* vs = v + s * ldv;
+    const T* vs = v + rows[s] * ldv;
     const T w = p[s];
 #pragma omp simd
     for (int64_t i = 0; i < d.d_v; ++i) out[i] += w * vs[i];
@@ -59,15 +73,15 @@ void single_query(const AttentionDims& d, const T* q, const T* k, const T* v, in
 // plain loops above end each dot product in a scalar sum and send the output through memory for
 // every key). With the beams' loop order below: BM_DecodeAttention 1.6–1.9× (session 7).
 template <int R>
-void single_query_f32(const float* q, const float* k, const float* v, int64_t ldk, int64_t ldv, int64_t n,
-                      int64_t keys, float scale, float* p, float* out) {
+void single_query_f32(const float* q, const float* k, const float* v, const int64_t* rows, int64_t ldk, int64_t ldv,
+                      int64_t n, int64_t keys, float scale, float* p, float* out) {
   f32x16 qr[R];
   for (int r = 0; r < R; ++r) qr[r] = load16(q + 16 * r) * scale;
   int64_t s = 0;
   for (; s + 4 <= n; s += 4) {
     f32x16 a[4];
     for (int j = 0; j < 4; ++j) {
-      const float* ks = k + (s + j) * ldk;
+      const float* ks = k + rows[s + j] * ldk;
       a[j] = qr[0] * load16(ks);
       for (int r = 1; r < R; ++r) a[j] += qr[r] * load16(ks + 16 * r);
     }
@@ -86,81 +100,87 @@ void single_query_f32(const float* q, const float* k, const float* v, int64_t ld
     p[s + 3] = y[12];
   }
   for (; s < n; ++s) {
-    const float* ks = k + s * ldk;
+    const float* ks = k + rows[s] * ldk;
     f32x16 a = qr[0] * load16(ks);
     for (int r = 1; r < R; ++r) a += qr[r] * load16(ks + 16 * r);
     p[s] = sum16(a);
   }
   if (n > 0) softmax_row(n, p, p);
   std::fill(p + n, p + keys, 0.0f);
-  // Even and odd keys into separate sums: two chains of dependent additions instead of one.
-  f32x16 o[R] = {}, o1[R] = {};
-  for (s = 0; s + 2 <= n; s += 2) {
-    const float* vs = v + s * ldv;
-    const float w0 = p[s], w1 = p[s + 1];
-    for (int r = 0; r < R; ++r) {
-      o[r] += w0 * load16(vs + 16 * r);
-      o1[r] += w1 * load16(vs + ldv + 16 * r);
-    }
+  f32x16 o[R] = {};
+  for (s = 0; s < n; ++s) {
+    const float* vs = v + rows[s] * ldv;
+    const float w = p[s];
+    for (int r = 0; r < R; ++r) o[r] += w * load16(vs + 16 * r);
   }
-  if (s < n)
-    for (int r = 0; r < R; ++r) o[r] += p[s] * load16(v + s * ldv + 16 * r);
-  for (int r = 0; r < R; ++r) o[r] += o1[r];
   std::memcpy(out, o, sizeof o);
 }
 
 // One decoding query of one head: the vector kernel when the width allows, else the plain loops.
 template <class T>
-void decode_query(const AttentionDims& d, const T* q, const T* k, const T* v, int64_t ldk, int64_t ldv, int64_t n,
-                  T scale, T* p, T* out) {
+void decode_query(const AttentionDims& d, const T* q, const T* k, const T* v, const int64_t* rows, int64_t ldk,
+                  int64_t ldv, int64_t n, T scale, T* p, T* out) {
   if constexpr (std::is_same_v<T, float>) {
     if (d.d_k == d.d_v) {
       switch (d.d_k) {
-        case 16: return single_query_f32<1>(q, k, v, ldk, ldv, n, d.keys, scale, p, out);
-        case 32: return single_query_f32<2>(q, k, v, ldk, ldv, n, d.keys, scale, p, out);
-        case 64: return single_query_f32<4>(q, k, v, ldk, ldv, n, d.keys, scale, p, out);
-        case 128: return single_query_f32<8>(q, k, v, ldk, ldv, n, d.keys, scale, p, out);
+        case 16: return single_query_f32<1>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
+        case 32: return single_query_f32<2>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
+        case 64: return single_query_f32<4>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
+        case 128: return single_query_f32<8>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
         default: break;
       }
     }
   }
-  single_query(d, q, k, v, ldk, ldv, n, scale, p, out);
+  single_query(d, q, k, v, rows, ldk, ldv, n, scale, p, out);
 }
-// Starts loading the keys and values of decoding group index i (the next head block this thread
-// reads) into the cache: a head's keys lie 64-float pieces apart by a row's whole width, a pattern
-// the hardware prefetcher does not follow, so without this each block waits on memory.
+
+// Starts loading the first n keys and values of one head (k, v at its first column) into the
+// cache: a head's keys lie 64-float pieces apart by a row's whole width (or in other slabs), a
+// pattern the hardware prefetcher does not follow, so without this each head block waits on memory.
 template <class T>
-void prefetch_head(const AttentionDims& d, int64_t i, const T* k, const T* v, int64_t ldk, int64_t ldv, bool causal,
-                   const int32_t* key_lengths) {
-  const int64_t group = i / (d.heads * d.kv_group), h = i / d.kv_group % d.heads;
-  const HeadView hv = head_view(d, group * d.kv_group * d.heads + h);
-  const int64_t n = visible_keys(d, hv.b, 0, causal, key_lengths);
+void prefetch_head(const AttentionDims& d, const T* k, const T* v, const int64_t* rows, int64_t ldk, int64_t ldv,
+                   int64_t n) {
   constexpr int64_t kLine = 64 / sizeof(T);
   for (int64_t s = 0; s < n; ++s) {
-    for (int64_t c = 0; c < d.d_k; c += kLine) __builtin_prefetch(k + hv.k_off + s * ldk + c);
-    for (int64_t c = 0; c < d.d_v; c += kLine) __builtin_prefetch(v + hv.v_off + s * ldv + c);
+    for (int64_t c = 0; c < d.d_k; c += kLine) __builtin_prefetch(k + rows[s] * ldk + c);
+    for (int64_t c = 0; c < d.d_v; c += kLine) __builtin_prefetch(v + rows[s] * ldv + c);
   }
 }
 }  // namespace
 
 template <class T>
 void attention(const AttentionDims& d, const T* q, const T* k, const T* v, bool causal, const int32_t* key_lengths,
-               double dropout, const RngStream& rng, T* probs, T* out) {
+               const int32_t* key_rows, double dropout, const RngStream& rng, T* probs, T* out) {
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
   const int64_t ldq = d.heads * d.d_k, ldv = d.heads * d.d_v, tile = d.queries * d.keys;
+  const bool decoding = d.queries == 1 && dropout == 0;  // plain loops beat two tiny BLAS calls
 #pragma omp parallel if (d.batch * d.heads * d.queries * d.keys * (d.d_k + d.d_v) >= (1 << 16))
   {
     std::vector<T> dropped(dropout > 0 ? static_cast<size_t>(tile) : 0);
+    // Decoding: the rows of the keys of this thread's current group and of the next one.
+    std::vector<int64_t> rows(decoding ? static_cast<size_t>(d.keys) : 0), next_rows(rows.size());
+    int64_t rows_of = -1;  // the group `rows` holds
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < d.batch * d.heads; ++i) {
-      if (d.queries == 1 && dropout == 0) {  // a decoding step: plain loops beat two tiny BLAS calls
+      if (decoding) {
         // The kv_group queries that share one head's keys and values run one after the other,
         // while those keys and values are in the L1 cache (beams over one encoder output).
         const int64_t group = i / (d.heads * d.kv_group), h = i / d.kv_group % d.heads, j = i % d.kv_group;
-        const HeadView hv = head_view(d, (group * d.kv_group + j) * d.heads + h);
-        if (j == 0 && i + d.kv_group < d.batch * d.heads) prefetch_head(d, i + d.kv_group, k, v, ldq, ldv, causal, key_lengths);
-        decode_query(d, q + hv.q_off, k + hv.k_off, v + hv.v_off, ldq, ldv,
-                     visible_keys(d, hv.b, 0, causal, key_lengths), scale, probs + hv.p_off, out + hv.o_off);
+        const int64_t b = group * d.kv_group + j;
+        if (rows_of != group) {
+          key_positions(d, b, key_rows, rows.data());
+          rows_of = group;
+        }
+        const T *kh = k + h * d.d_k, *vh = v + h * d.d_v;
+        if (j == 0 && i + d.kv_group < d.batch * d.heads) {  // the next head block, while this one computes
+          const int64_t next = i + d.kv_group, next_group = next / (d.heads * d.kv_group),
+                        next_h = next / d.kv_group % d.heads, next_b = next_group * d.kv_group;
+          if (next_group != group) key_positions(d, next_b, key_rows, next_rows.data());
+          prefetch_head(d, k + next_h * d.d_k, v + next_h * d.d_v, next_group != group ? next_rows.data() : rows.data(),
+                        ldq, ldv, visible_keys(d, next_b, 0, causal, key_lengths));
+        }
+        decode_query(d, q + b * ldq + h * d.d_k, kh, vh, rows.data(), ldq, ldv, visible_keys(d, b, 0, causal, key_lengths),
+                     scale, probs + (b * d.heads + h) * d.keys, out + b * ldv + h * d.d_v);
         continue;
       }
       const HeadView hv = head_view(d, i);
@@ -230,8 +250,8 @@ void attention_backward(const AttentionDims& d, const T* q, const T* k, const T*
 }
 
 #define INSTANTIATE(T)                                                                                          \
-  template void attention<T>(const AttentionDims&, const T*, const T*, const T*, bool, const int32_t*, double, \
-                             const RngStream&, T*, T*);                                                         \
+  template void attention<T>(const AttentionDims&, const T*, const T*, const T*, bool, const int32_t*,         \
+                             const int32_t*, double, const RngStream&, T*, T*);                                 \
   template void attention_backward<T>(const AttentionDims&, const T*, const T*, const T*, bool, const int32_t*, \
                                       double, const RngStream&, const T*, const T*, T*, T*, T*);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)

@@ -44,10 +44,13 @@ template <class T> void softmax_backward(int64_t rows, int64_t cols, const T* y,
 struct AttentionDims {
   int64_t batch, queries, keys, heads, d_k, d_v;  // B, T, S, H, d_k, d_v
   int64_t kv_group = 1;  // query batch entries per key/value entry (beams sharing an encoder output)
+  int64_t kv_rows = 0;   // with key_rows: R, the rows of each position's slab (k, v: [S, R, H·d])
 };
+// key_rows: null, or int32 [B, S] (ops::AttentionArgs::key_rows; decoding only).
 template <class T>
 void attention(const AttentionDims& dims, const T* q, const T* k, const T* v, bool causal,
-               const int32_t* key_lengths, double dropout, const RngStream& rng, T* probs, T* out);
+               const int32_t* key_lengths, const int32_t* key_rows, double dropout, const RngStream& rng, T* probs,
+               T* out);
 template <class T>
 void attention_backward(const AttentionDims& dims, const T* q, const T* k, const T* v, bool causal,
                         const int32_t* key_lengths, double dropout, const RngStream& rng, const T* probs,
@@ -74,10 +77,9 @@ void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, doub
                int64_t step);
 
 // Byte copies (any dtype): the first copy_bytes of dst row i = those of src row indices[i] (rows
-// row_bytes apart); cache[b, position] = x[b].
+// row_bytes apart).
 void copy_rows(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, const char* src, char* dst);
-void permute_rows_in_place(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, char* data);
-void write_position(int64_t batch, int64_t length, int64_t row_bytes, int64_t position, const char* x, char* cache);
+void copy_bytes(int64_t n, const char* src, char* dst);  // memcpy, on every thread when large
 
 // Per row: the k largest allowed logits as log-probabilities (sorted), their ids, and log Σ exp.
 template <class T>
