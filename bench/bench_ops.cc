@@ -212,19 +212,28 @@ BENCHMARK(BM_AttentionForward)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmar
 BENCHMARK(BM_AttentionBackward)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // ---- One decoding step's attention, beam 4 over 64 sentences (256 queries, H = 8, d_k = 64):
-// self-attention over each hypothesis's own cache of 16 keys (kv_group 1), and encoder-decoder
-// attention over 25 source positions shared by a sentence's 4 beams (kv_group 4). Memory-bound:
-// GB/s counts the keys and values read once per query entry (shared ones once per sentence).
+// self-attention over a decoding cache of 16 positions in slabs [16, 256, D], each hypothesis
+// reading its own row of every slab (key_rows; no prefix shared, the most memory a step can read)
+// (kv_group 1), and encoder-decoder attention over 25 source positions shared by a sentence's 4
+// beams (kv_group 4). Memory-bound: GB/s counts the keys and values read once per query entry
+// (shared ones once per sentence).
 
 void BM_DecodeAttention(benchmark::State& state) {
   const int64_t group = state.range(0), keys = group == 1 ? 16 : 25, queries = 4 * kBatch, entries = queries / group;
-  const Tensor q = uniform({queries, 1, kModel}, 6), k = uniform({entries, keys, kModel}, 7),
-               v = uniform({entries, keys, kModel}, 8);
+  const bool slabs = group == 1;
+  const Tensor q = uniform({queries, 1, kModel}, 6),
+               k = slabs ? uniform({keys, queries, kModel}, 7) : uniform({entries, keys, kModel}, 7),
+               v = slabs ? uniform({keys, queries, kModel}, 8) : uniform({entries, keys, kModel}, 8);
   const Tensor probs = Tensor::zeros({queries, kHeads, 1, keys}), out = Tensor::zeros({queries, 1, kModel});
   tfm::ops::AttentionArgs args;
   args.heads = kHeads;
   args.kv_group = group;
   args.key_lengths = Tensor::from<int32_t>({queries}, std::vector<int32_t>(queries, static_cast<int32_t>(keys)));
+  if (slabs) {
+    std::vector<int32_t> rows(static_cast<size_t>(queries * keys));
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i / static_cast<size_t>(keys));
+    args.key_rows = Tensor::from<int32_t>({queries, keys}, rows);
+  }
   for (auto _ : state) {
     tfm::ops::attention(q, k, v, args, probs, out);
     benchmark::ClobberMemory();

@@ -151,9 +151,55 @@ TEST(AttentionMask, DecodingQueriesMatchADirectComputation) {
     }
 }
 
+// Runs attention over a decoding cache in slabs k, v [L, R, H·width] with key_rows [B, L], and over
+// the same keys and values gathered into rows of their own [B, L, H·width]; expects the two outputs
+// and weights bit for bit equal.
+void expect_slabs_match_gathered(int64_t H, int64_t width, int64_t L, int64_t R, const std::vector<int32_t>& rows,
+                                 const std::vector<int32_t>& lengths, DType dtype) {
+  const int64_t B = static_cast<int64_t>(lengths.size()), W = H * width;
+  const Tensor q = random_tensor({B, 1, W}, 21).to(dtype), k = random_tensor({L, R, W}, 22).to(dtype),
+               v = random_tensor({L, R, W}, 23).to(dtype);
+  Tensor kg = Tensor::zeros({B, L, W}, dtype), vg = Tensor::zeros({B, L, W}, dtype);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < L; ++s) {
+      kg.rows(b, 1).view({L, W}).rows(s, 1).copy_from(k.rows(s, 1).view({R, W}).rows(rows[b * L + s], 1));
+      vg.rows(b, 1).view({L, W}).rows(s, 1).copy_from(v.rows(s, 1).view({R, W}).rows(rows[b * L + s], 1));
+    }
+  ops::AttentionArgs args;
+  args.heads = static_cast<int>(H);
+  args.key_lengths = Tensor::from<int32_t>({B}, lengths);
+  Tensor want = Tensor::zeros({B, 1, W}, dtype), want_p = Tensor::zeros({B, H, 1, L}, dtype);
+  ops::attention(q, kg, vg, args, want_p, want);
+  args.key_rows = Tensor::from<int32_t>({B, L}, rows);
+  Tensor got = Tensor::zeros({B, 1, W}, dtype), got_p = Tensor::zeros({B, H, 1, L}, dtype);
+  ops::attention(q, k, v, args, got_p, got);
+  EXPECT_EQ(got.to_doubles(), want.to_doubles()) << "width " << width << " L " << L;
+  EXPECT_EQ(got_p.to_doubles(), want_p.to_doubles()) << "width " << width << " L " << L;
+  // And against a direct computation in double over the gathered keys (not through the kernel).
+  const std::vector<double> qd = q.to_doubles(), kd = kg.to_doubles(), vd = vg.to_doubles(), o = got.to_doubles();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      std::vector<double> w(static_cast<size_t>(lengths[b]));
+      double max = -1e300, sum = 0;
+      for (int64_t s = 0; s < lengths[b]; ++s) {
+        double dot = 0;
+        for (int64_t i = 0; i < width; ++i) dot += qd[b * W + h * width + i] * kd[(b * L + s) * W + h * width + i];
+        max = std::max(max, w[s] = dot / std::sqrt(double(width)));
+      }
+      for (double& x : w) sum += (x = std::exp(x - max));
+      for (int64_t i = 0; i < width; ++i) {
+        double expect = 0;
+        for (int64_t s = 0; s < lengths[b]; ++s) expect += w[s] / sum * vd[(b * L + s) * W + h * width + i];
+        ASSERT_NEAR(o[b * W + h * width + i], expect, 1e-5) << "b " << b << " h " << h << " i " << i << " L " << L;
+      }
+    }
+}
+
 // A decoding cache in slabs (key_rows): each query reads, at each position, the slab row its
 // hypothesis names; the result is bit for bit that of the same keys and values gathered into rows
-// of their own, for the float kernel's vector path (64) and plain loops (8), float32 and float64.
+// of their own (whose kernel DecodingQueriesMatchADirectComputation checks), for the float kernel's
+// vector path (64) and plain loops (8), float32 and float64, on one thread and, above the kernel's
+// threshold for a parallel region, on several (each thread's rows of the next group).
 TEST(AttentionMask, SlabCacheRowsMatchTheGatheredKeys) {
   constexpr int64_t H = 2, L = 7, R = 5, B = 4;  // positions, slab rows, hypotheses
   const std::vector<int32_t> rows = {0, 0, 1, 3, 2, 4, 4,  //
@@ -162,26 +208,16 @@ TEST(AttentionMask, SlabCacheRowsMatchTheGatheredKeys) {
                                      2, 4, 0, 0, 1, 3, 3};
   const std::vector<int32_t> lengths = {7, 5, 6, 1};
   for (int64_t width : {8, 64})
-    for (DType dtype : {DType::F32, DType::F64}) {
-      const Tensor q = random_tensor({B, 1, H * width}, 21).to(dtype), k = random_tensor({L, R, H * width}, 22).to(dtype),
-                   v = random_tensor({L, R, H * width}, 23).to(dtype);
-      Tensor kg = Tensor::zeros({B, L, H * width}, dtype), vg = Tensor::zeros({B, L, H * width}, dtype);
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t s = 0; s < L; ++s) {
-          kg.rows(b, 1).view({L, H * width}).rows(s, 1).copy_from(k.rows(s, 1).view({R, H * width}).rows(rows[b * L + s], 1));
-          vg.rows(b, 1).view({L, H * width}).rows(s, 1).copy_from(v.rows(s, 1).view({R, H * width}).rows(rows[b * L + s], 1));
-        }
-      ops::AttentionArgs args;
-      args.heads = H;
-      args.key_lengths = Tensor::from<int32_t>({B}, lengths);
-      Tensor want = Tensor::zeros({B, 1, H * width}, dtype), want_p = Tensor::zeros({B, H, 1, L}, dtype);
-      ops::attention(q, kg, vg, args, want_p, want);
-      args.key_rows = Tensor::from<int32_t>({B, L}, rows);
-      Tensor got = Tensor::zeros({B, 1, H * width}, dtype), got_p = Tensor::zeros({B, H, 1, L}, dtype);
-      ops::attention(q, k, v, args, got_p, got);
-      EXPECT_EQ(got.to_doubles(), want.to_doubles()) << "width " << width;
-      EXPECT_EQ(got_p.to_doubles(), want_p.to_doubles()) << "width " << width;
+    for (DType dtype : {DType::F32, DType::F64}) expect_slabs_match_gathered(H, width, L, R, rows, lengths, dtype);
+  {
+    constexpr int64_t B2 = 16, L2 = 64, R2 = 24;  // 16 · 2 · 64 · 128 = 262,144 ≥ 2^16: parallel
+    std::vector<int32_t> many(B2 * L2), lens(B2);
+    for (int64_t b = 0; b < B2; ++b) {
+      lens[b] = static_cast<int32_t>(L2 - 3 * b);
+      for (int64_t s = 0; s < L2; ++s) many[b * L2 + s] = static_cast<int32_t>((b * 7 + s * 5 + b * s) % R2);
     }
+    expect_slabs_match_gathered(H, 64, L2, R2, many, lens, DType::F32);
+  }
   // Rows outside the slabs, a wrong shape, and uses other than decoding are refused.
   const Tensor q = random_tensor({B, 1, H * 8}, 21).to(DType::F32), k = random_tensor({L, R, H * 8}, 22).to(DType::F32);
   Tensor out = Tensor::zeros({B, 1, H * 8}), probs = Tensor::zeros({B, H, 1, L});
@@ -196,6 +232,15 @@ TEST(AttentionMask, SlabCacheRowsMatchTheGatheredKeys) {
   args.key_rows = Tensor::from<int32_t>({B, L}, rows);
   args.dropout = 0.1;
   testing::expect_error([&] { ops::attention(q, k, k, args, probs, out); }, {"for decoding", "dropout 0.1"});
+  args.dropout = 0;
+  args.kv_group = 2;
+  testing::expect_error([&] { ops::attention(q, k, k, args, probs, out); }, {"for decoding", "kv_group 2"});
+  args.kv_group = 1;
+  const Tensor q2 = random_tensor({B, 2, H * 8}, 24).to(DType::F32);
+  Tensor out2 = Tensor::zeros({B, 2, H * 8}), probs2 = Tensor::zeros({B, H, 2, L});
+  testing::expect_error([&] { ops::attention(q2, k, k, args, probs2, out2); }, {"for decoding", "got 2 queries"});
+  const Tensor v_other = random_tensor({L, R + 1, H * 8}, 25).to(DType::F32);
+  testing::expect_error([&] { ops::attention(q, k, v_other, args, probs, out); }, {"different slabs", "[7, 6, 16]"});
 }
 
 TEST(AttentionMask, AllMaskedQueriesGiveZerosNotNaN) {

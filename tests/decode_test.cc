@@ -378,6 +378,24 @@ TEST(Decode, RestrictedOutputScoresTheSelectedColumns) {
   testing::expect_error([&] { greedy_search(*m, kSources, o); }, {"vocabulary of 30 tokens", "has 29"});
 }
 
+// The decoding cache holds start_decoding's hypotheses per sentence: widening past them is refused
+// with the counts, and so is a request for none.
+TEST(Decode, ReorderBeyondTheCachesHypothesesIsRefused) {
+  const auto m = make_model(17, 3);
+  const Context ctx = m->context();
+  const Batch batch = make_batch(kSources, std::vector<std::vector<int32_t>>(kSources.size()), m->config());
+  const Tensor memory = m->encode(ctx, batch.src, batch.src_lengths, nullptr);
+  const int32_t B = static_cast<int32_t>(kSources.size());
+  DecodeState state = m->start_decoding(ctx, memory, batch.src_lengths, 4, false, 2);
+  m->decode_step(ctx, state, Tensor::from<int32_t>({B}, std::vector<int32_t>(kSources.size(), 2)));
+  std::vector<int32_t> three(3 * kSources.size());
+  for (size_t i = 0; i < three.size(); ++i) three[i] = static_cast<int32_t>(i / 3);
+  const std::string want = std::to_string(three.size()) + " hypotheses exceed the " + std::to_string(2 * B) + " rows";
+  testing::expect_error([&] { m->reorder(state, Tensor::from<int32_t>({3 * B}, three)); }, {want.c_str()});
+  testing::expect_error([&] { m->start_decoding(ctx, memory, batch.src_lengths, 4, false, 0); },
+                        {"at least 1 hypothesis per sentence, got 0"});
+}
+
 TEST(Decode, RejectsBadOptions) {
   const auto m = make_model(17, 1);
   SearchOptions o;

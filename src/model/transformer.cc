@@ -283,15 +283,11 @@ void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& 
     t = out;
   };
   TFM_CHECK(state.self_k.empty() || rows.numel() <= state.self_k[0].size(1), "reorder: ", rows.numel(),
-            " hypotheses exceed the decoding cache's ", state.self_k[0].size(1),
-            " (start_decoding's hypotheses per sentence)");
+            " hypotheses exceed the ", state.self_k[0].size(1),
+            " rows of the decoding cache's slabs (sentences × start_decoding's hypotheses per sentence)");
   select(state.src_lengths, rows, -1);
   select(state.step_lengths, rows, -1);
-  // The caches' keys and values stay where they are; the hypotheses' rows of key_rows move (the
-  // positions not yet written stay 0, a valid row).
-  Tensor key_rows = Tensor::zeros({rows.numel(), state.key_rows.size(1)}, DType::I32);
-  ops::index_select(state.key_rows, rows, key_rows, state.length);
-  state.key_rows = key_rows;
+  select(state.key_rows, rows, -1);  // the caches' keys and values stay where they are
   for (Tensor& t : state.cross_attention)
     if (t.defined()) select(t, rows, -1);
   if (memory_rows.defined())

@@ -128,8 +128,9 @@ class Transformer {
   // Feeds each hypothesis's last token, int32 [B'], and returns the next token's logits [B', V]
   // (or [B', V'] after restrict_output).
   Tensor decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const;
-  // Keeps hypotheses `rows` (int32 [B'']) of every cache, in that order: beam reordering,
-  // expansion of sentences into beams, dropping finished sentences. `memory_rows` (int32 [B_s''])
+  // Keeps hypotheses `rows` (int32 [B'']), in that order: beam reordering, expansion of sentences
+  // into beams, dropping finished sentences. Their rows of key_rows move, no keys or values; B'' ≤
+  // R = sentences × start_decoding's `hypotheses`. `memory_rows` (int32 [B_s''])
   // selects the encoder outputs that remain, when sentences are dropped; undefined: all remain.
   // B'' must be a multiple of B_s'' (it sets kv_group).
   void reorder(DecodeState& state, const Tensor& rows, const Tensor& memory_rows = Tensor()) const;

@@ -76,8 +76,9 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                         const Tensor& probs, const Tensor& dout, const Tensor& dq, const Tensor& dk,
                         const Tensor& dv) {
   const cpu::AttentionDims d = check_shapes("attention_backward", q, k, v, args, probs, dout);
-  TFM_CHECK(args.kv_group == 1 && !args.key_rows.defined(), "attention_backward: shared keys and values (kv_group ",
-            args.kv_group, ", key_rows) are for decoding only");
+  TFM_CHECK(args.kv_group == 1, "attention_backward: shared keys and values (kv_group ", args.kv_group,
+            ") are for decoding only");
+  TFM_CHECK(!args.key_rows.defined(), "attention_backward: a decoding cache's slabs (key_rows) are for decoding only");
   check_same_shape("attention_backward", "q", q, "dq", dq);
   check_same_shape("attention_backward", "k", k, "dk", dk);
   check_same_shape("attention_backward", "v", v, "dv", dv);

@@ -20,8 +20,8 @@ struct AttentionArgs {
   // serving query entry b (the beams of a sentence share its encoder output). Forward only.
   int64_t kv_group = 1;
   // A decoding cache shared by hypotheses (beam search), int32 [B, S]: key s of query entry b is row
-  // key_rows[b, s] of position s's slab, k and v being [S, R, H·d] (each decoding step writes its R
-  // hypotheses' keys into one slab; hypotheses with a common prefix read the same rows, so that
+  // key_rows[b, s] of position s's slab, k and v being [S, R, H·d] (each decoding step writes its B
+  // ≤ R hypotheses' keys into one slab; hypotheses with a common prefix read the same rows, so that
   // reordering beams moves no keys). Undefined: k[b / kv_group, s]. One query per entry, no
   // dropout, kv_group 1.
   Tensor key_rows;

@@ -159,34 +159,41 @@ void attention(const AttentionDims& d, const T* q, const T* k, const T* v, bool 
     std::vector<T> dropped(dropout > 0 ? static_cast<size_t>(tile) : 0);
     // Decoding: the rows of the keys of this thread's current group and of the next one.
     std::vector<int64_t> rows(decoding ? static_cast<size_t>(d.keys) : 0), next_rows(rows.size());
-    int64_t rows_of = -1;  // the group `rows` holds
+    int64_t rows_of = -1, next_of = -1;  // the groups they hold
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < d.batch * d.heads; ++i) {
       if (decoding) {
         // The kv_group queries that share one head's keys and values run one after the other,
         // while those keys and values are in the L1 cache (beams over one encoder output).
         const int64_t group = i / (d.heads * d.kv_group), h = i / d.kv_group % d.heads, j = i % d.kv_group;
-        const int64_t b = group * d.kv_group + j;
+        const HeadView hv = head_view(d, (group * d.kv_group + j) * d.heads + h);
         if (rows_of != group) {
-          key_positions(d, b, key_rows, rows.data());
-          rows_of = group;
+          if (next_of == group) {
+            std::swap(rows, next_rows);
+            std::swap(rows_of, next_of);
+          } else {
+            key_positions(d, hv.b, key_rows, rows.data());
+            rows_of = group;
+          }
         }
-        const T *kh = k + h * d.d_k, *vh = v + h * d.d_v;
         if (j == 0 && i + d.kv_group < d.batch * d.heads) {  // the next head block, while this one computes
           const int64_t next = i + d.kv_group, next_group = next / (d.heads * d.kv_group),
                         next_h = next / d.kv_group % d.heads, next_b = next_group * d.kv_group;
-          if (next_group != group) key_positions(d, next_b, key_rows, next_rows.data());
+          if (next_group != group && next_of != next_group) {
+            key_positions(d, next_b, key_rows, next_rows.data());
+            next_of = next_group;
+          }
           prefetch_head(d, k + next_h * d.d_k, v + next_h * d.d_v, next_group != group ? next_rows.data() : rows.data(),
                         ldq, ldv, visible_keys(d, next_b, 0, causal, key_lengths));
         }
-        decode_query(d, q + b * ldq + h * d.d_k, kh, vh, rows.data(), ldq, ldv, visible_keys(d, b, 0, causal, key_lengths),
-                     scale, probs + (b * d.heads + h) * d.keys, out + b * ldv + h * d.d_v);
+        decode_query(d, q + hv.q_off, k + h * d.d_k, v + h * d.d_v, rows.data(), ldq, ldv,
+                     visible_keys(d, hv.b, 0, causal, key_lengths), scale, probs + hv.p_off, out + hv.o_off);
         continue;
       }
       const HeadView hv = head_view(d, i);
       T* p = probs + hv.p_off;  // [T, S]
       // Only the keys some query can see enter the products: keys past them may hold anything
-      // (a decoding cache's unfilled positions), and skipping them saves work.
+      // (padding, or positions a cache has not filled yet), and skipping them saves work.
       int64_t seen = 0;
       for (int64_t t = 0; t < d.queries; ++t) seen = std::max(seen, visible_keys(d, hv.b, t, causal, key_lengths));
       gemm_ld<T>(false, true, d.queries, seen, d.d_k, scale, q + hv.q_off, ldq, k + hv.k_off, ldq, T(0), p, d.keys);
