@@ -44,7 +44,7 @@ TEST(Packed, BiasPackedWithTheWeightIsAddedByTheProduct) {
   const Tensor w = testing::random_tensor({40, 96}, 7).to(DType::F32);
   const Tensor bias = testing::random_tensor({40}, 9).to(DType::F32);
   const ops::PackedMatrix p = ops::pack_weight(w, bias);
-  for (int64_t rows : {5, 700}) {  // the packed product and the fallback past its row limit
+  for (int64_t rows : {5, 700}) {  // a decoding step's rows and an encoder batch's
     SCOPED_TRACE(::testing::Message() << rows << " rows");
     const Tensor x = testing::random_tensor({rows, 96}, 10 + rows).to(DType::F32);
     Tensor want = Tensor::zeros({rows, 40}), got = Tensor::empty({rows, 40});
@@ -57,14 +57,15 @@ TEST(Packed, BiasPackedWithTheWeightIsAddedByTheProduct) {
 }
 
 // Wide outputs (8,192 columns and more) are packed in one column block per thread; 3 threads give
-// blocks of 2,731 and 2,732 columns over 8,195.
+// blocks of 2,731 and 2,732 columns over 8,195. Beyond 256 rows they take ops::matmul and the bias
+// added after it.
 TEST(Packed, WideOutputsInColumnBlocksMatchBlas) {
   const int threads = omp_get_max_threads();
   omp_set_num_threads(3);
   const Tensor w = testing::random_tensor({8195, 24}, 11).to(DType::F32);
   const Tensor bias = testing::random_tensor({8195}, 12).to(DType::F32);
   const ops::PackedMatrix p = ops::pack_weight(w, bias);
-  for (int64_t rows : {1, 64, 256}) {
+  for (int64_t rows : {1, 64, 256, 300}) {
     SCOPED_TRACE(::testing::Message() << rows << " rows");
     const Tensor x = testing::random_tensor({rows, 24}, 13 + rows).to(DType::F32);
     Tensor want = Tensor::zeros({rows, 8195}), got = Tensor::empty({rows, 8195});

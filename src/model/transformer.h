@@ -150,11 +150,10 @@ class Transformer {
   // inference; the float32 parameters stay as they are (training ignores the copies).
   void quantize_int8();
   bool quantized() const { return !int8_.empty(); }
-  // Every linear layer's weight and the output projection packed for few-row products
-  // (ops/packed.h), for inference: decoding steps run faster; results agree to float32 rounding.
-  // Costs a second copy of those weights (242 MB for base, 65 MB of it the output projection; the
-  // encoder's serve only small batches, whose source rows are few). The parameters must not change
-  // afterwards (the packing is not redone).
+  // Every linear layer's weight and the output projection packed once (ops/packed.h), for
+  // inference: decoding steps and the encoder run faster; results agree to float32 rounding.
+  // Costs a second copy of those weights (242 MB for base, 65 MB of it the output projection). The
+  // parameters must not change afterwards (the packing is not redone).
   void pack_weights();
   bool packed() const { return !packed_.empty(); }
 

@@ -22,7 +22,8 @@ struct PackedMatrix {
 PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor());
 
 // y = x · Wᵀ (+ the bias it was packed with); x: float32 [..., in] → y: float32 [..., out]. Uses
-// the packed copy where it is faster (few rows; docs/performance.md) and BLAS on `weight` otherwise.
+// the packed copy where it is faster (all but the wide output projection beyond 256 rows;
+// docs/performance.md) and ops::matmul on `weight` otherwise.
 void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y);
 
 }  // namespace tfm::ops

@@ -126,7 +126,11 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
 // shape in two sessions; at 256 rows the two sessions disagreed. Whole beam-4 translations of 64
 // sentences (256 rows), alternated in one session 8 times each (BM_Translate/beam4 and
 // beam4_shortlist3200): packed at 256 rows faster in 14 of 16 pairs, median 1.20×
-// (docs/performance.md). From 512 rows ops::matmul runs oneDNN's sgemm.
-bool packed_product_wins(int64_t m, int64_t, int64_t) { return m <= 256; }
+// (docs/performance.md). Session 10, the encoder's products (64 sentences of 25 tokens: 1,600 rows),
+// medians of 3: 512 → 512 233 against 204 GFLOP/s, 2048 → 512 204 against 190, 512 → 2048 209
+// against 226, and the bias comes in the same pass; the encoder of 640 sentences (10 batches) took
+// 3.46–4.19 s packed against 3.70–4.71 s, faster in 3 of 4 alternated pairs. So every product is
+// packed but the wide output projection beyond 256 rows (512 × 512 → 32,000: 177 against 202).
+bool packed_product_wins(int64_t m, int64_t n, int64_t) { return m <= 256 || n < kBlockedColumns; }
 
 }  // namespace tfm::cpu
