@@ -176,6 +176,10 @@ Action add_translate(CLI::App& app) {
   cmd->add_option("--attention", o->attention_path,
                   "write encoder-decoder attention as JSON lines: [layer][head][target][source] per sentence");
   cmd->add_option("--batch-size", o->translate.batch_sentences, "sentences decoded together")->capture_default_str();
+  cmd->add_option("--parallel-batches", o->translate.parallel_batches,
+                  "batches decoded at the same time, one thread each (0: one per thread when the input has at "
+                  "least two batches per thread; 1: one batch at a time on all threads)")
+      ->capture_default_str();
   cmd->add_option("--max-input-tokens", o->translate.max_input_tokens, "longer inputs are truncated (with a warning)")
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);

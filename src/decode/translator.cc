@@ -2,14 +2,24 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
+
+#include <omp.h>
+
+#include "core/threads.h"
 
 namespace tfm {
 
+void TranslateOptions::validate() const {
+  search.validate();
+  TFM_CHECK(batch_sentences >= 1, "batch size must be >= 1 sentence, got ", batch_sentences);
+  TFM_CHECK(max_input_tokens >= 1, "the input token limit must be >= 1, got ", max_input_tokens);
+  TFM_CHECK(parallel_batches >= 0, "parallel batches must be >= 0 (0: automatic), got ", parallel_batches);
+}
+
 std::vector<Translation> translate_ids(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
                                        const TranslateOptions& o) {
-  o.search.validate();
-  TFM_CHECK(o.batch_sentences >= 1, "batch size must be >= 1 sentence, got ", o.batch_sentences);
-  TFM_CHECK(o.max_input_tokens >= 1, "the input token limit must be >= 1, got ", o.max_input_tokens);
+  o.validate();
   std::vector<Translation> out(sources.size());
   std::vector<size_t> order;
   for (size_t i = 0; i < sources.size(); ++i) {
@@ -22,18 +32,43 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return out[a].source_ids.size() < out[b].source_ids.size(); });
-  for (size_t begin = 0; begin < order.size(); begin += static_cast<size_t>(o.batch_sentences)) {
+  const int64_t batches = (static_cast<int64_t>(order.size()) + o.batch_sentences - 1) / o.batch_sentences;
+  auto decode = [&](int64_t i) {  // batch i of the sorted sentences
+    const size_t begin = static_cast<size_t>(i * o.batch_sentences);
     const size_t end = std::min(order.size(), begin + static_cast<size_t>(o.batch_sentences));
     std::vector<std::vector<int32_t>> batch;
-    for (size_t i = begin; i < end; ++i) batch.push_back(out[order[i]].source_ids);
+    for (size_t j = begin; j < end; ++j) batch.push_back(out[order[j]].source_ids);
     if (o.search.beam_size == 1 && o.search.n_best == 1) {
       std::vector<Hypothesis> best = greedy_search(model, batch, o.search);
-      for (size_t i = begin; i < end; ++i) out[order[i]].hypotheses = {std::move(best[i - begin])};
+      for (size_t j = begin; j < end; ++j) out[order[j]].hypotheses = {std::move(best[j - begin])};
     } else {
       std::vector<std::vector<Hypothesis>> nbest = beam_search(model, batch, o.search);
-      for (size_t i = begin; i < end; ++i) out[order[i]].hypotheses = std::move(nbest[i - begin]);
+      for (size_t j = begin; j < end; ++j) out[order[j]].hypotheses = std::move(nbest[j - begin]);
+    }
+  };
+  const int64_t threads = omp_in_parallel() ? 1 : num_threads();
+  int64_t parallel = o.parallel_batches == 0 ? (batches >= 2 * threads ? threads : 1) : o.parallel_batches;
+  parallel = std::min({parallel, threads, batches});
+  if (parallel <= 1) {
+    for (int64_t i = 0; i < batches; ++i) decode(i);
+    return out;
+  }
+  // Longest sentences first (the batches are sorted by length), so that no long batch starts last
+  // and runs alone. Each thread decodes its batches alone: its own parallel regions, BLAS and
+  // oneDNN calls run on it. An exception may not leave the parallel region: the first message is
+  // kept and thrown after it.
+  std::string failure;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(parallel)
+  for (int64_t i = batches - 1; i >= 0; --i) {
+    omp_set_num_threads(1);
+    try {
+      decode(i);
+    } catch (const std::exception& e) {
+#pragma omp critical(translate_failure)
+      if (failure.empty()) failure = e.what();
     }
   }
+  TFM_CHECK(failure.empty(), failure);
   return out;
 }
 

@@ -13,6 +13,15 @@ struct TranslateOptions {
   SearchOptions search;
   int64_t batch_sentences = 64;  // sentences decoded together
   int64_t max_input_tokens = 1024;  // longer inputs are cut to this many tokens
+  // Batches decoded at the same time, each by one thread (CTranslate2's inter_threads): a step of
+  // one batch on one thread wastes none of its time waiting for the other threads, which a batch
+  // split over threads does at every operation. 0: as many as there are threads when the input has
+  // at least two batches per thread, else 1; 1: one batch at a time, each operation on every thread.
+  // More batches in flight hold more decoding caches in memory.
+  int64_t parallel_batches = 0;
+
+  // Throws tfm::Error naming the first option out of range.
+  void validate() const;
 };
 
 struct Translation {

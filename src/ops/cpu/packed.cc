@@ -32,6 +32,7 @@ struct Block {
   dnnl::matmul product;
   memory weights;  // in the layout the primitive chose
   memory bias;     // [1, n] over the caller's bias; empty when there is none
+  memory::desc scratchpad;  // what one execution needs (often nothing), given by the caller
 };
 
 struct Packed {
@@ -55,9 +56,15 @@ Block pack_block(int64_t c0, int64_t n, int64_t k, int64_t ldy, const float* w, 
   const memory::desc dst({DNNL_RUNTIME_DIM_VAL, n}, dt::f32, {ldy, 1});
   const memory::desc any_weights({k, n}, dt::f32, memory::format_tag::any);
   const memory::desc bias_desc({1, n}, dt::f32, {n, 1});
+  // The scratchpad in the caller's hands: with the library's, a primitive may run only on the
+  // thread that created it, and each block's (and, with translate's parallel batches, each
+  // product's) runs on other threads, several at a time.
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(src, any_weights, bias_desc, dst)
                                              : dnnl::matmul::desc(src, any_weights, dst),
-                                        engine());
+                                        attr, engine());
+  b.scratchpad = pd.scratchpad_desc();
   if (bias) b.bias = memory(bias_desc, engine(), const_cast<float*>(bias + c0));
   // w [n, k] row-major is B [k, n] in layout "ba".
   memory user(memory::desc({k, n}, dt::f32, memory::format_tag::ba), engine(), const_cast<float*>(w + c0 * k));
@@ -73,6 +80,11 @@ void run_block(const Block& b, int64_t m, int64_t k, int64_t ldy, const float* x
   memory ym(memory::desc({m, b.n}, dt::f32, {ldy, 1}), engine(), y + b.c0);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, b.weights}, {DNNL_ARG_DST, ym}};
   if (b.bias) args.emplace(DNNL_ARG_BIAS, b.bias);
+  if (const size_t bytes = b.scratchpad.get_size()) {
+    thread_local std::vector<char> scratch;  // this thread's, for every block it runs
+    if (scratch.size() < bytes) scratch.resize(bytes);
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(b.scratchpad, engine(), scratch.data()));
+  }
   b.product.execute(stream(), args);
   stream().wait();
 }

@@ -1,0 +1,90 @@
+// Translating many sentences (decode/translator.h): batches decoded at the same time, one thread
+// each, give what one batch at a time on every thread gives, in input order, for float32, packed
+// and int8 weights, greedy and beam search; errors inside a batch come back as errors.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/threads.h"
+#include "decode/translator.h"
+#include "model/checkpoint.h"
+#include "testing/errors.h"
+
+namespace tfm {
+namespace {
+
+// 40 sources of 1–9 ids of the fixture's vocabulary, lengths mixed so that sorting reorders them.
+std::vector<std::vector<int32_t>> sources(int64_t vocab) {
+  std::vector<std::vector<int32_t>> out;
+  for (int32_t i = 0; i < 40; ++i) {
+    std::vector<int32_t> s;
+    for (int32_t j = 0; j < 1 + (i * 7) % 9; ++j) s.push_back(4 + (i * 13 + j * 5) % static_cast<int32_t>(vocab - 4));
+    out.push_back(s);
+  }
+  out[17].clear();  // an empty line stays empty
+  return out;
+}
+
+void expect_same(const std::vector<Translation>& a, const std::vector<Translation>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "sentence " << i);
+    EXPECT_EQ(a[i].source_ids, b[i].source_ids);
+    ASSERT_EQ(a[i].hypotheses.size(), b[i].hypotheses.size());
+    for (size_t h = 0; h < a[i].hypotheses.size(); ++h) {
+      EXPECT_EQ(a[i].hypotheses[h].tokens, b[i].hypotheses[h].tokens);
+      EXPECT_NEAR(a[i].hypotheses[h].score, b[i].hypotheses[h].score, 1e-4);
+    }
+  }
+}
+
+TEST(Translator, ParallelBatchesTranslateLikeOneBatchAtATime) {
+  const int threads = num_threads();
+  set_num_threads(2);
+  for (const std::string weights : {"float32", "packed", "int8"}) {
+    const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");
+    if (weights == "packed") model->pack_weights();
+    if (weights == "int8") model->quantize_int8();
+    const auto src = sources(model->config().vocab_size);
+    for (int64_t beam : {1, 3}) {
+      SCOPED_TRACE(::testing::Message() << weights << " weights, beam " << beam);
+      TranslateOptions o;
+      o.batch_sentences = 3;  // 13 batches of the 39 non-empty sources
+      o.search.beam_size = beam;
+      o.search.n_best = beam;
+      o.parallel_batches = 1;
+      const std::vector<Translation> one = translate_ids(*model, src, o);
+      ASSERT_TRUE(one[17].hypotheses.empty());
+      ASSERT_FALSE(one[0].hypotheses.empty());
+      for (int64_t parallel : {2, 0}) {  // 0: automatic, 2 batches at once on 2 threads here
+        o.parallel_batches = parallel;
+        expect_same(one, translate_ids(*model, src, o));
+      }
+      // Each sentence as it comes out alone: the input order is kept.
+      o.parallel_batches = 2;
+      const std::vector<Translation> together = translate_ids(*model, src, o);
+      for (size_t i : {0u, 5u, 39u}) expect_same({together[i]}, translate_ids(*model, {src[i]}, o));
+    }
+  }
+  set_num_threads(threads);
+}
+
+TEST(Translator, ErrorsInsideParallelBatchesAreReported) {
+  const int threads = num_threads();
+  set_num_threads(2);
+  const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");
+  auto src = sources(model->config().vocab_size);
+  src[33] = {4, 5, static_cast<int32_t>(model->config().vocab_size + 7)};  // an id beyond the vocabulary
+  TranslateOptions o;
+  o.batch_sentences = 3;
+  o.parallel_batches = 2;
+  testing::expect_error([&] { translate_ids(*model, src, o); }, {std::to_string(model->config().vocab_size + 7).c_str()});
+  o.parallel_batches = -1;
+  testing::expect_error([&] { translate_ids(*model, sources(model->config().vocab_size), o); },
+                        {"parallel batches", "-1"});
+  set_num_threads(threads);
+}
+
+}  // namespace
+}  // namespace tfm
