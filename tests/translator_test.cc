@@ -26,6 +26,13 @@ std::vector<std::vector<int32_t>> sources(int64_t vocab) {
   return out;
 }
 
+// Sets the thread count for a test and puts the previous one back, also when an assertion returns early.
+struct Threads {
+  int before = num_threads();
+  explicit Threads(int n) { set_num_threads(n); }
+  ~Threads() { set_num_threads(before); }
+};
+
 void expect_same(const std::vector<Translation>& a, const std::vector<Translation>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
@@ -40,8 +47,7 @@ void expect_same(const std::vector<Translation>& a, const std::vector<Translatio
 }
 
 TEST(Translator, ParallelBatchesTranslateLikeOneBatchAtATime) {
-  const int threads = num_threads();
-  set_num_threads(2);
+  const Threads threads(2);
   for (const std::string weights : {"float32", "packed", "int8"}) {
     const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");
     if (weights == "packed") model->pack_weights();
@@ -60,6 +66,7 @@ TEST(Translator, ParallelBatchesTranslateLikeOneBatchAtATime) {
       for (int64_t parallel : {2, 0}) {  // 0: automatic, 2 batches at once on 2 threads here
         o.parallel_batches = parallel;
         expect_same(one, translate_ids(*model, src, o));
+        EXPECT_EQ(num_threads(), 2);  // the workers' one-thread setting stays with them
       }
       // Each sentence as it comes out alone: the input order is kept.
       o.parallel_batches = 2;
@@ -67,12 +74,10 @@ TEST(Translator, ParallelBatchesTranslateLikeOneBatchAtATime) {
       for (size_t i : {0u, 5u, 39u}) expect_same({together[i]}, translate_ids(*model, {src[i]}, o));
     }
   }
-  set_num_threads(threads);
 }
 
 TEST(Translator, ErrorsInsideParallelBatchesAreReported) {
-  const int threads = num_threads();
-  set_num_threads(2);
+  const Threads threads(2);
   const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");
   auto src = sources(model->config().vocab_size);
   src[33] = {4, 5, static_cast<int32_t>(model->config().vocab_size + 7)};  // an id beyond the vocabulary
@@ -83,7 +88,6 @@ TEST(Translator, ErrorsInsideParallelBatchesAreReported) {
   o.parallel_batches = -1;
   testing::expect_error([&] { translate_ids(*model, sources(model->config().vocab_size), o); },
                         {"parallel batches", "-1"});
-  set_num_threads(threads);
 }
 
 }  // namespace

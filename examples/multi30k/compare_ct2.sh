@@ -24,8 +24,10 @@ echo "$(wc -l < "$src") sentences, beam $beam, length penalty 1.0, $threads thre
 printf '%-22s %9s %8s %7s\n' engine tokens/s seconds BLEU
 for type in float32 int8; do
   flag=$([ $type = int8 ] && echo --int8 || true)
+  # One batch at a time on every thread, as CTranslate2 runs here (inter_threads 1).
   # shellcheck disable=SC2086
   "$bin" translate -m "$model" --ids --beam "$beam" --length-penalty 1.0 --threads "$threads" --stats $flag \
+    --parallel-batches 1 \
     < "$work/src.ids" > "$work/ours.$type.ids" 2> "$work/ours.$type.log"
   "${peer[@]}" translate "$work/ct2" --ids-in "$work/src.ids" --beam "$beam" --length-penalty 1.0 \
     --compute-type "$type" --threads "$threads" --stats > "$work/ct2.$type.ids" 2> "$work/ct2.$type.log"

@@ -34,7 +34,7 @@ bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines) 
 }
 
 int run(const Options& o) {
-  o.translate.search.validate();  // before reading any input: bad options fail at once
+  o.translate.validate();  // before reading any input: bad options fail at once
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
   const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
   if (o.int8) lm.model->quantize_int8();
@@ -177,8 +177,9 @@ Action add_translate(CLI::App& app) {
                   "write encoder-decoder attention as JSON lines: [layer][head][target][source] per sentence");
   cmd->add_option("--batch-size", o->translate.batch_sentences, "sentences decoded together")->capture_default_str();
   cmd->add_option("--parallel-batches", o->translate.parallel_batches,
-                  "batches decoded at the same time, one thread each (0: one per thread when the input has at "
-                  "least two batches per thread; 1: one batch at a time on all threads)")
+                  "batches decoded at the same time, one thread each, at most --threads (0: one per thread when "
+                  "a chunk of input lines has at least two batches per thread; 1: one batch at a time on all "
+                  "threads). Each batch in flight holds its own decoding caches: more memory")
       ->capture_default_str();
   cmd->add_option("--max-input-tokens", o->translate.max_input_tokens, "longer inputs are truncated (with a warning)")
       ->capture_default_str();

@@ -1,8 +1,9 @@
 #include "decode/translator.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <numeric>
-#include <string>
 
 #include <omp.h>
 
@@ -32,7 +33,7 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return out[a].source_ids.size() < out[b].source_ids.size(); });
-  const int64_t batches = (static_cast<int64_t>(order.size()) + o.batch_sentences - 1) / o.batch_sentences;
+  const int64_t batches = order.empty() ? 0 : (static_cast<int64_t>(order.size()) - 1) / o.batch_sentences + 1;
   auto decode = [&](int64_t i) {  // batch i of the sorted sentences
     const size_t begin = static_cast<size_t>(i * o.batch_sentences);
     const size_t end = std::min(order.size(), begin + static_cast<size_t>(o.batch_sentences));
@@ -55,20 +56,23 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
   }
   // Longest sentences first (the batches are sorted by length), so that no long batch starts last
   // and runs alone. Each thread decodes its batches alone: its own parallel regions, BLAS and
-  // oneDNN calls run on it. An exception may not leave the parallel region: the first message is
-  // kept and thrown after it.
-  std::string failure;
+  // oneDNN calls run on it. No exception may leave the parallel region: the first is kept, the
+  // batches not yet started are skipped, and it is rethrown after the region.
+  std::exception_ptr failure;
+  std::atomic<bool> failed{false};
 #pragma omp parallel for schedule(dynamic, 1) num_threads(parallel)
   for (int64_t i = batches - 1; i >= 0; --i) {
+    if (failed.load()) continue;
     omp_set_num_threads(1);
     try {
       decode(i);
-    } catch (const std::exception& e) {
+    } catch (...) {
 #pragma omp critical(translate_failure)
-      if (failure.empty()) failure = e.what();
+      if (!failure) failure = std::current_exception();
+      failed = true;
     }
   }
-  TFM_CHECK(failure.empty(), failure);
+  if (failure) std::rethrow_exception(failure);
   return out;
 }
 

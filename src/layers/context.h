@@ -15,7 +15,7 @@ namespace tfm {
 
 // int8 copies of weight matrices, by parameter id (inference only; Transformer::quantize_int8).
 using Int8Weights = std::unordered_map<int, ops::QuantizedMatrix>;
-// Weight matrices packed for few-row products, by parameter id (inference only; Transformer::pack_weights).
+// Weight matrices packed once for inference's products, by parameter id (inference only; Transformer::pack_weights).
 using PackedWeights = std::unordered_map<int, ops::PackedMatrix>;
 
 struct Context {

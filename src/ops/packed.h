@@ -1,7 +1,7 @@
 #pragma once
-// Weight matrices packed once for the products of decoding: few rows (64 hypotheses for greedy
-// search of 64 sentences), thousands of calls. BLAS repacks the weight matrix for its kernel on
-// every call; a packed matrix is reordered once into the layout its product asks for (on the CPU,
+// Weight matrices packed once for inference's products: decoding's few rows (64 hypotheses for
+// greedy search of 64 sentences) in thousands of calls, and the encoder's. BLAS repacks the weight
+// matrix for its kernel on every call; a packed matrix is reordered once into the layout its product asks for (on the CPU,
 // oneDNN's matmul primitive, created once with the row count left to run time). Same
 // product, other summation order: results agree with ops::matmul to float32 rounding.
 // Inference only (Transformer::pack_weights); the float32 weights stay where they are.

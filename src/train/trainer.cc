@@ -107,6 +107,9 @@ ValidResult validate(const Transformer& model, const Vocab& vocab, const ValidDa
                                              : data.src.size();
   TranslateOptions to;
   to.search.beam_size = o.valid_beam;
+  // One batch at a time on all threads: no second batch's caches on top of training's memory, and
+  // the unpacked model's large products stay on oneDNN with every thread.
+  to.parallel_batches = 1;
   const std::vector<std::vector<int32_t>> sources(data.src.begin(), data.src.begin() + static_cast<std::ptrdiff_t>(n));
   const std::vector<Translation> out = translate_ids(model, sources, to);
   std::vector<std::string> hyps, refs;

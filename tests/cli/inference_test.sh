@@ -88,6 +88,7 @@ expect_error() {  # expect_error PATTERN COMMAND...: the command fails and stder
   grep -qE -- "$pattern" "$work/err" || fail "message of '$*': $(cat "$work/err")"
 }
 expect_error "threads.*-1" "$bin" translate -m "$model" --threads -1
+expect_error "parallel batches must be >= 0.*-1" "$bin" translate -m "$model" --parallel-batches -1
 expect_error "head.*-5" "$bin" attention -m "$model" "one" -o "$work/x.svg" --head -5
 expect_error "layer.*-1" "$bin" attention -m "$model" "one" -o "$work/x.svg" --layer -1
 echo "0 5" | tr --ids 2>"$work/err" > /dev/null && fail "--ids accepted the padding id"

@@ -110,8 +110,8 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
   const Packed& p = *static_cast<const Packed*>(packed);
   if (m == 0) return;
   const int64_t blocks = static_cast<int64_t>(p.blocks.size());
-  // One block: its product runs on every thread. (Not inside a parallel region, even an inactive
-  // one: oneDNN then runs it on one thread.)
+  // One block: its product runs on every thread (inside a parallel region, as in translate's
+  // parallel batches, oneDNN runs it on the calling thread alone).
   std::string failure;
   if (blocks == 1) {
     try {
@@ -140,7 +140,8 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
 // beam4_shortlist3200): packed at 256 rows faster in 14 of 16 pairs, median 1.20×
 // (docs/performance.md). Session 10, the encoder's products (64 sentences of 25 tokens: 1,600 rows),
 // medians of 3: 512 → 512 233 against 204 GFLOP/s, 2048 → 512 204 against 190, 512 → 2048 209
-// against 226, and the bias comes in the same pass; the encoder of 640 sentences (10 batches) took
+// against 226 (without the bias, which the packed product adds in the same pass and sgemm's path
+// in a pass of its own over the 13 MB of output); the encoder of 640 sentences (10 batches) took
 // 3.46–4.19 s packed against 3.70–4.71 s, faster in 3 of 4 alternated pairs. So every product is
 // packed but the wide output projection beyond 256 rows (512 × 512 → 32,000: 177 against 202).
 bool packed_product_wins(int64_t m, int64_t n, int64_t) { return m <= 256 || n < kBlockedColumns; }
