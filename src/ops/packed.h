@@ -1,9 +1,10 @@
 #pragma once
 // Weight matrices packed once for inference's products: decoding's few rows (64 hypotheses for
 // greedy search of 64 sentences) in thousands of calls, and the encoder's. BLAS repacks the weight
-// matrix for its kernel on every call; a packed matrix is reordered once into the layout its product asks for (on the CPU,
-// oneDNN's matmul primitive, created once with the row count left to run time). Same
-// product, other summation order: results agree with ops::matmul to float32 rounding.
+// matrix for its kernel on every call; a packed matrix is reordered once into the layout its
+// product asks for (on the CPU, oneDNN's matmul primitive, created once with the row count left
+// to run time). Same product, other summation order: results agree with ops::matmul to float32
+// rounding.
 // Inference only (Transformer::pack_weights); the float32 weights stay where they are.
 #include <memory>
 
