@@ -117,8 +117,8 @@ void BM_Translate(benchmark::State& state, int64_t beam, Weights weights, int64_
   c.pre_norm = true;
   Transformer model(c);
   model.init_parameters(1);
-  if (weights == Weights::kInt8) model.quantize_int8();
-  if (weights == Weights::kPacked) model.pack_weights();
+  if (weights == Weights::kInt8) model.quantize_int8(Transformer::PlainWeights::kRelease);
+  if (weights == Weights::kPacked) model.pack_weights(Transformer::PlainWeights::kRelease);
   const auto sources = random_sentences(64, 25, c.vocab_size, 5);
   SearchOptions o;
   o.beam_size = beam;
@@ -158,7 +158,7 @@ void BM_Translate500(benchmark::State& state, int64_t beam, int64_t parallel_bat
   c.pre_norm = true;
   Transformer model(c);
   model.init_parameters(1);
-  model.pack_weights();  // as `transformer translate` does
+  model.pack_weights(Transformer::PlainWeights::kRelease);  // as `transformer translate` does
   const auto sources = random_sentences(500, 25, c.vocab_size, 9);
   TranslateOptions o;
   o.search.beam_size = beam;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/param_store.h"
@@ -76,6 +77,45 @@ TEST(ParamStore, OneFlatBufferForValuesAndOneForGradients) {
   store.zero_grad();
   for (double x : store.grads().to_doubles()) EXPECT_EQ(x, 0.0);
   EXPECT_THROW(store.value(3), Error);
+}
+
+// Pages of the range [p, p + bytes) that are resident, by mincore.
+int64_t resident_pages(const void* p, size_t bytes) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(p) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
+  std::vector<unsigned char> in((end - first + page - 1) / page);
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(first), end - first, in.data()), 0);
+  int64_t n = 0;
+  for (unsigned char c : in) n += c & 1;
+  return n;
+}
+
+TEST(ParamStore, ReleasedValuesLeaveMemoryAndRefuseToBeRead) {
+  ParamStore store;
+  const int a = store.add("layer.a", {3});
+  const int big = store.add("layer.big", {1000, 1000});  // 4 MB: whole pages to give back
+  const int b = store.add("layer.b", {5});
+  store.allocate();
+  store.value(a).fill(1.0);
+  store.value(big).fill(2.0);
+  store.value(b).fill(3.0);
+  const Tensor view = store.value(big);  // taken before the release, to look at its pages
+  const int64_t pages = resident_pages(view.raw(), view.bytes());
+  EXPECT_GE(pages, 976);
+  store.release(big);
+  EXPECT_TRUE(store.released(big));
+  EXPECT_FALSE(store.released(a));
+  // At most the two pages shared with the neighbours stay.
+  EXPECT_LE(resident_pages(view.raw(), view.bytes()), 2);
+  // The neighbours keep their values; the released one is refused by name, as is the whole buffer.
+  EXPECT_EQ(store.value(a).to_doubles(), std::vector<double>(3, 1.0));
+  EXPECT_EQ(store.value(b).to_doubles(), std::vector<double>(5, 3.0));
+  testing::expect_error([&] { store.value(big); }, {"layer.big", "released"});
+  testing::expect_error([&] { store.values(); }, {"1 parameters were released"});
+  store.release(big);  // twice is once
+  testing::expect_error([&] { store.values(); }, {"1 parameters were released"});
+  EXPECT_EQ(store.grad(big).numel(), 1000000);  // gradients are another buffer
 }
 
 // Resident memory of this process, from /proc/self/statm (Linux), in bytes.

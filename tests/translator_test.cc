@@ -76,6 +76,36 @@ TEST(Translator, ParallelBatchesTranslateLikeOneBatchAtATime) {
   }
 }
 
+// Translation gives the float32 weights back once their packed or int8 copies exist: it translates
+// exactly as a model that keeps them, and the released model refuses what needs them.
+TEST(Translator, ReleasedPlainWeightsTranslateTheSame) {
+  const std::string path = std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors";
+  for (const std::string weights : {"packed", "int8"}) {
+    SCOPED_TRACE(weights);
+    const auto kept = load_model(path), released = load_model(path);
+    using P = Transformer::PlainWeights;
+    for (auto& [model, plain] : {std::pair{kept.get(), P::kKeep}, std::pair{released.get(), P::kRelease}}) {
+      if (weights == "packed") model->pack_weights(plain);
+      else model->quantize_int8(plain);
+    }
+    const auto src = sources(kept->config().vocab_size);
+    for (int64_t beam : {1, 3}) {
+      TranslateOptions o;
+      o.batch_sentences = 7;
+      o.search.beam_size = beam;
+      expect_same(translate_ids(*kept, src, o), translate_ids(*released, src, o));
+    }
+    const ParamStore& p = released->params();
+    const int fc1 = p.find("decoder.layers.0.ffn.fc1.weight");
+    ASSERT_GE(fc1, 0);
+    EXPECT_TRUE(p.released(fc1));
+    EXPECT_FALSE(p.released(released->tgt_embedding));  // looked up as well as multiplied by
+    EXPECT_FALSE(p.released(p.find("decoder.layers.0.ffn.fc1.bias")));
+    testing::expect_error([&] { save_model(*released, ::testing::TempDir() + "/released.safetensors"); },
+                          {"released"});
+  }
+}
+
 TEST(Translator, ErrorsInsideParallelBatchesAreReported) {
   const Threads threads(2);
   const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");

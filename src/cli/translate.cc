@@ -37,8 +37,9 @@ int run(const Options& o) {
   o.translate.validate();  // before reading any input: bad options fail at once
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
   const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
-  if (o.int8) lm.model->quantize_int8();
-  else if (o.packed) lm.model->pack_weights();
+  // Translation never reads the float32 weights again once they have their copies.
+  if (o.int8) lm.model->quantize_int8(Transformer::PlainWeights::kRelease);
+  else if (o.packed) lm.model->pack_weights(Transformer::PlainWeights::kRelease);
   Shortlist shortlist;
   if (!o.shortlist_path.empty()) {
     shortlist = Shortlist::load(o.shortlist_path, lm.model->config().vocab_size);
@@ -168,8 +169,8 @@ Action add_translate(CLI::App& app) {
   cmd->add_flag("--stats", o->stats, "print sentences, output tokens and seconds of translation to stderr");
   cmd->add_flag("--int8", o->int8, "int8 weight products (VNNI): faster, slightly less exact");
   cmd->add_flag("--packed-weights,!--no-packed-weights", o->packed,
-                "float32 weights packed once for decoding's products (default; faster, a second copy of the "
-                "layers' weights and the output projection in memory)");
+                "float32 weights packed once for decoding's products (default; faster; the layers' weights are "
+                "then kept only in packed form, the output projection also as the embedding)");
   cmd->add_option("--shortlist", o->shortlist_path,
                   "score only the target tokens this shortlist (from `transformer shortlist`) selects for each "
                   "batch: faster, may change translations");

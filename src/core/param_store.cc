@@ -1,5 +1,12 @@
 #include "core/param_store.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
 namespace tfm {
 
 namespace {
@@ -46,7 +53,35 @@ Tensor ParamStore::slice(const Tensor& flat, int id) const {
   return Tensor::wrap(base, e.shape, flat.dtype(), flat.device());
 }
 
-Tensor ParamStore::value(int id) const { return slice(values_, id); }
+Tensor ParamStore::value(int id) const {
+  TFM_CHECK(!entry(id).released, "parameter '", entry(id).name,
+            "' was released after its packed or int8 copy was made: this model can only translate");
+  return slice(values_, id);
+}
+
+const Tensor& ParamStore::values() const {
+  TFM_CHECK(released_count_ == 0, "the parameter buffer is incomplete: ", released_count_,
+            " parameters were released after their packed or int8 copies were made (this model can only translate)");
+  return values_;
+}
+
+void ParamStore::release(int id) {
+  const Entry& e = entry(id);
+  TFM_CHECK(allocated(), "ParamStore::release('", e.name, "') before allocate()");
+  if (e.released) return;
+  entries_[static_cast<size_t>(id)].released = true;
+  ++released_count_;
+  if (values_.device() != Device::CPU) return;
+  // Only whole pages inside the range can go: its first and last pages may hold neighbours.
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(static_cast<char*>(values_.raw()) +
+                                                 static_cast<size_t>(e.offset) * size_of(values_.dtype()));
+  const uintptr_t end = begin + static_cast<uintptr_t>(e.shape.numel()) * size_of(values_.dtype());
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (last > first)
+    TFM_CHECK(madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) == 0, "releasing parameter '",
+              e.name, "' (", last - first, " bytes): ", std::strerror(errno));
+}
 Tensor ParamStore::grad(int id) const { return slice(grads_, id); }
 
 int64_t ParamStore::parameter_count() const {

@@ -26,10 +26,19 @@ class ParamStore {
   // Id of a named parameter, or -1.
   int find(const std::string& name) const;
 
-  Tensor value(int id) const;  // a view into the value buffer
+  Tensor value(int id) const;  // a view into the value buffer; refuses a released parameter
   Tensor grad(int id) const;   // a view into the gradient buffer
-  const Tensor& values() const { return values_; }  // the flat buffers, gaps included
+  // The flat buffers, gaps included; values() refuses once a parameter is released.
+  const Tensor& values() const;
   const Tensor& grads() const { return grads_; }
+  DType dtype() const { return values_.dtype(); }
+
+  // Gives the memory of a parameter's values back to the system once nothing reads them any more
+  // (inference keeps a packed or int8 copy of each weight matrix): the whole pages inside its range
+  // stop being resident. From then on value(id) and values() throw, naming the parameter, rather
+  // than hand out zeros; the store can no longer train, save or average.
+  void release(int id);
+  bool released(int id) const { return entry(id).released; }
 
   int64_t parameter_count() const;  // elements in parameters, gaps excluded
   void zero_grad() { grads_.zero(); }
@@ -39,6 +48,7 @@ class ParamStore {
     std::string name;
     Shape shape;
     int64_t offset = 0;
+    bool released = false;
   };
   const Entry& entry(int id) const;
   Tensor slice(const Tensor& flat, int id) const;
@@ -46,6 +56,7 @@ class ParamStore {
   std::vector<Entry> entries_;
   std::unordered_map<std::string, int> by_name_;
   Tensor values_, grads_;
+  int released_count_ = 0;
 };
 
 }  // namespace tfm

@@ -214,23 +214,35 @@ bool Transformer::is_product_weight(int id) const {
   return params_.shape(id).rank() == 2 && params_.name(id).ends_with(".weight") && id != src_embedding;
 }
 
-void Transformer::quantize_int8() {
-  TFM_CHECK(params_.values().dtype() == DType::F32, "int8 quantization needs a float32 model");
-  int8_.clear();
+bool Transformer::only_in_products(int id) const { return is_product_weight(id) && id != tgt_embedding; }
+
+std::vector<int> Transformer::product_weights() const {
+  std::vector<int> ids;
   for (int id = 0; id < params_.size(); ++id)
-    if (is_product_weight(id)) int8_.emplace(id, ops::quantize_rows(params_.value(id)));
+    if (only_in_products(id)) ids.push_back(id);
+  ids.push_back(tgt_embedding);  // last: while the others' copies are made, their plain values can go
+  return ids;
 }
 
-void Transformer::pack_weights() {
-  TFM_CHECK(params_.values().dtype() == DType::F32, "packed weights need a float32 model");
+void Transformer::quantize_int8(PlainWeights plain) {
+  TFM_CHECK(params_.dtype() == DType::F32, "int8 quantization needs a float32 model");
+  int8_.clear();
+  for (int id : product_weights()) {
+    int8_.emplace(id, ops::quantize_rows(params_.value(id)));
+    if (plain == PlainWeights::kRelease && only_in_products(id)) params_.release(id);
+  }
+}
+
+void Transformer::pack_weights(PlainWeights plain) {
+  TFM_CHECK(params_.dtype() == DType::F32, "packed weights need a float32 model");
   packed_.clear();
-  for (int id = 0; id < params_.size(); ++id) {
-    if (!is_product_weight(id)) continue;
+  for (int id : product_weights()) {
     // A linear layer's bias joins its product (`<name>.weight` → `<name>.bias`); the output
     // projection has none.
     const std::string& name = params_.name(id);
     const int bias = id == tgt_embedding ? -1 : params_.find(name.substr(0, name.size() - 6) + "bias");
     packed_.emplace(id, ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor()));
+    if (plain == PlainWeights::kRelease && only_in_products(id)) params_.release(id);
   }
 }
 

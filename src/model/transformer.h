@@ -146,15 +146,20 @@ class Transformer {
     return Context{&params_, rng, inference && !int8_.empty() ? &int8_ : nullptr,
                    inference && !packed_.empty() ? &packed_ : nullptr};
   }
+  // What becomes of a weight matrix's float32 values once inference has its own copy. kKeep: they
+  // stay, and the model can still train, save and decode without the copies. kRelease (translation):
+  // every linear layer's weight is given back to the system as soon as its copy is made
+  // (ParamStore::release), which saves 176 MB for base; the embedding stays (lookups read it).
+  enum class PlainWeights { kKeep, kRelease };
   // int8 copies of every weight matrix (per output channel) and of the output projection, for
-  // inference; the float32 parameters stay as they are (training ignores the copies).
-  void quantize_int8();
+  // inference (training ignores the copies).
+  void quantize_int8(PlainWeights plain = PlainWeights::kKeep);
   bool quantized() const { return !int8_.empty(); }
   // Every linear layer's weight and the output projection packed once (ops/packed.h), for
   // inference: decoding steps and the encoder run faster; results agree to float32 rounding.
-  // Costs a second copy of those weights (242 MB for base, 65 MB of it the output projection). The
-  // parameters must not change afterwards (the packing is not redone).
-  void pack_weights();
+  // Costs a second copy of those weights (242 MB for base, 65 MB of it the output projection) unless
+  // the plain ones are released. The parameters must not change afterwards (the packing is not redone).
+  void pack_weights(PlainWeights plain = PlainWeights::kKeep);
   bool packed() const { return !packed_.empty(); }
 
   int src_embedding = -1, tgt_embedding = -1;  // the same id when tied
@@ -167,6 +172,10 @@ class Transformer {
   // layer's weight and the target embedding as the output projection; not the source embedding
   // when untied (only looked up).
   bool is_product_weight(int id) const;
+  // A product weight that nothing but its product reads (not the target embedding, also looked up).
+  bool only_in_products(int id) const;
+  // Every product weight's id, the target embedding last.
+  std::vector<int> product_weights() const;
   // hidden [..., D] → logits [..., rows of w]: h · wᵀ, through q (int8) or p (packed) when given.
   static Tensor project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
                              const ops::PackedMatrix* p);
