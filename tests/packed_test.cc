@@ -58,22 +58,28 @@ TEST(Packed, BiasPackedWithTheWeightIsAddedByTheProduct) {
 
 // Wide outputs (8,192 columns and more) are packed in one column block per thread; 3 threads give
 // blocks of 2,731 and 2,732 columns over 8,195. Beyond 256 rows they take ops::matmul and the bias
-// added after it.
+// added after it, while the plain weight is there.
 TEST(Packed, WideOutputsInColumnBlocksMatchBlas) {
   const int threads = omp_get_max_threads();
   omp_set_num_threads(3);
   const Tensor w = testing::random_tensor({8195, 24}, 11).to(DType::F32);
   const Tensor bias = testing::random_tensor({8195}, 12).to(DType::F32);
   const ops::PackedMatrix p = ops::pack_weight(w, bias);
+  // Without its plain weight (given back after packing) the product cannot fall back to BLAS: the
+  // packed copy serves every row count.
+  ops::PackedMatrix alone = ops::pack_weight(w, bias);
+  alone.weight = Tensor();
   for (int64_t rows : {1, 64, 256, 300}) {
-    SCOPED_TRACE(::testing::Message() << rows << " rows");
-    const Tensor x = testing::random_tensor({rows, 24}, 13 + rows).to(DType::F32);
-    Tensor want = Tensor::zeros({rows, 8195}), got = Tensor::empty({rows, 8195});
-    got.fill(12345.0);  // every element must be written
-    ops::matmul(x, w, want, {.trans_b = true});
-    ops::bias_add(want, bias, want);
-    ops::matmul_packed(x, p, got);
-    EXPECT_LT(max_abs_diff(want, got), 1e-5 * 24);
+    for (const ops::PackedMatrix* packed : {&p, static_cast<const ops::PackedMatrix*>(&alone)}) {
+      SCOPED_TRACE(::testing::Message() << rows << " rows" << (packed == &alone ? ", no plain weight" : ""));
+      const Tensor x = testing::random_tensor({rows, 24}, 13 + rows).to(DType::F32);
+      Tensor want = Tensor::zeros({rows, 8195}), got = Tensor::empty({rows, 8195});
+      got.fill(12345.0);  // every element must be written
+      ops::matmul(x, w, want, {.trans_b = true});
+      ops::bias_add(want, bias, want);
+      ops::matmul_packed(x, *packed, got);
+      EXPECT_LT(max_abs_diff(want, got), 1e-5 * 24);
+    }
   }
   omp_set_num_threads(threads);
 }

@@ -241,8 +241,12 @@ void Transformer::pack_weights(PlainWeights plain) {
     // projection has none.
     const std::string& name = params_.name(id);
     const int bias = id == tgt_embedding ? -1 : params_.find(name.substr(0, name.size() - 6) + "bias");
-    packed_.emplace(id, ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor()));
-    if (plain == PlainWeights::kRelease && only_in_products(id)) params_.release(id);
+    ops::PackedMatrix p = ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor());
+    if (plain == PlainWeights::kRelease && only_in_products(id)) {
+      p.weight = Tensor();  // no product may fall back to it
+      params_.release(id);
+    }
+    packed_.emplace(id, std::move(p));
   }
 }
 

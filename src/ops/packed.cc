@@ -16,7 +16,7 @@ PackedMatrix pack_weight(const Tensor& w, const Tensor& bias) {
     TFM_CHECK(bias.numel() == w.size(0) && bias.device() == Device::CPU, "pack_weight: bias ", bias.shape(),
               " does not fit a weight of ", w.shape());
   }
-  return {w, bias,
+  return {w.size(0), w.size(1), w, bias,
           cpu::pack_weight(w.size(0), w.size(1), w.data<float>(), bias.defined() ? bias.data<float>() : nullptr)};
 }
 
@@ -24,13 +24,13 @@ void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
   TFM_CHECK(w.packed != nullptr, "matmul_packed: the weight was not packed");
   check_dtype("matmul_packed", "x", x, DType::F32);
   check_dtype("matmul_packed", "y", y, DType::F32);
-  const int64_t out = w.weight.size(0), in = w.weight.size(1), rows = x.shape().rows();
-  TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "matmul_packed: x ", x.shape(), " does not fit a weight of ",
-            w.weight.shape());
+  const int64_t out = w.out, in = w.in, rows = x.shape().rows();
+  TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "matmul_packed: x ", x.shape(), " does not fit a weight of [", out,
+            ", ", in, "]");
   TFM_CHECK(y.size(-1) == out && y.shape().rows() == rows, "matmul_packed: y has shape ", y.shape(), ", expected ",
             rows, " rows of ", out);
   TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU, "matmul_packed: no kernel for this device");
-  if (!cpu::packed_product_wins(rows, out, in)) {
+  if (w.weight.defined() && !cpu::packed_product_wins(rows, out, in)) {
     matmul(x, w.weight, y, {.trans_b = true});
     if (w.bias.defined()) bias_add(y, w.bias, y);
     return;

@@ -5,7 +5,7 @@
 // product asks for (on the CPU, oneDNN's matmul primitive, created once with the row count left
 // to run time). Same product, other summation order: results agree with ops::matmul to float32
 // rounding.
-// Inference only (Transformer::pack_weights); the float32 weights stay where they are.
+// Inference only (Transformer::pack_weights).
 #include <memory>
 
 #include "core/tensor.h"
@@ -13,7 +13,11 @@
 namespace tfm::ops {
 
 struct PackedMatrix {
-  Tensor weight;                       // the float32 [out, in] it was packed from (a view; not owned)
+  int64_t out = 0, in = 0;             // the weight's shape
+  // The float32 [out, in] it was packed from (a view, not owned), for the products that BLAS does
+  // faster; undefined once that memory is given back (Transformer::PlainWeights::kRelease): every
+  // product then takes the packed copy.
+  Tensor weight;
   Tensor bias;                         // float32 [out] added by the product (a view), or undefined
   std::shared_ptr<const void> packed;  // the device's packed copy and its product
 };
@@ -24,7 +28,7 @@ PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor());
 
 // y = x · Wᵀ (+ the bias it was packed with); x: float32 [..., in] → y: float32 [..., out]. Uses
 // the packed copy where it is faster (all but the wide output projection beyond 256 rows;
-// docs/performance.md) and ops::matmul on `weight` otherwise.
+// docs/performance.md) or when `weight` is gone, and ops::matmul on `weight` otherwise.
 void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y);
 
 }  // namespace tfm::ops
