@@ -59,6 +59,26 @@ TEST(Int8, BiasIsAddedInTheSamePass) {
   EXPECT_THROW(ops::matmul_int8(x, w, wrong, Tensor::zeros({32})), Error);
 }
 
+// A feed-forward layer's first product takes its ReLU in the dequantization pass: exactly
+// max(0, ·) of the product with the bias, on both paths (7 rows: column blocks; 300: one product).
+TEST(Int8, ReluIsTakenInTheSamePass) {
+  const ops::QuantizedMatrix w = ops::quantize_rows(testing::random_tensor({33, 64}, 5).to(DType::F32));
+  const Tensor bias = testing::random_tensor({33}, 6).to(DType::F32);
+  for (int64_t rows : {7, 300}) {
+    SCOPED_TRACE(::testing::Message() << rows << " rows");
+    const Tensor x = testing::random_tensor({rows, 64}, 4 + rows).to(DType::F32);
+    Tensor plain = Tensor::zeros({rows, 33}), fused = Tensor::zeros({rows, 33});
+    ops::matmul_int8(x, w, plain, bias);
+    ops::matmul_int8(x, w, fused, bias, /*relu=*/true);
+    int64_t negative = 0;
+    for (int64_t i = 0; i < rows * 33; ++i) {
+      negative += plain.data<float>()[i] < 0;
+      ASSERT_EQ(fused.data<float>()[i], std::max(plain.data<float>()[i], 0.0f)) << i;
+    }
+    EXPECT_GT(negative, rows * 33 / 4);  // the ReLU had something to do
+  }
+}
+
 // The product against its definition: x quantized per row (round half away from zero, scale
 // max |x_row| / 127), the integer dot products, both scales and the bias. 300 rows take the
 // one-product path, 150 rows the per-thread column blocks (3,001 columns: with 2 threads four

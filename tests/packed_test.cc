@@ -52,6 +52,13 @@ TEST(Packed, BiasPackedWithTheWeightIsAddedByTheProduct) {
     ops::bias_add(want, bias, want);
     ops::matmul_packed(x, p, got);
     EXPECT_LT(max_abs_diff(want, got), 1e-5 * 96);
+    // With the ReLU packed too: oneDNN's post-op takes max(0, ·) after the bias.
+    ops::relu(want, want);
+    ops::matmul_packed(x, ops::pack_weight(w, bias, /*relu=*/true), got);
+    EXPECT_LT(max_abs_diff(want, got), 1e-5 * 96);
+    int64_t zeros = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) zeros += got.data<float>()[i] == 0.0f;
+    EXPECT_GT(zeros, got.numel() / 4);
   }
   EXPECT_THROW(ops::pack_weight(w, Tensor::zeros({39})), Error);
 }
@@ -80,6 +87,14 @@ TEST(Packed, WideOutputsInColumnBlocksMatchBlas) {
       ops::matmul_packed(x, *packed, got);
       EXPECT_LT(max_abs_diff(want, got), 1e-5 * 24);
     }
+    // With a ReLU: the post-op, or (300 rows, plain weight) BLAS's product, the bias, then ReLU.
+    const Tensor x = testing::random_tensor({rows, 24}, 13 + rows).to(DType::F32);
+    Tensor want = Tensor::zeros({rows, 8195}), got = Tensor::empty({rows, 8195});
+    ops::matmul(x, w, want, {.trans_b = true});
+    ops::bias_add(want, bias, want);
+    ops::relu(want, want);
+    ops::matmul_packed(x, ops::pack_weight(w, bias, /*relu=*/true), got);
+    EXPECT_LT(max_abs_diff(want, got), 1e-5 * 24);
   }
   omp_set_num_threads(threads);
 }

@@ -8,8 +8,7 @@ FeedForward::FeedForward(ParamStore& params, const std::string& name, int64_t d_
     : fc1(params, name + ".fc1", d_model, d_ff), fc2(params, name + ".fc2", d_ff, d_model) {}
 
 Tensor FeedForward::forward(const Context& ctx, const Tensor& x, Saved* saved) const {
-  Tensor hidden = fc1.forward(ctx, x);
-  ops::relu(hidden, hidden);
+  Tensor hidden = fc1.forward(ctx, x, Activation::kRelu);
   Tensor y = fc2.forward(ctx, hidden);
   if (saved) *saved = {x, hidden};
   return y;

@@ -21,21 +21,27 @@ Shape with_last(const Shape& s, int64_t last) {
 }
 }  // namespace
 
-Tensor Linear::forward(const Context& ctx, const Tensor& x) const {
+Tensor Linear::forward(const Context& ctx, const Tensor& x, Activation act) const {
   TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "linear layer expects inputs with last dim ", in, ", got shape ",
             x.shape());
   Tensor y = Tensor::empty(with_last(x.shape(), out), x.dtype(), x.device());
+  const bool relu = act == Activation::kRelu;
   if (const ops::QuantizedMatrix* q = ctx.int8_weight(weight)) {
-    ops::matmul_int8(x, *q, y, ctx.value(bias));  // the bias joins the dequantization pass
+    ops::matmul_int8(x, *q, y, ctx.value(bias), relu);  // bias and ReLU join the dequantization pass
     return y;
   }
   if (const ops::PackedMatrix* p = ctx.packed_weight(weight)) {
+    // Packed with its bias and ReLU (Transformer::pack_weights) or without either.
+    TFM_CHECK(!p->relu || (relu && p->bias.defined()), "linear layer: its weight was packed with a ReLU that ",
+              relu ? "comes before the bias" : "this call does not ask for");
     ops::matmul_packed(x, *p, y);
-    if (!p->bias.defined()) ops::bias_add(y, ctx.value(bias), y);  // else packed with it (pack_weights)
+    if (!p->bias.defined()) ops::bias_add(y, ctx.value(bias), y);
+    if (relu && !p->relu) ops::relu(y, y);
     return y;
   }
   ops::matmul(x, ctx.value(weight), y, {.trans_b = true});
   ops::bias_add(y, ctx.value(bias), y);
+  if (relu) ops::relu(y, y);
   return y;
 }
 

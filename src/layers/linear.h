@@ -6,14 +6,18 @@
 
 namespace tfm {
 
+// What follows the product and its bias in the same call: nothing, or max(0, ·) (the feed-forward
+// layer's first product), which int8 and packed products take in their last pass over the output.
+enum class Activation { kNone, kRelu };
+
 class Linear {
  public:
   Linear() = default;
   // Registers `<name>.weight` [out, in] and `<name>.bias` [out].
   Linear(ParamStore& params, const std::string& name, int64_t in, int64_t out);
 
-  // x: [..., in] → y: [..., out] (a new tensor).
-  Tensor forward(const Context& ctx, const Tensor& x) const;
+  // x: [..., in] → y: [..., out] (a new tensor), y = act(x · Wᵀ + b).
+  Tensor forward(const Context& ctx, const Tensor& x, Activation act = Activation::kNone) const;
   // dW += dyᵀ·x, db += Σ dy, and dx += dy·W when dx is given.
   void backward(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor* dx) const;
 

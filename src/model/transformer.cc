@@ -1,6 +1,7 @@
 #include "model/transformer.h"
 
 #include <cmath>
+#include <unordered_set>
 
 #include "layers/init.h"
 #include "ops/copy.h"
@@ -236,12 +237,16 @@ void Transformer::quantize_int8(PlainWeights plain) {
 void Transformer::pack_weights(PlainWeights plain) {
   TFM_CHECK(params_.dtype() == DType::F32, "packed weights need a float32 model");
   packed_.clear();
+  std::unordered_set<int> relu;  // the feed-forward layers' first products take their ReLU with them
+  for (const EncoderLayer& l : encoder) relu.insert(l.ffn.fc1.weight);
+  for (const DecoderLayer& l : decoder) relu.insert(l.ffn.fc1.weight);
   for (int id : product_weights()) {
     // A linear layer's bias joins its product (`<name>.weight` → `<name>.bias`); the output
     // projection has none.
     const std::string& name = params_.name(id);
     const int bias = id == tgt_embedding ? -1 : params_.find(name.substr(0, name.size() - 6) + "bias");
-    ops::PackedMatrix p = ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor());
+    ops::PackedMatrix p =
+        ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor(), bias >= 0 && relu.count(id));
     if (plain == PlainWeights::kRelease && only_in_products(id)) {
       p.weight = Tensor();  // no product may fall back to it
       params_.release(id);

@@ -14,7 +14,7 @@ QuantizedMatrix quantize_rows(const Tensor& w) {
   return out;
 }
 
-void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, const Tensor& bias) {
+void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, const Tensor& bias, bool relu) {
   check_rank("matmul_int8", "weight", w.q, 2);
   check_dtype("matmul_int8", "weight", w.q, DType::I8);
   check_dtype("matmul_int8", "x", x, DType::F32);
@@ -30,7 +30,7 @@ void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, con
   TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU && (!bias.defined() || bias.device() == Device::CPU),
             "matmul_int8: no kernel for this device");
   cpu::matmul_int8(x.shape().rows(), out, in, x.data<float>(), w.q.data<int8_t>(), w.scale.data<float>(),
-                   bias.defined() ? bias.data<float>() : nullptr, y.data<float>());
+                   bias.defined() ? bias.data<float>() : nullptr, relu, y.data<float>());
 }
 
 }  // namespace tfm::ops

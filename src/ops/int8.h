@@ -16,8 +16,10 @@ struct QuantizedMatrix {
 QuantizedMatrix quantize_rows(const Tensor& w);
 
 // y = x · ŵᵀ (+ bias) with ŵ the dequantized weight; x: float32 [..., in] → y: float32 [..., out];
-// bias: float32 [out] or undefined (none), added in the same pass as the dequantization.
+// bias: float32 [out] or undefined (none), added in the same pass as the dequantization, as is
+// max(0, ·) with relu (a feed-forward layer's first product).
 // Each row of x is quantized to 8 bits with its own scale (max |x_row| / 127).
-void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, const Tensor& bias = Tensor());
+void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, const Tensor& bias = Tensor(),
+                 bool relu = false);
 
 }  // namespace tfm::ops

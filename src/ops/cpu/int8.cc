@@ -58,21 +58,29 @@ void check_product(dnnl_status_t status) {
 }
 
 // Row r's columns [c0, c0 + nc) of y (leading dimension n) from acc's row a:
-// y = a · x_scale · w_scale[col] (+ bias[col]).
-inline void dequantize_row(const int32_t* a, float s, const float* w_scale, const float* bias, int64_t c0, int64_t nc,
-                           float* out) {
-  if (bias) {
+// y = a · x_scale · w_scale[col] (+ bias[col]), then max(0, y) with relu.
+template <bool kBias, bool kRelu>
+void dequantize_row(const int32_t* a, float s, const float* w_scale, const float* bias, int64_t c0, int64_t nc,
+                    float* out) {
 #pragma omp simd
-    for (int64_t c = c0; c < c0 + nc; ++c) out[c] = static_cast<float>(a[c - c0]) * s * w_scale[c] + bias[c];
-  } else {
-#pragma omp simd
-    for (int64_t c = c0; c < c0 + nc; ++c) out[c] = static_cast<float>(a[c - c0]) * s * w_scale[c];
+  for (int64_t c = c0; c < c0 + nc; ++c) {
+    float y = static_cast<float>(a[c - c0]) * s * w_scale[c];
+    if constexpr (kBias) y += bias[c];
+    if constexpr (kRelu) y = std::max(y, 0.0f);
+    out[c] = y;
   }
+}
+inline void dequantize_row(const int32_t* a, float s, const float* w_scale, const float* bias, bool relu, int64_t c0,
+                           int64_t nc, float* out) {
+  if (bias && relu) dequantize_row<true, true>(a, s, w_scale, bias, c0, nc, out);
+  else if (bias) dequantize_row<true, false>(a, s, w_scale, bias, c0, nc, out);
+  else if (relu) dequantize_row<false, true>(a, s, w_scale, bias, c0, nc, out);
+  else dequantize_row<false, false>(a, s, w_scale, bias, c0, nc, out);
 }
 }  // namespace
 
 void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
-                 const float* bias, float* y) {
+                 const float* bias, bool relu, float* y) {
   // Scratch reused across calls (decoding calls this thousands of times): grown, never cleared.
   if (m == 0 || n == 0) return;
   thread_local std::vector<uint8_t> xq;
@@ -107,7 +115,7 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
         failed = status;
         continue;
       }
-      for (int64_t r = 0; r < m; ++r) dequantize_row(acc.data() + r * nc, scale_data[r], w_scale, bias, c0, nc, y + r * n);
+      for (int64_t r = 0; r < m; ++r) dequantize_row(acc.data() + r * nc, scale_data[r], w_scale, bias, relu, c0, nc, y + r * n);
     }
     check_product(failed);
     return;
@@ -117,7 +125,7 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
   int32_t* acc_data = acc.data();
   check_product(product_columns(m, 0, n, k, xq_data, w, acc_data));
 #pragma omp parallel for schedule(static) if (m * n >= (1 << 15))
-  for (int64_t r = 0; r < m; ++r) dequantize_row(acc_data + r * n, scale_data[r], w_scale, bias, 0, n, y + r * n);
+  for (int64_t r = 0; r < m; ++r) dequantize_row(acc_data + r * n, scale_data[r], w_scale, bias, relu, 0, n, y + r * n);
 }
 
 }  // namespace tfm::cpu

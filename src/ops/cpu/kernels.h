@@ -87,15 +87,16 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
                     int32_t* ids, double* lse);
 
 // int8: per-row symmetric quantization of w [rows, cols]; y [m, n] = x [m, k] · (w [n, k] · scale)ᵀ
-// with x quantized per row to u8 (offset 128), via oneDNN's VNNI GEMM.
+// with x quantized per row to u8 (offset 128), via oneDNN's VNNI GEMM (+ bias, then max(0, ·)
+// with relu, in the dequantization pass).
 void quantize_rows(int64_t rows, int64_t cols, const float* w, int8_t* q, float* scale);
 void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
-                 const float* bias, float* y);
+                 const float* bias, bool relu, float* y);
 
 // Packed float32 weights (ops/packed.h): w [n, k] reordered once into oneDNN's layout for a matmul
 // primitive with a run-time row count (wide outputs: one primitive per thread over its block of
-// columns, packed.cc); y [m, n] = x [m, k] · wᵀ.
-std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias);
+// columns, packed.cc); y [m, n] = x [m, k] · wᵀ (+ bias, then max(0, ·) with relu, in the same pass).
+std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias, bool relu);
 void matmul_packed(const void* packed, int64_t m, const float* x, float* y);
 // Whether the packed product beats BLAS at this shape (measured: docs/performance.md).
 bool packed_product_wins(int64_t m, int64_t n, int64_t k);
