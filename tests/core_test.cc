@@ -239,6 +239,22 @@ TEST(Copy, WritePositionFillsOneSlabsFirstRows) {
   testing::expect_error([&] { ops::write_position(cache, wide, 0); }, {"not one position of width 3"});
 }
 
+// split_columns gives each part its columns of every row of x (a fused Q·K·V product's outputs);
+// 2 × 3 rows of 2 + 3 + 1 columns.
+TEST(Copy, SplitColumnsGivesEachPartItsColumns) {
+  const Tensor x = testing::random_tensor({2, 3, 6}, 33).to(DType::F32);
+  const Tensor a = Tensor::zeros({2, 3, 2}), b = Tensor::zeros({2, 3, 3}), c = Tensor::zeros({2, 3, 1});
+  ops::split_columns(x, {a, b, c});
+  const std::vector<double> xs = x.to_doubles();
+  for (int64_t r = 0; r < 6; ++r) {
+    for (int64_t j = 0; j < 2; ++j) EXPECT_EQ(a.to_doubles()[r * 2 + j], xs[r * 6 + j]) << r << "," << j;
+    for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(b.to_doubles()[r * 3 + j], xs[r * 6 + 2 + j]) << r << "," << j;
+    EXPECT_EQ(c.to_doubles()[r], xs[r * 6 + 5]) << r;
+  }
+  testing::expect_error([&] { ops::split_columns(x, {a, b}); }, {"add up to 5", "has 6"});
+  testing::expect_error([&] { ops::split_columns(x, {a, b, Tensor::zeros({5, 1})}); }, {"[5, 1]", "6 rows"});
+}
+
 TEST(Dropout, KeepsAboutOneMinusPAndScalesTheKept) {
   const int64_t n = 200001;  // odd: the last Philox block is partial
   Tensor x = Tensor::empty({n});

@@ -1,5 +1,7 @@
 #include "layers/attention.h"
 
+#include "ops/copy.h"
+
 namespace tfm {
 
 MultiHeadAttention::MultiHeadAttention(ParamStore& params, const std::string& name, int64_t d_model, int64_t h,
@@ -22,10 +24,30 @@ std::pair<Tensor, Tensor> MultiHeadAttention::project_kv(const Context& ctx, con
   return {k_proj.forward(ctx, xkv), v_proj.forward(ctx, xkv)};
 }
 
+std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context& ctx, const Tensor& x) const {
+  const int key = fused_key(q_proj.weight);
+  const ops::QuantizedMatrix* q8 = ctx.int8_weight(key);
+  const ops::PackedMatrix* packed = q8 ? nullptr : ctx.packed_weight(key);
+  if (!q8 && !packed) return {q_proj.forward(ctx, x), k_proj.forward(ctx, x), v_proj.forward(ctx, x)};
+  TFM_CHECK(x.rank() == 3 && x.size(2) == q_proj.in, "attention: input ", x.shape(), " is not [B, T, ", q_proj.in, "]");
+  const int64_t B = x.size(0), T = x.size(1), D = q_proj.out;
+  Tensor qkv = Tensor::empty({B, T, 3 * D}, x.dtype(), x.device());  // [B, T, 3D]: Q, K, V side by side
+  if (q8) ops::matmul_int8(x, *q8, qkv, q8->bias);
+  else ops::matmul_packed(x, *packed, qkv);  // packed with its bias
+  Tensor q = Tensor::empty({B, T, D}, x.dtype(), x.device()), k = Tensor::empty({B, T, D}, x.dtype(), x.device()),
+         v = Tensor::empty({B, T, D}, x.dtype(), x.device());
+  ops::split_columns(qkv, {q, k, v});
+  return {q, k, v};
+}
+
 Tensor MultiHeadAttention::attend(const Context& ctx, const Tensor& xq, const Tensor& k, const Tensor& v,
                                   const AttentionMask& mask, Saved* saved) const {
+  return attend_projected(ctx, xq, q_proj.forward(ctx, xq), k, v, mask, saved);
+}
+
+Tensor MultiHeadAttention::attend_projected(const Context& ctx, const Tensor& xq, const Tensor& q, const Tensor& k,
+                                            const Tensor& v, const AttentionMask& mask, Saved* saved) const {
   const int64_t B = xq.size(0), T = xq.size(1), S = mask.key_rows.defined() ? k.size(0) : k.size(1);
-  Tensor q = q_proj.forward(ctx, xq);
   ops::AttentionArgs args;
   args.heads = static_cast<int>(heads);
   args.causal = mask.causal;

@@ -3,6 +3,7 @@
 // head_i = Attention(Q·W_i^Q, K·W_i^K, V·W_i^V). The H heads' projections are one D×D matrix each
 // for Q, K and V, their outputs side by side (head h = columns [h·D/H, (h+1)·D/H)).
 #include <string>
+#include <tuple>
 
 #include "layers/linear.h"
 #include "ops/attention.h"
@@ -42,6 +43,13 @@ class MultiHeadAttention {
   std::pair<Tensor, Tensor> project_kv(const Context& ctx, const Tensor& xkv) const;
   Tensor attend(const Context& ctx, const Tensor& xq, const Tensor& k, const Tensor& v, const AttentionMask& mask,
                 Saved* saved) const;
+  // Self-attention's queries, keys and values of x [B, T, D] (each [B, T, D]): one product when the
+  // context holds Q, K and V fused (fused_key(q_proj.weight): Transformer::pack_weights and
+  // quantize_int8 make it for the decoder's steps), else three.
+  std::tuple<Tensor, Tensor, Tensor> project_qkv(const Context& ctx, const Tensor& x) const;
+  // attend() with the queries' projection q [B, T, D] of xq already made.
+  Tensor attend_projected(const Context& ctx, const Tensor& xq, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const AttentionMask& mask, Saved* saved) const;
 
   // Accumulates the parameters' gradients, dxq += dL/dxq and dxkv += dL/dxkv (pass the same tensor
   // twice for self-attention).

@@ -17,6 +17,10 @@ namespace tfm {
 using Int8Weights = std::unordered_map<int, ops::QuantizedMatrix>;
 // Weight matrices packed once for inference's products, by parameter id (inference only; Transformer::pack_weights).
 using PackedWeights = std::unordered_map<int, ops::PackedMatrix>;
+// Both maps also hold fused products, several linear layers' weights side by side ([Σ out, in])
+// with their biases: a decoder self-attention's Q, K and V as one product per decoding step. Their
+// key is −1 − the first layer's weight id, never a parameter id.
+inline int fused_key(int first_weight) { return -1 - first_weight; }
 
 struct Context {
   const ParamStore* params = nullptr;  // values read, gradients accumulated (+=)

@@ -61,11 +61,11 @@ Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& stat
   const Tensor h1 = self_res.forward(
       ctx, x,
       [&](const Tensor& in) {
-        const auto [k, v] = self_attn.project_kv(ctx, in);
+        const auto [q, k, v] = self_attn.project_qkv(ctx, in);
         ops::write_position(state.self_k[index], k, state.length);
         ops::write_position(state.self_v[index], v, state.length);
-        return self_attn.attend(ctx, in, state.self_k[index], state.self_v[index],
-                                {.key_lengths = state.step_lengths, .key_rows = state.key_rows}, nullptr);
+        return self_attn.attend_projected(ctx, in, q, state.self_k[index], state.self_v[index],
+                                          {.key_lengths = state.step_lengths, .key_rows = state.key_rows}, nullptr);
       },
       nullptr);
   const Tensor h2 = cross_res.forward(
@@ -225,9 +225,27 @@ std::vector<int> Transformer::product_weights() const {
   return ids;
 }
 
+std::pair<Tensor, Tensor> Transformer::fused_qkv(const MultiHeadAttention& a) const {
+  const int64_t D = a.q_proj.out;
+  Tensor w = Tensor::empty({3 * D, a.q_proj.in}), b = Tensor::empty({3 * D});  // [3D, D], [3D]
+  int64_t row = 0;
+  for (const Linear* l : {&a.q_proj, &a.k_proj, &a.v_proj}) {
+    w.rows(row, D).copy_from(params_.value(l->weight));
+    b.rows(row, D).copy_from(params_.value(l->bias));
+    row += D;
+  }
+  return {w, b};
+}
+
 void Transformer::quantize_int8(PlainWeights plain) {
   TFM_CHECK(params_.dtype() == DType::F32, "int8 quantization needs a float32 model");
   int8_.clear();
+  for (const DecoderLayer& l : decoder) {  // before the plain weights can go
+    auto [w, b] = fused_qkv(l.self_attn);
+    ops::QuantizedMatrix q = ops::quantize_rows(w);  // per row: the same as each layer's own
+    q.bias = b;
+    int8_.emplace(fused_key(l.self_attn.q_proj.weight), std::move(q));
+  }
   for (int id : product_weights()) {
     int8_.emplace(id, ops::quantize_rows(params_.value(id)));
     if (plain == PlainWeights::kRelease && only_in_products(id)) params_.release(id);
@@ -240,6 +258,12 @@ void Transformer::pack_weights(PlainWeights plain) {
   std::unordered_set<int> relu;  // the feed-forward layers' first products take their ReLU with them
   for (const EncoderLayer& l : encoder) relu.insert(l.ffn.fc1.weight);
   for (const DecoderLayer& l : decoder) relu.insert(l.ffn.fc1.weight);
+  for (const DecoderLayer& l : decoder) {  // before the plain weights can go
+    auto [w, b] = fused_qkv(l.self_attn);
+    ops::PackedMatrix p = ops::pack_weight(w, b);  // p.bias keeps b
+    p.weight = Tensor();  // every product takes the packed copy; w need not stay
+    packed_.emplace(fused_key(l.self_attn.q_proj.weight), std::move(p));
+  }
   for (int id : product_weights()) {
     // A linear layer's bias joins its product (`<name>.weight` → `<name>.bias`); the output
     // projection has none.

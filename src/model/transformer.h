@@ -152,13 +152,16 @@ class Transformer {
   // (ParamStore::release), which saves 176 MB for base; the embedding stays (lookups read it).
   enum class PlainWeights { kKeep, kRelease };
   // int8 copies of every weight matrix (per output channel) and of the output projection, for
-  // inference (training ignores the copies).
+  // inference (training ignores the copies); and each decoder self-attention's Q, K and V as one
+  // fused matrix for the decoding steps (+4.7 MB for base).
   void quantize_int8(PlainWeights plain = PlainWeights::kKeep);
   bool quantized() const { return !int8_.empty(); }
   // Every linear layer's weight and the output projection packed once (ops/packed.h), for
   // inference: decoding steps and the encoder run faster; results agree to float32 rounding.
   // Costs a second copy of those weights (242 MB for base, 65 MB of it the output projection) unless
-  // the plain ones are released. The parameters must not change afterwards (the packing is not redone).
+  // the plain ones are released, and 19 MB more for base for each decoder self-attention's Q, K and V
+  // fused into one product for the decoding steps, with their ReLU for the feed-forward layers' first
+  // products. The parameters must not change afterwards (the packing is not redone).
   void pack_weights(PlainWeights plain = PlainWeights::kKeep);
   bool packed() const { return !packed_.empty(); }
 
@@ -176,6 +179,9 @@ class Transformer {
   bool only_in_products(int id) const;
   // Every product weight's id, the target embedding last.
   std::vector<int> product_weights() const;
+  // A self-attention's Q, K and V weights side by side, [3D, D], and their biases, [3D]: copies,
+  // for the fused product of decoding steps (MultiHeadAttention::project_qkv).
+  std::pair<Tensor, Tensor> fused_qkv(const MultiHeadAttention& attention) const;
   // hidden [..., D] → logits [..., rows of w]: h · wᵀ, through q (int8) or p (packed) when given.
   static Tensor project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
                              const ops::PackedMatrix* p);

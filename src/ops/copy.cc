@@ -28,6 +28,26 @@ void index_select(const Tensor& src, const Tensor& indices, const Tensor& dst, i
   cpu::copy_rows(n, row_bytes, copy_bytes, idx, static_cast<const char*>(src.raw()), static_cast<char*>(dst.raw()));
 }
 
+void split_columns(const Tensor& x, const std::vector<Tensor>& parts) {
+  TFM_CHECK(x.rank() >= 1, "split_columns: x must have rank >= 1, got ", x.shape());
+  TFM_CHECK(x.device() == Device::CPU, "split_columns: no kernel for device '", name(x.device()), "'");
+  const int64_t rows = x.shape().rows(), elem = static_cast<int64_t>(size_of(x.dtype()));
+  int64_t offset = 0;
+  for (const Tensor& p : parts) {
+    TFM_CHECK(p.rank() >= 1 && p.shape().rows() == rows && p.dtype() == x.dtype() && p.device() == x.device(),
+              "split_columns: part ", p.shape(), " does not have the ", rows, " rows of x ", x.shape());
+    offset += p.size(-1);
+  }
+  TFM_CHECK(offset == x.size(-1), "split_columns: the parts' widths add up to ", offset, ", x ", x.shape(), " has ",
+            x.size(-1));
+  offset = 0;
+  for (const Tensor& p : parts) {
+    cpu::copy_columns(rows, x.size(-1) * elem, offset * elem, p.size(-1) * elem, static_cast<const char*>(x.raw()),
+                      static_cast<char*>(p.raw()));
+    offset += p.size(-1);
+  }
+}
+
 void write_position(const Tensor& cache, const Tensor& x, int64_t position) {
   check_rank("write_position", "cache", cache, 3);
   check_rank("write_position", "x", x, 3);

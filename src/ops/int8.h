@@ -10,6 +10,7 @@ namespace tfm::ops {
 struct QuantizedMatrix {
   Tensor q;      // int8 [out, in]
   Tensor scale;  // float32 [out]
+  Tensor bias;   // float32 [out], owned, for a fused product's own bias; undefined: the caller's
 };
 
 // w: float32 [out, in] → its per-row quantization (scale = max |w_row| / 127).

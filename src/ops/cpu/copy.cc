@@ -19,4 +19,11 @@ void copy_bytes(int64_t n, const char* src, char* dst) {
     std::memcpy(dst + c * chunk, src + c * chunk, static_cast<size_t>(std::min(chunk, n - c * chunk)));
 }
 
+void copy_columns(int64_t rows, int64_t row_bytes, int64_t offset_bytes, int64_t width_bytes, const char* src,
+                  char* dst) {
+#pragma omp parallel for schedule(static) if (rows * width_bytes >= (1 << 18))
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * width_bytes, src + r * row_bytes + offset_bytes, static_cast<size_t>(width_bytes));
+}
+
 }  // namespace tfm::cpu

@@ -80,6 +80,10 @@ void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, doub
 // row_bytes apart).
 void copy_rows(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, const char* src, char* dst);
 void copy_bytes(int64_t n, const char* src, char* dst);  // memcpy, on every thread when large
+// dst row r (width_bytes, rows contiguous) = width_bytes of src row r from offset_bytes (rows
+// row_bytes apart), for `rows` rows.
+void copy_columns(int64_t rows, int64_t row_bytes, int64_t offset_bytes, int64_t width_bytes, const char* src,
+                  char* dst);
 
 // Per row: the k largest allowed logits as log-probabilities (sorted), their ids, and log Σ exp.
 template <class T>
