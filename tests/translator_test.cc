@@ -8,6 +8,7 @@
 
 #include "core/threads.h"
 #include "decode/translator.h"
+#include "model/batch.h"
 #include "model/checkpoint.h"
 #include "testing/errors.h"
 
@@ -103,6 +104,11 @@ TEST(Translator, ReleasedPlainWeightsTranslateTheSame) {
     EXPECT_FALSE(p.released(p.find("decoder.layers.0.ffn.fc1.bias")));
     testing::expect_error([&] { save_model(*released, ::testing::TempDir() + "/released.safetensors"); },
                           {"released"});
+    // Whole targets at once need each self-attention's own Q, K and V, kept only fused.
+    const Batch batch = make_batch({src[0]}, {src[1]}, released->config());
+    testing::expect_error([&] { released->forward(released->context(), batch, nullptr); },
+                          {"decoder.layers.0.self_attn.", "released"});
+    EXPECT_NO_THROW(kept->forward(kept->context(), batch, nullptr));
   }
 }
 

@@ -237,16 +237,23 @@ std::pair<Tensor, Tensor> Transformer::fused_qkv(const MultiHeadAttention& a) co
   return {w, b};
 }
 
+void Transformer::release_fused_parts(const MultiHeadAttention& a, PlainWeights plain) {
+  if (plain == PlainWeights::kRelease)
+    for (const Linear* l : {&a.q_proj, &a.k_proj, &a.v_proj}) params_.release(l->weight);
+}
+
 void Transformer::quantize_int8(PlainWeights plain) {
   TFM_CHECK(params_.dtype() == DType::F32, "int8 quantization needs a float32 model");
   int8_.clear();
-  for (const DecoderLayer& l : decoder) {  // before the plain weights can go
+  for (const DecoderLayer& l : decoder) {
     auto [w, b] = fused_qkv(l.self_attn);
     ops::QuantizedMatrix q = ops::quantize_rows(w);  // per row: the same as each layer's own
     q.bias = b;
     int8_.emplace(fused_key(l.self_attn.q_proj.weight), std::move(q));
+    release_fused_parts(l.self_attn, plain);
   }
   for (int id : product_weights()) {
+    if (params_.released(id)) continue;  // a fused copy's part, kept only there
     int8_.emplace(id, ops::quantize_rows(params_.value(id)));
     if (plain == PlainWeights::kRelease && only_in_products(id)) params_.release(id);
   }
@@ -258,13 +265,15 @@ void Transformer::pack_weights(PlainWeights plain) {
   std::unordered_set<int> relu;  // the feed-forward layers' first products take their ReLU with them
   for (const EncoderLayer& l : encoder) relu.insert(l.ffn.fc1.weight);
   for (const DecoderLayer& l : decoder) relu.insert(l.ffn.fc1.weight);
-  for (const DecoderLayer& l : decoder) {  // before the plain weights can go
+  for (const DecoderLayer& l : decoder) {
     auto [w, b] = fused_qkv(l.self_attn);
     ops::PackedMatrix p = ops::pack_weight(w, b);  // p.bias keeps b
     p.weight = Tensor();  // every product takes the packed copy; w need not stay
     packed_.emplace(fused_key(l.self_attn.q_proj.weight), std::move(p));
+    release_fused_parts(l.self_attn, plain);
   }
   for (int id : product_weights()) {
+    if (params_.released(id)) continue;  // a fused copy's part, kept only there
     // A linear layer's bias joins its product (`<name>.weight` → `<name>.bias`); the output
     // projection has none.
     const std::string& name = params_.name(id);

@@ -149,19 +149,22 @@ class Transformer {
   // What becomes of a weight matrix's float32 values once inference has its own copy. kKeep: they
   // stay, and the model can still train, save and decode without the copies. kRelease (translation):
   // every linear layer's weight is given back to the system as soon as its copy is made
-  // (ParamStore::release), which saves 176 MB for base; the embedding stays (lookups read it).
+  // (ParamStore::release), which saves 176 MB for base; the embedding stays (lookups read it). The
+  // model then only translates: encode() and the decoding steps; what reads a released weight
+  // (training, saving, decode() of whole targets) throws, naming it.
   enum class PlainWeights { kKeep, kRelease };
   // int8 copies of every weight matrix (per output channel) and of the output projection, for
   // inference (training ignores the copies); and each decoder self-attention's Q, K and V as one
-  // fused matrix for the decoding steps (+4.7 MB for base).
+  // fused matrix for the decoding steps (with kRelease, in place of their own copies).
   void quantize_int8(PlainWeights plain = PlainWeights::kKeep);
   bool quantized() const { return !int8_.empty(); }
   // Every linear layer's weight and the output projection packed once (ops/packed.h), for
   // inference: decoding steps and the encoder run faster; results agree to float32 rounding.
   // Costs a second copy of those weights (242 MB for base, 65 MB of it the output projection) unless
-  // the plain ones are released, and 19 MB more for base for each decoder self-attention's Q, K and V
-  // fused into one product for the decoding steps, with their ReLU for the feed-forward layers' first
-  // products. The parameters must not change afterwards (the packing is not redone).
+  // the plain ones are released; each decoder self-attention's Q, K and V are also fused into one
+  // product for the decoding steps (which alone is kept with kRelease, else 19 MB more for base),
+  // and the feed-forward layers' first products take their ReLU. The parameters must not change
+  // afterwards (the packing is not redone).
   void pack_weights(PlainWeights plain = PlainWeights::kKeep);
   bool packed() const { return !packed_.empty(); }
 
@@ -182,6 +185,10 @@ class Transformer {
   // A self-attention's Q, K and V weights side by side, [3D, D], and their biases, [3D]: copies,
   // for the fused product of decoding steps (MultiHeadAttention::project_qkv).
   std::pair<Tensor, Tensor> fused_qkv(const MultiHeadAttention& attention) const;
+  // With kRelease, a decoder self-attention's three weights go once their fused copy exists: the
+  // decoding steps read only that (so no copy of each is made either, 19 MB for base). Decoding a
+  // whole target at once (decode(), forward()) then refuses, naming the released weight.
+  void release_fused_parts(const MultiHeadAttention& attention, PlainWeights plain);
   // hidden [..., D] → logits [..., rows of w]: h · wᵀ, through q (int8) or p (packed) when given.
   static Tensor project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
                              const ops::PackedMatrix* p);
