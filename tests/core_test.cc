@@ -106,8 +106,10 @@ TEST(ParamStore, ReleasedValuesLeaveMemoryAndRefuseToBeRead) {
   store.release(big);
   EXPECT_TRUE(store.released(big));
   EXPECT_FALSE(store.released(a));
-  // At most the two pages shared with the neighbours stay.
+  // At most the two pages shared with the neighbours stay, and nothing of the old values: an old
+  // view reads zeros or NaN.
   EXPECT_LE(resident_pages(view.raw(), view.bytes()), 2);
+  for (double v : view.to_doubles()) ASSERT_TRUE(std::isnan(v) || v == 0.0) << v;
   // The neighbours keep their values; the released one is refused by name, as is the whole buffer.
   EXPECT_EQ(store.value(a).to_doubles(), std::vector<double>(3, 1.0));
   EXPECT_EQ(store.value(b).to_doubles(), std::vector<double>(5, 3.0));

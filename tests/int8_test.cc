@@ -69,7 +69,7 @@ TEST(Int8, ReluIsTakenInTheSamePass) {
     const Tensor x = testing::random_tensor({rows, 64}, 4 + rows).to(DType::F32);
     Tensor plain = Tensor::zeros({rows, 33}), fused = Tensor::zeros({rows, 33});
     ops::matmul_int8(x, w, plain, bias);
-    ops::matmul_int8(x, w, fused, bias, /*relu=*/true);
+    ops::matmul_int8(x, w, fused, bias, ops::Activation::kRelu);
     int64_t negative = 0;
     for (int64_t i = 0; i < rows * 33; ++i) {
       negative += plain.data<float>()[i] < 0;

@@ -54,7 +54,7 @@ TEST(Packed, BiasPackedWithTheWeightIsAddedByTheProduct) {
     EXPECT_LT(max_abs_diff(want, got), 1e-5 * 96);
     // With the ReLU packed too: oneDNN's post-op takes max(0, ·) after the bias.
     ops::relu(want, want);
-    ops::matmul_packed(x, ops::pack_weight(w, bias, /*relu=*/true), got);
+    ops::matmul_packed(x, ops::pack_weight(w, bias, ops::Activation::kRelu), got);
     EXPECT_LT(max_abs_diff(want, got), 1e-5 * 96);
     int64_t zeros = 0;
     for (int64_t i = 0; i < got.numel(); ++i) zeros += got.data<float>()[i] == 0.0f;
@@ -93,7 +93,7 @@ TEST(Packed, WideOutputsInColumnBlocksMatchBlas) {
     ops::matmul(x, w, want, {.trans_b = true});
     ops::bias_add(want, bias, want);
     ops::relu(want, want);
-    ops::matmul_packed(x, ops::pack_weight(w, bias, /*relu=*/true), got);
+    ops::matmul_packed(x, ops::pack_weight(w, bias, ops::Activation::kRelu), got);
     EXPECT_LT(max_abs_diff(want, got), 1e-5 * 24);
   }
   omp_set_num_threads(threads);

@@ -3,6 +3,7 @@
 // and int8 weights, greedy and beam search; errors inside a batch come back as errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,9 @@
 #include "decode/translator.h"
 #include "model/batch.h"
 #include "model/checkpoint.h"
+#include "ops/int8.h"
 #include "testing/errors.h"
+#include "testing/gradcheck.h"
 
 namespace tfm {
 namespace {
@@ -110,6 +113,55 @@ TEST(Translator, ReleasedPlainWeightsTranslateTheSame) {
                           {"decoder.layers.0.self_attn.", "released"});
     EXPECT_NO_THROW(kept->forward(kept->context(), batch, nullptr));
   }
+}
+
+// A decoder self-attention's fused Q·K·V product against its three own products on the same
+// input: the same per-row quantization and int32 sums in int8 (so exactly equal), float32
+// rounding when packed; and its own bias is the one added (with a bias of its own, int8 refuses
+// a second).
+TEST(Translator, FusedQkvProductMatchesThreeProducts) {
+  const std::string path = std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors";
+  for (const std::string weights : {"packed", "int8"}) {
+    SCOPED_TRACE(weights);
+    const auto model = load_model(path);
+    if (weights == "packed") model->pack_weights();
+    else model->quantize_int8();
+    const Context ctx = model->context();
+    ASSERT_FALSE(model->decoder.empty());
+    const MultiHeadAttention& a = model->decoder.back().self_attn;
+    const int key = fused_key(a.q_proj.weight);
+    ASSERT_TRUE(weights == "packed" ? ctx.packed_weight(key) != nullptr : ctx.int8_weight(key) != nullptr);
+    const Tensor x = testing::random_tensor({3, 1, model->config().d_model}, 21).to(DType::F32);
+    const auto [q, k, v] = a.project_qkv(ctx, x);
+    const Tensor own[] = {a.q_proj.forward(ctx, x), a.k_proj.forward(ctx, x), a.v_proj.forward(ctx, x)};
+    const Tensor fused[] = {q, k, v};
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_EQ(fused[i].shape(), own[i].shape());
+      const std::vector<double> f = fused[i].to_doubles(), o = own[i].to_doubles();
+      for (size_t j = 0; j < f.size(); ++j) {
+        if (weights == "int8") ASSERT_EQ(f[j], o[j]) << i << "," << j;
+        else ASSERT_NEAR(f[j], o[j], 1e-5 * (1 + std::abs(o[j]))) << i << "," << j;
+      }
+    }
+    if (weights == "int8") {
+      Tensor y = Tensor::empty({3, 1, 3 * model->config().d_model});
+      testing::expect_error([&] { ops::matmul_int8(x, *ctx.int8_weight(key), y, Tensor::zeros({y.size(2)})); },
+                            {"a bias given for a matrix with its own"});
+    }
+  }
+}
+
+// Once weights are given back, a second packing or quantization (which would need them) refuses.
+TEST(Translator, NoSecondCopiesAfterARelease) {
+  const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");
+  model->pack_weights(Transformer::PlainWeights::kRelease);
+  const int released = model->params().released_count();
+  EXPECT_GT(released, 0);
+  testing::expect_error([&] { model->quantize_int8(); }, {"quantize_int8", std::to_string(released).c_str(), "already"});
+  testing::expect_error([&] { model->pack_weights(); }, {"pack_weights", "already given back"});
+  EXPECT_TRUE(model->packed());  // the first copies stay usable
+  TranslateOptions o;
+  EXPECT_FALSE(translate_ids(*model, {{5, 6, 7}}, o)[0].hypotheses.empty());
 }
 
 TEST(Translator, ErrorsInsideParallelBatchesAreReported) {

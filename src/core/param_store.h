@@ -35,8 +35,10 @@ class ParamStore {
 
   // Gives the memory of a parameter's values back to the system once nothing reads them any more
   // (inference keeps a packed or int8 copy of each weight matrix): the whole pages inside its range
-  // stop being resident. From then on value(id) and values() throw, naming the parameter, rather
-  // than hand out zeros; the store can no longer train, save or average.
+  // stop being resident, and what stays (parts of pages shared with neighbours) is set to NaN. From
+  // then on value(id) and values() throw, naming the parameter, rather than hand out stale values;
+  // the store can no longer train, save or average.
+  int released_count() const { return released_count_; }
   void release(int id);
   bool released(int id) const { return entry(id).released; }
 

@@ -32,7 +32,7 @@ std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context
   TFM_CHECK(x.rank() == 3 && x.size(2) == q_proj.in, "attention: input ", x.shape(), " is not [B, T, ", q_proj.in, "]");
   const int64_t B = x.size(0), T = x.size(1), D = q_proj.out;
   Tensor qkv = Tensor::empty({B, T, 3 * D}, x.dtype(), x.device());  // [B, T, 3D]: Q, K, V side by side
-  if (q8) ops::matmul_int8(x, *q8, qkv, q8->bias);
+  if (q8) ops::matmul_int8(x, *q8, qkv);  // with its own bias
   else ops::matmul_packed(x, *packed, qkv);  // packed with its bias
   Tensor q = Tensor::empty({B, T, D}, x.dtype(), x.device()), k = Tensor::empty({B, T, D}, x.dtype(), x.device()),
          v = Tensor::empty({B, T, D}, x.dtype(), x.device());

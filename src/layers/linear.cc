@@ -27,16 +27,17 @@ Tensor Linear::forward(const Context& ctx, const Tensor& x, Activation act) cons
   Tensor y = Tensor::empty(with_last(x.shape(), out), x.dtype(), x.device());
   const bool relu = act == Activation::kRelu;
   if (const ops::QuantizedMatrix* q = ctx.int8_weight(weight)) {
-    ops::matmul_int8(x, *q, y, ctx.value(bias), relu);  // bias and ReLU join the dequantization pass
+    ops::matmul_int8(x, *q, y, ctx.value(bias), act);  // bias and activation join the dequantization pass
     return y;
   }
   if (const ops::PackedMatrix* p = ctx.packed_weight(weight)) {
-    // Packed with its bias and ReLU (Transformer::pack_weights) or without either.
-    TFM_CHECK(!p->relu || (relu && p->bias.defined()), "linear layer: its weight was packed with a ReLU that ",
-              relu ? "comes before the bias" : "this call does not ask for");
+    // Packed with its bias and activation (Transformer::pack_weights) or without either.
+    const bool packed_relu = p->act == Activation::kRelu;
+    TFM_CHECK(!packed_relu || (relu && p->bias.defined()), "linear layer '", ctx.params->name(weight),
+              "': its weight was packed with a ReLU that ", relu ? "would come before the bias" : "this call does not ask for");
     ops::matmul_packed(x, *p, y);
     if (!p->bias.defined()) ops::bias_add(y, ctx.value(bias), y);
-    if (relu && !p->relu) ops::relu(y, y);
+    if (relu && !packed_relu) ops::relu(y, y);
     return y;
   }
   ops::matmul(x, ctx.value(weight), y, {.trans_b = true});

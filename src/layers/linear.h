@@ -3,12 +3,13 @@
 #include <string>
 
 #include "layers/context.h"
+#include "ops/activation.h"
 
 namespace tfm {
 
-// What follows the product and its bias in the same call: nothing, or max(0, ·) (the feed-forward
-// layer's first product), which int8 and packed products take in their last pass over the output.
-enum class Activation { kNone, kRelu };
+// What follows the product and its bias in the same call (ops/activation.h): int8 and packed
+// products take it in their last pass over the output.
+using ops::Activation;
 
 class Linear {
  public:

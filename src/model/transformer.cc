@@ -242,9 +242,17 @@ void Transformer::release_fused_parts(const MultiHeadAttention& a, PlainWeights 
     for (const Linear* l : {&a.q_proj, &a.k_proj, &a.v_proj}) params_.release(l->weight);
 }
 
+void Transformer::check_not_released(const char* what) const {
+  TFM_CHECK(params_.released_count() == 0, what, ": ", params_.released_count(),
+            " weights were already given back by an earlier pack_weights or quantize_int8 (PlainWeights::kRelease)");
+}
+
 void Transformer::quantize_int8(PlainWeights plain) {
   TFM_CHECK(params_.dtype() == DType::F32, "int8 quantization needs a float32 model");
+  check_not_released("quantize_int8");
   int8_.clear();
+  // Packed copies may still refer to the plain weights for some products: none may outlive them.
+  if (plain == PlainWeights::kRelease) packed_.clear();
   for (const DecoderLayer& l : decoder) {
     auto [w, b] = fused_qkv(l.self_attn);
     ops::QuantizedMatrix q = ops::quantize_rows(w);  // per row: the same as each layer's own
@@ -261,6 +269,7 @@ void Transformer::quantize_int8(PlainWeights plain) {
 
 void Transformer::pack_weights(PlainWeights plain) {
   TFM_CHECK(params_.dtype() == DType::F32, "packed weights need a float32 model");
+  check_not_released("pack_weights");
   packed_.clear();
   std::unordered_set<int> relu;  // the feed-forward layers' first products take their ReLU with them
   for (const EncoderLayer& l : encoder) relu.insert(l.ffn.fc1.weight);
@@ -279,7 +288,8 @@ void Transformer::pack_weights(PlainWeights plain) {
     const std::string& name = params_.name(id);
     const int bias = id == tgt_embedding ? -1 : params_.find(name.substr(0, name.size() - 6) + "bias");
     ops::PackedMatrix p =
-        ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor(), bias >= 0 && relu.count(id));
+        ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor(),
+                         bias >= 0 && relu.count(id) ? ops::Activation::kRelu : ops::Activation::kNone);
     if (plain == PlainWeights::kRelease && only_in_products(id)) {
       p.weight = Tensor();  // no product may fall back to it
       params_.release(id);

@@ -189,6 +189,9 @@ class Transformer {
   // decoding steps read only that (so no copy of each is made either, 19 MB for base). Decoding a
   // whole target at once (decode(), forward()) then refuses, naming the released weight.
   void release_fused_parts(const MultiHeadAttention& attention, PlainWeights plain);
+  // Refuses a second pack_weights or quantize_int8 once weights were released: its copies would
+  // need the weights that are gone.
+  void check_not_released(const char* what) const;
   // hidden [..., D] → logits [..., rows of w]: h · wᵀ, through q (int8) or p (packed) when given.
   static Tensor project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
                              const ops::PackedMatrix* p);

@@ -34,8 +34,10 @@ void split_columns(const Tensor& x, const std::vector<Tensor>& parts) {
   const int64_t rows = x.shape().rows(), elem = static_cast<int64_t>(size_of(x.dtype()));
   int64_t offset = 0;
   for (const Tensor& p : parts) {
-    TFM_CHECK(p.rank() >= 1 && p.shape().rows() == rows && p.dtype() == x.dtype() && p.device() == x.device(),
-              "split_columns: part ", p.shape(), " does not have the ", rows, " rows of x ", x.shape());
+    TFM_CHECK(p.rank() >= 1 && p.shape().rows() == rows, "split_columns: part ", p.shape(), " does not have the ",
+              rows, " rows of x ", x.shape());
+    TFM_CHECK(p.dtype() == x.dtype() && p.device() == x.device(), "split_columns: part ", p.shape(), " is ",
+              tfm::name(p.dtype()), " on ", name(p.device()), ", x is ", tfm::name(x.dtype()), " on ", name(x.device()));
     offset += p.size(-1);
   }
   TFM_CHECK(offset == x.size(-1), "split_columns: the parts' widths add up to ", offset, ", x ", x.shape(), " has ",

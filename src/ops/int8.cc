@@ -14,7 +14,10 @@ QuantizedMatrix quantize_rows(const Tensor& w) {
   return out;
 }
 
-void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, const Tensor& bias, bool relu) {
+void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, const Tensor& caller_bias,
+                 Activation act) {
+  TFM_CHECK(!caller_bias.defined() || !w.bias.defined(), "matmul_int8: a bias given for a matrix with its own");
+  const Tensor& bias = caller_bias.defined() ? caller_bias : w.bias;
   check_rank("matmul_int8", "weight", w.q, 2);
   check_dtype("matmul_int8", "weight", w.q, DType::I8);
   check_dtype("matmul_int8", "x", x, DType::F32);
@@ -30,7 +33,7 @@ void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, con
   TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU && (!bias.defined() || bias.device() == Device::CPU),
             "matmul_int8: no kernel for this device");
   cpu::matmul_int8(x.shape().rows(), out, in, x.data<float>(), w.q.data<int8_t>(), w.scale.data<float>(),
-                   bias.defined() ? bias.data<float>() : nullptr, relu, y.data<float>());
+                   bias.defined() ? bias.data<float>() : nullptr, act == Activation::kRelu, y.data<float>());
 }
 
 }  // namespace tfm::ops

@@ -7,7 +7,7 @@
 
 namespace tfm::ops {
 
-PackedMatrix pack_weight(const Tensor& w, const Tensor& bias, bool relu) {
+PackedMatrix pack_weight(const Tensor& w, const Tensor& bias, Activation act) {
   check_rank("pack_weight", "w", w, 2);
   check_dtype("pack_weight", "w", w, DType::F32);
   TFM_CHECK(w.device() == Device::CPU, "pack_weight: no kernel for device '", name(w.device()), "'");
@@ -16,8 +16,9 @@ PackedMatrix pack_weight(const Tensor& w, const Tensor& bias, bool relu) {
     TFM_CHECK(bias.numel() == w.size(0) && bias.device() == Device::CPU, "pack_weight: bias ", bias.shape(),
               " does not fit a weight of ", w.shape());
   }
-  return {w.size(0), w.size(1), w, bias, relu,
-          cpu::pack_weight(w.size(0), w.size(1), w.data<float>(), bias.defined() ? bias.data<float>() : nullptr, relu)};
+  return {w.size(0), w.size(1), w, bias, act,
+          cpu::pack_weight(w.size(0), w.size(1), w.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
+                           act == Activation::kRelu)};
 }
 
 void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
@@ -33,7 +34,7 @@ void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
   if (w.weight.defined() && !cpu::packed_product_wins(rows, out, in)) {
     matmul(x, w.weight, y, {.trans_b = true});
     if (w.bias.defined()) bias_add(y, w.bias, y);
-    if (w.relu) relu(y, y);
+    if (w.act == Activation::kRelu) relu(y, y);
     return;
   }
   cpu::matmul_packed(w.packed.get(), rows, x.data<float>(), y.data<float>());

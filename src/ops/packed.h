@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/tensor.h"
+#include "ops/activation.h"
 
 namespace tfm::ops {
 
@@ -19,16 +20,17 @@ struct PackedMatrix {
   // product then takes the packed copy.
   Tensor weight;
   Tensor bias;                         // float32 [out] added by the product (a view), or undefined
-  bool relu = false;                   // max(0, ·) taken by the product, after the bias
+  Activation act = Activation::kNone;  // taken by the product after the bias
   std::shared_ptr<const void> packed;  // the device's packed copy and its product
 };
 
-// w: float32 [out, in], on the CPU; bias: float32 [out] or undefined. Both must outlive the result.
-// With a bias, the product adds it in the same pass (oneDNN's bias argument); with relu, it then
-// takes max(0, ·) in that pass too (a post-op): a feed-forward layer's first product.
-PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor(), bool relu = false);
+// w: float32 [out, in], on the CPU; bias: float32 [out] or undefined. The bias must outlive the
+// result (the result's `bias` keeps an owning tensor alive); w only while the result's `weight`
+// still refers to it. With a bias, the product adds it in the same pass (oneDNN's bias argument);
+// with kRelu it then takes max(0, ·) in that pass too (a post-op): a feed-forward layer's first product.
+PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor(), Activation act = Activation::kNone);
 
-// y = x · Wᵀ (+ the bias it was packed with, then its relu); x: float32 [..., in] → y: float32 [..., out]. Uses
+// y = x · Wᵀ (+ the bias it was packed with, then its activation); x: float32 [..., in] → y: float32 [..., out]. Uses
 // the packed copy where it is faster (all but the wide output projection beyond 256 rows;
 // docs/performance.md) or when `weight` is gone, and ops::matmul on `weight` otherwise.
 void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y);
