@@ -78,6 +78,24 @@ void BM_OpenBlasSquare(benchmark::State& state) {
 }
 BENCHMARK(BM_OpenBlasSquare)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The other ceiling: reading memory, a sum over 256 MB on every thread. Decoding streams the
+// weights from memory at every step (41–165 MB for base), and on these shared machines the memory
+// bandwidth varies on its own (19.5 GB/s in most sessions, 5–6.5 during session 11's run O) while
+// the in-cache product peak above does not: `make bench` prints it beside the peak.
+void BM_MemoryRead(benchmark::State& state) {
+  const int64_t n = int64_t{64} << 20;
+  const Tensor a = uniform({n}, 3);
+  const float* p = a.data<float>();
+  for (auto _ : state) {
+    double sum = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i) sum += p[i];
+    benchmark::DoNotOptimize(sum);
+  }
+  set_gbytes(state, 4.0 * static_cast<double>(n));
+}
+BENCHMARK(BM_MemoryRead)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // ---- Decoding's products: few rows (64 hypotheses for greedy search of 64 sentences, 256 for beam 4)
 // against a whole weight matrix. What ops::matmul does now (OpenBLAS below 512 rows, which packs the
 // weights again on every call) against oneDNN's matmul primitive with the weights reordered once

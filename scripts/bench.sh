@@ -82,6 +82,9 @@ peak = peak["GFLOP/s"] if peak else None
 print()
 print("model FLOP utilization = achieved FLOP/s / the float32 matrix-product peak of this run "
       + (f"(ops::matmul 2048^3: {peak:.0f} GFLOP/s)" if peak else "(not measured: BM_MatmulSquare/2048 was filtered out)"))
+memory = find("BM_MemoryRead")
+if memory:  # decoding streams the weights from memory; the shared machines' bandwidth varies
+    print(f"memory read bandwidth of this run (BM_MemoryRead, 256 MB): {memory['GB/s']:.1f} GB/s")
 print(f"{'':36} {'ours':>8} {'peer':>8} {'ratio':>6} {'MFU':>5} {'target':>7}")
 rows = [("training step small, tok/s", "BM_TrainStep/small", ("pytorch", "small"), 5400),
         ("training step base, tok/s", "BM_TrainStep/base", ("pytorch", "base"), 1100),
