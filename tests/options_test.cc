@@ -77,9 +77,12 @@ TEST(Options, EachOutOfRangeOptionIsNamed) {
 }
 
 TEST(Options, EveryTrainingOptionHasHelp) {
-  const nlohmann::json fields = TrainOptions{};
-  for (const auto& [field, value] : fields.items())
-    if (field != "model") EXPECT_STRNE(train_option_help(field), "") << field;
+  const TrainOptions defaults;
+  const nlohmann::json fields = defaults;
+  for (const auto& [field, value] : fields.items()) {
+    if (field == "model") continue;
+    EXPECT_STRNE(train_option_help(field), "") << field;
+  }
   EXPECT_STREQ(train_option_help("no_such_option"), "");
 }
 

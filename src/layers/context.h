@@ -9,6 +9,7 @@
 #include "core/param_store.h"
 #include "core/rng.h"
 #include "ops/int8.h"
+#include "ops/matmul.h"
 #include "ops/packed.h"
 
 namespace tfm {
@@ -27,6 +28,10 @@ struct Context {
   Rng* rng = nullptr;                  // dropout's random streams; null: no dropout (inference)
   const Int8Weights* int8 = nullptr;   // when set, weight products with these run in int8
   const PackedWeights* packed = nullptr;  // when set (and no int8), products with these use the packing
+  // What the float32 weight products (linear layers, the output projection; forward and backward)
+  // round their inputs to: kBf16 for mixed-precision training (TrainOptions::bf16). Attention's
+  // score products, the int8 and the packed ones ignore it.
+  ops::Precision products = ops::Precision::kFloat32;
 
   bool training() const { return rng != nullptr; }
   Tensor value(int id) const { return params->value(id); }

@@ -40,17 +40,17 @@ Tensor Linear::forward(const Context& ctx, const Tensor& x, Activation act) cons
     if (relu && !packed_relu) ops::relu(y, y);
     return y;
   }
-  ops::matmul(x, ctx.value(weight), y, {.trans_b = true});
+  ops::matmul(x, ctx.value(weight), y, {.trans_b = true, .precision = ctx.products});
   ops::bias_add(y, ctx.value(bias), y);
   if (relu) ops::relu(y, y);
   return y;
 }
 
 void Linear::backward(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor* dx) const {
-  ops::matmul_backward(x, ctx.value(weight), dy, dx, nullptr, {.trans_b = true});
+  ops::matmul_backward(x, ctx.value(weight), dy, dx, nullptr, {.trans_b = true, .precision = ctx.products});
   // dW = dyᵀ · x over all rows: [out, N] · [N, in]
   const Tensor x2 = x.view({x.shape().rows(), in}), dy2 = dy.view({dy.shape().rows(), out});
-  ops::matmul(dy2, x2, ctx.grad(weight), {.trans_a = true, .beta = 1.0f});
+  ops::matmul(dy2, x2, ctx.grad(weight), {.trans_a = true, .beta = 1.0f, .precision = ctx.products});
   ops::bias_add_backward(dy, ctx.grad(bias));
 }
 

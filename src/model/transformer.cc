@@ -168,17 +168,17 @@ Tensor Transformer::decode(const Context& ctx, const Tensor& tgt_in, const Tenso
 Tensor Transformer::project(const Context& ctx, const Tensor& hidden) const {
   // h · Eᵀ (§3.4)
   return project_onto(hidden, ctx.value(tgt_embedding), ctx.int8_weight(tgt_embedding),
-                      ctx.packed_weight(tgt_embedding));
+                      ctx.packed_weight(tgt_embedding), ctx.products);
 }
 
 Tensor Transformer::project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
-                                 const ops::PackedMatrix* p) {
+                                 const ops::PackedMatrix* p, ops::Precision precision) {
   std::vector<int64_t> dims = hidden.shape().to_vector();
   dims.back() = w.size(0);
   Tensor logits = Tensor::empty(Shape(dims), hidden.dtype(), hidden.device());
   if (q) ops::matmul_int8(hidden, *q, logits);
   else if (p) ops::matmul_packed(hidden, *p, logits);
-  else ops::matmul(hidden, w, logits, {.trans_b = true});
+  else ops::matmul(hidden, w, logits, {.trans_b = true, .precision = precision});
   return logits;
 }
 
@@ -197,7 +197,7 @@ void Transformer::restrict_output(const Context& ctx, DecodeState& state, const 
   // the selected rows of the full matrix), or E[ids] [V', D] in float32, packed anew for each batch
   // when the full projection is packed (a copy of V' rows, small beside a batch's decoding).
   if (const ops::QuantizedMatrix* q = ctx.int8_weight(tgt_embedding)) {
-    ops::QuantizedMatrix rows{Tensor::empty({n, config_.d_model}, DType::I8), Tensor::empty({n})};
+    ops::QuantizedMatrix rows{Tensor::empty({n, config_.d_model}, DType::I8), Tensor::empty({n}), Tensor()};
     ops::index_select(q->q, state.output_ids, rows.q);
     ops::index_select(q->scale, state.output_ids, rows.scale);
     state.output_int8 = std::make_shared<const ops::QuantizedMatrix>(std::move(rows));
@@ -335,7 +335,7 @@ Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Te
   if (!state.output_ids.defined()) return project(ctx, x).view({rows, config_.vocab_size});
   // project_onto reads only the row count of its weight argument when given the int8 rows.
   const Tensor& w = state.output_int8 ? state.output_int8->q : state.output_weight;
-  return project_onto(x, w, state.output_int8.get(), state.output_packed.get()).view({rows, state.output_ids.numel()});
+  return project_onto(x, w, state.output_int8.get(), state.output_packed.get(), ctx.products).view({rows, state.output_ids.numel()});
 }
 
 void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& memory_rows) const {
@@ -375,10 +375,10 @@ void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& 
   // Output projection: dE += dlogitsᵀ · h, dh = dlogits · E.
   Tensor dx = Tensor::zeros(s.hidden.shape(), dt);
   const Tensor e = ctx.value(tgt_embedding);
-  ops::matmul_backward(s.hidden, e, dlogits, &dx, nullptr, {.trans_b = true});
+  ops::matmul_backward(s.hidden, e, dlogits, &dx, nullptr, {.trans_b = true, .precision = ctx.products});
   ops::matmul(dlogits.view({dlogits.shape().rows(), config_.vocab_size}),
               s.hidden.view({s.hidden.shape().rows(), config_.d_model}), ctx.grad(tgt_embedding),
-              {.trans_a = true, .beta = 1.0f});
+              {.trans_a = true, .beta = 1.0f, .precision = ctx.products});
   if (config_.pre_norm) {
     Tensor d = Tensor::zeros(dx.shape(), dt);
     decoder_norm.backward(ctx, s.decoder_norm, dx, d);

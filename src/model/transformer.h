@@ -144,7 +144,7 @@ class Transformer {
   Context context(Rng* rng = nullptr) const {
     const bool inference = rng == nullptr;
     return Context{&params_, rng, inference && !int8_.empty() ? &int8_ : nullptr,
-                   inference && !packed_.empty() ? &packed_ : nullptr};
+                   inference && !packed_.empty() ? &packed_ : nullptr, ops::Precision::kFloat32};
   }
   // What becomes of a weight matrix's float32 values once inference has its own copy. kKeep: they
   // stay, and the model can still train, save and decode without the copies. kRelease (translation):
@@ -192,9 +192,10 @@ class Transformer {
   // Refuses a second pack_weights or quantize_int8 once weights were released: its copies would
   // need the weights that are gone.
   void check_not_released(const char* what) const;
-  // hidden [..., D] → logits [..., rows of w]: h · wᵀ, through q (int8) or p (packed) when given.
+  // hidden [..., D] → logits [..., rows of w]: h · wᵀ, through q (int8) or p (packed) when given,
+  // else in `precision`.
   static Tensor project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
-                             const ops::PackedMatrix* p);
+                             const ops::PackedMatrix* p, ops::Precision precision);
   Tensor embed(const Context& ctx, int table, const Tensor& ids, int64_t start, EmbedSaved* saved) const;
   void embed_backward(const Context& ctx, int table, const EmbedSaved& saved, const Tensor& dx) const;
 

@@ -9,7 +9,7 @@ QuantizedMatrix quantize_rows(const Tensor& w) {
   check_rank("quantize_rows", "w", w, 2);
   check_dtype("quantize_rows", "w", w, DType::F32);
   TFM_CHECK(w.device() == Device::CPU, "quantize_rows: no kernel for device '", name(w.device()), "'");
-  QuantizedMatrix out{Tensor::empty(w.shape(), DType::I8), Tensor::empty({w.size(0)})};
+  QuantizedMatrix out{Tensor::empty(w.shape(), DType::I8), Tensor::empty({w.size(0)}), Tensor()};
   cpu::quantize_rows(w.size(0), w.size(1), w.data<float>(), out.q.data<int8_t>(), out.scale.data<float>());
   return out;
 }

@@ -1,5 +1,7 @@
 #include "ops/matmul.h"
 
+#include <type_traits>
+
 #include "ops/cpu/kernels.h"
 #include "ops/dispatch.h"
 
@@ -51,6 +53,14 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs&
   const Plan p = plan(a, b, c, args);
   dispatch("matmul", c.dtype(), c.device(), [&](auto t) {
     using T = decltype(t);
+    if (args.precision == Precision::kBf16) {
+      if constexpr (std::is_same_v<T, float>) {
+        cpu::gemm_bf16(p.batch, args.trans_a, args.trans_b, p.m, p.n, p.k, args.alpha, a.data<float>(), p.stride_a,
+                       b.data<float>(), p.stride_b, args.beta, c.data<float>(), p.stride_c);
+        return;
+      }
+      throw Error(cat("matmul: bfloat16 products take float32 tensors, got ", name(c.dtype())));
+    }
     cpu::gemm<T>(p.batch, args.trans_a, args.trans_b, p.m, p.n, p.k, static_cast<T>(args.alpha), a.data<T>(),
                  p.stride_a, b.data<T>(), p.stride_b, static_cast<T>(args.beta), c.data<T>(), p.stride_c);
   });
@@ -68,14 +78,25 @@ void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const T
   if (da) {
     check_same_shape("matmul_backward", "dA", *da, "A", a);
     const Tensor da2 = fold ? da->view(a2.shape()) : *da;
-    if (!ta) matmul(dc2, b, da2, {false, !tb, alpha, 1.0f});  // dA = dC · op(B)ᵀ
-    else     matmul(b, dc2, da2, {tb, true, alpha, 1.0f});    // dA = op(B) · dCᵀ
+    if (!ta) matmul(dc2, b, da2, {false, !tb, alpha, 1.0f, args.precision});  // dA = dC · op(B)ᵀ
+    else     matmul(b, dc2, da2, {tb, true, alpha, 1.0f, args.precision});    // dA = op(B) · dCᵀ
   }
   if (db) {
     check_same_shape("matmul_backward", "dB", *db, "B", b);
-    if (!tb) matmul(a2, dc2, *db, {!ta, false, alpha, 1.0f});  // dB = op(A)ᵀ · dC
-    else     matmul(dc2, a2, *db, {true, ta, alpha, 1.0f});    // dB = dCᵀ · op(A)
+    if (!tb) matmul(a2, dc2, *db, {!ta, false, alpha, 1.0f, args.precision});  // dB = op(A)ᵀ · dC
+    else     matmul(dc2, a2, *db, {true, ta, alpha, 1.0f, args.precision});    // dB = dCᵀ · op(A)
   }
 }
+
+void round_to_bf16(const Tensor& x, const Tensor& y) {
+  check_all("round_to_bf16", y.dtype(), y.device(), {{"x", &x}});
+  check_same_shape("round_to_bf16", "y", y, "x", x);
+  dispatch("round_to_bf16", y.dtype(), y.device(), [&](auto t) {
+    if constexpr (std::is_same_v<decltype(t), float>) cpu::round_to_bf16(x.numel(), x.data<float>(), y.data<float>());
+    else throw Error(cat("round_to_bf16: takes float32 tensors, got ", name(y.dtype())));
+  });
+}
+
+bool bf16_native() { return cpu::bf16_native(); }
 
 }  // namespace tfm::ops

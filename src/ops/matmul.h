@@ -8,11 +8,18 @@
 
 namespace tfm::ops {
 
+// What a product's inputs are rounded to before they are multiplied; sums are float32 either way.
+enum class Precision {
+  kFloat32,  // as they are
+  kBf16,     // bfloat16 (round to nearest even; 8 mantissa bits): mixed-precision training's products
+};
+
 struct MatmulArgs {
   bool trans_a = false;
   bool trans_b = false;
   float alpha = 1.0f;
   float beta = 0.0f;  // 0 overwrites C, 1 accumulates into it
+  Precision precision = Precision::kFloat32;  // kBf16 needs float32 tensors
 };
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs& args = {});
@@ -22,5 +29,13 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs&
 // dB' = alpha · A'ᵀ · dC, transposed back where op() transposed. A null pointer skips that gradient.
 void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const Tensor* da, const Tensor* db,
                      const MatmulArgs& args = {});
+
+// y = x rounded to bfloat16 precision as Precision::kBf16 rounds a product's inputs, still float32
+// (the reference of the tests). y may be x.
+void round_to_bf16(const Tensor& x, const Tensor& y);
+
+// Whether this machine's CPU multiplies bfloat16 natively (AVX-512 BF16 or AMX); without it,
+// Precision::kBf16 products are emulated and slower than float32 ones.
+bool bf16_native();
 
 }  // namespace tfm::ops

@@ -56,7 +56,7 @@ double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step) {
 #define TFM_TRAIN_FIELDS(X)                                                                                 \
   X(train_source) X(train_target) X(valid_source) X(valid_target) X(run_dir) X(vocab) X(max_tokens)          \
   X(max_chars) X(preset) X(batch_tokens) X(accumulate) X(lr_factor) X(warmup_steps) X(adam_beta1)           \
-  X(adam_beta2) X(adam_eps) X(label_smoothing) X(clip_norm) X(max_steps) X(max_epochs) X(max_seconds)       \
+  X(adam_beta2) X(adam_eps) X(label_smoothing) X(clip_norm) X(bf16) X(max_steps) X(max_epochs) X(max_seconds)       \
   X(valid_every) X(best_metric) X(patience) X(valid_beam) X(valid_max_sentences) X(save_every) X(keep_last) \
   X(resume) X(log_every) X(seed) X(threads)
 
@@ -82,6 +82,7 @@ const char* train_option_help(std::string_view field) {
       {"adam_eps", "Adam epsilon"},
       {"label_smoothing", "label smoothing epsilon"},
       {"clip_norm", "clip the gradient's global L2 norm to this; 0: no clipping"},
+      {"bf16", "weight products in bfloat16 with float32 sums and master weights (fast with AVX-512 BF16 or AMX)"},
       {"max_steps", "stop after this many steps; 0: no limit"},
       {"max_epochs", "stop after this many epochs; 0: no limit"},
       {"max_seconds", "stop after this many seconds of training; 0: no limit"},

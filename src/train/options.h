@@ -40,6 +40,11 @@ struct TrainOptions {
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-9;
   double label_smoothing = 0.1;  // ε_ls (§5.4)
   double clip_norm = 0.0;        // clip the gradient's global L2 norm to this; 0: no clipping
+  // Mixed precision: the weight products (linear layers and the output projection, forward and
+  // backward) take bfloat16 inputs and sum in float32; weights, gradients, Adam's moments and
+  // everything else stay float32. Fast where the CPU has AVX-512 BF16 or AMX, emulated (slower
+  // than float32) elsewhere. Validation and translation stay float32.
+  bool bf16 = false;
 
   // When to stop: whichever comes first (0: no limit).
   int64_t max_steps = 100000;

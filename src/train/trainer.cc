@@ -19,6 +19,7 @@
 #include "ops/adam.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
+#include "ops/matmul.h"
 #include "train/metrics.h"
 #include "train/plot.h"
 
@@ -335,6 +336,11 @@ TrainResult train(const TrainOptions& o) {
   const std::vector<std::vector<int32_t>> batches = plan_batches(examples, o.batch_tokens);
   progress.message(cat("model: ", model.params().parameter_count(), " parameters; ", examples.size(), " pairs in ",
                        batches.size(), " batches of up to ", o.batch_tokens, " tokens"));
+  if (o.bf16)
+    progress.message(ops::bf16_native()
+                         ? "bf16: weight products in bfloat16 with float32 sums"
+                         : "bf16: this CPU has no AVX-512 BF16 or AMX instructions, so the bfloat16 products are "
+                           "emulated and run slower than float32 ones (useful to check accuracy, not for speed)");
   const MetricsLog metrics((fs::path(o.run_dir) / "metrics.jsonl").string());
 
   TrainState s;
@@ -396,7 +402,8 @@ TrainResult train(const TrainOptions& o) {
 
     // Forward and backward; the loss is the mean per target token over the whole step.
     model.params().zero_grad();
-    const Context ctx = model.context(&rng);
+    Context ctx = model.context(&rng);
+    ctx.products = o.bf16 ? ops::Precision::kBf16 : ops::Precision::kFloat32;
     double step_loss = 0;
     for (const Batch& batch : step_batches)
       step_loss += batch_loss(model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(step_tokens), true).loss;

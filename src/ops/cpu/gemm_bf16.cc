@@ -1,0 +1,124 @@
+// Matrix products with bfloat16 inputs and float32 accumulation, through oneDNN's matmul.
+#include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/cpu/kernels.h"
+
+namespace tfm::cpu {
+
+namespace {
+using dnnl::memory;
+using dt = memory::data_type;
+
+// bfloat16 is the upper half of a float32: 8 exponent bits, 7 mantissa bits. Rounded to nearest,
+// ties to even; NaN stays a (quiet) NaN, ±∞ and values that round past the largest finite bf16 become ±∞.
+inline uint16_t bf16_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+void to_bf16(int64_t n, const float* x, uint16_t* y) {
+#pragma omp parallel for simd schedule(static) if (n >= (1 << 16) && !omp_in_parallel())
+  for (int64_t i = 0; i < n; ++i) y[i] = bf16_bits(x[i]);
+}
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+// One primitive per shape, transposition and scaling: oneDNN's runtime sizes would pick its
+// reference implementation, hundreds of times slower. Training meets a few dozen shapes per batch
+// shape; the cache is emptied when it grows past kMaxCached.
+struct Product {
+  dnnl::matmul product;
+  memory::desc scratchpad;
+};
+using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, float, float>;  // m, n, k, ta, tb, alpha, beta
+constexpr size_t kMaxCached = 512;
+
+Product product_for(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float alpha, float beta) {
+  static std::mutex mutex;
+  static std::map<Key, Product> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const Key key{m, n, k, ta, tb, alpha, beta};
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= kMaxCached) cache.clear();  // callers hold copies (handles) of what they run
+  // op(A) [m, k] and op(B) [k, n] as stored: A is [m, k] or, transposed, [k, m]; likewise B.
+  const memory::desc a({m, k}, dt::bf16, ta ? memory::dims{1, m} : memory::dims{k, 1});
+  const memory::desc b({k, n}, dt::bf16, tb ? memory::dims{1, k} : memory::dims{n, 1});
+  const memory::desc c({m, n}, dt::f32, {n, 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {  // C = alpha · op(A) · op(B) + beta · C
+    dnnl::post_ops ops;
+    ops.append_sum(beta);
+    attr.set_post_ops(ops);
+  }
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine());
+  return cache.emplace(key, Product{dnnl::matmul(pd), pd.scratchpad_desc()}).first->second;
+}
+}  // namespace
+
+bool bf16_native() {
+  return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+}
+
+void round_to_bf16(int64_t n, const float* x, float* y) {
+#pragma omp parallel for simd schedule(static) if (n >= (1 << 16) && !omp_in_parallel())
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = static_cast<uint32_t>(bf16_bits(x[i])) << 16;
+    std::memcpy(&y[i], &u, sizeof u);
+  }
+}
+
+void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+               int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c, int64_t stride_c) {
+  if (m == 0 || n == 0 || batch == 0) return;
+  if (k == 0) {  // an empty sum: C = beta · C
+    for (int64_t i = 0; i < batch; ++i)
+      for (int64_t j = 0; j < m * n; ++j) c[i * stride_c + j] = beta == 0.0f ? 0.0f : beta * c[i * stride_c + j];
+    return;
+  }
+  try {
+    const Product p = product_for(m, n, k, ta, tb, alpha, beta);
+    // This thread's bf16 copies of the inputs and the primitive's scratchpad, grown as needed.
+    thread_local std::vector<uint16_t> a16, b16;
+    thread_local std::vector<char> scratch;
+    a16.resize(static_cast<size_t>(m * k));
+    b16.resize(static_cast<size_t>(k * n));
+    if (scratch.size() < p.scratchpad.get_size()) scratch.resize(p.scratchpad.get_size());
+    thread_local dnnl::stream stream(engine());
+    const memory::desc a_desc({m, k}, dt::bf16, ta ? memory::dims{1, m} : memory::dims{k, 1});
+    const memory::desc b_desc({k, n}, dt::bf16, tb ? memory::dims{1, k} : memory::dims{n, 1});
+    const memory::desc c_desc({m, n}, dt::f32, {n, 1});
+    for (int64_t i = 0; i < batch; ++i) {
+      // A stride of 0 shares one operand across the batch: converted once.
+      if (i == 0 || stride_a != 0) to_bf16(m * k, a + i * stride_a, a16.data());
+      if (i == 0 || stride_b != 0) to_bf16(k * n, b + i * stride_b, b16.data());
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(a_desc, engine(), a16.data())},
+                                           {DNNL_ARG_WEIGHTS, memory(b_desc, engine(), b16.data())},
+                                           {DNNL_ARG_DST, memory(c_desc, engine(), c + i * stride_c)}};
+      if (p.scratchpad.get_size() > 0)
+        args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, engine(), scratch.data()));
+      p.product.execute(stream, args);
+      stream.wait();
+    }
+  } catch (const dnnl::error& e) {
+    throw Error(cat("bfloat16 matrix product ", m, " × ", n, " × ", k, " failed (oneDNN: ", e.what(), ")"));
+  }
+}
+
+}  // namespace tfm::cpu
