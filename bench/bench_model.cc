@@ -1,15 +1,19 @@
 // Whole-model benchmarks: a training step and translation, at the paper's shapes, on random
 // tokens and random weights. scripts/bench.sh runs them beside the peers (PyTorch's training step)
 // and prints the ratios; docs/performance.md records the figures.
+#include <algorithm>
+
 #include <benchmark/benchmark.h>
 
 #include "core/rng.h"
+#include "core/threads.h"
 #include "decode/search.h"
 #include "decode/shortlist.h"
 #include "decode/translator.h"
 #include "model/transformer.h"
 #include "ops/adam.h"
 #include "ops/loss.h"
+#include "ops/matmul.h"
 #include "train/trainer.h"
 
 namespace tfm {
@@ -60,14 +64,16 @@ struct FlopCount {
 // A whole optimizer step: forward, label-smoothed loss, backward, Adam.
 class TrainingStep {
  public:
-  explicit TrainingStep(Transformer& model)
+  explicit TrainingStep(Transformer& model, ops::Precision products = ops::Precision::kFloat32)
       : model_(model),
+        products_(products),
         m_(Tensor::zeros(model.params().values().shape())),
         v_(Tensor::zeros(model.params().values().shape())),
         rng_(3) {}
   double run(const Batch& batch) {
     model_.params().zero_grad();
-    const Context ctx = model_.context(&rng_);
+    Context ctx = model_.context(&rng_);
+    ctx.products = products_;
     // dL/dlogits scaled by 1 / the step's target tokens, as the trainer does.
     const ops::LossSum loss =
         batch_loss(model_, ctx, batch, 0.1, 1.0 / static_cast<double>(batch.target_tokens), true);
@@ -77,14 +83,20 @@ class TrainingStep {
 
  private:
   Transformer& model_;
+  ops::Precision products_;
   Tensor m_, v_;
   Rng rng_;
   int64_t step_ = 0;
 };
 
 // One step on 64 sentences of 32 tokens per side, vocabulary 8000, dropout on: the shape of
-// ../shared/peers/torch_train_step.py.
-void BM_TrainStep(benchmark::State& state, const char* preset) {
+// ../shared/peers/torch_train_step.py. `products`: kBf16 is `train --bf16` (emulated by oneDNN on
+// AVX-512 CPUs without AVX-512 BF16 or AMX, such as this project's machines; skipped without AVX-512).
+void BM_TrainStep(benchmark::State& state, const char* preset, ops::Precision products) {
+  if (products == ops::Precision::kBf16 && !ops::bf16_supported()) {
+    state.SkipWithError("bf16 products need a CPU with AVX-512");
+    return;
+  }
   ModelConfig c = model_preset(preset);
   c.vocab_size = 8000;
   Transformer model(c);
@@ -92,7 +104,7 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
   const int64_t B = 64, L = 32;
   // 31 tokens + EOS per side, as the peer's 32 (its target is shifted by one).
   const Batch batch = make_batch(random_sentences(B, L - 1, c.vocab_size, 1), random_sentences(B, L - 1, c.vocab_size, 2), c);
-  TrainingStep step(model);
+  TrainingStep step(model, products);
   // One untimed step first, as the PyTorch peer takes one: the first step's pages of gradients,
   // Adam moments and activations are new to the process (about 1 GB of page faults for base).
   benchmark::DoNotOptimize(step.run(batch));
@@ -173,6 +185,13 @@ void BM_Translate500(benchmark::State& state, int64_t beam, int64_t parallel_bat
   o.search.max_length_b = 26;
   o.search.min_length = 26;
   o.parallel_batches = parallel_batches;
+  // One untimed batch per thread first, decoded as the timed run decodes them (side by side, or one
+  // after the other): their products' JIT kernels and each thread's first pages. The whole 500
+  // again, as the other benchmarks take one untimed run, would double the benchmark's time.
+  TranslateOptions warm = o;
+  const int64_t threads = num_threads(), warm_sentences = std::min<int64_t>(64 * threads, 500);
+  if (parallel_batches != 1) warm.parallel_batches = threads;
+  benchmark::DoNotOptimize(translate_ids(model, {sources.begin(), sources.begin() + warm_sentences}, warm));
   int64_t produced = 0;
   for (auto _ : state)
     for (const Translation& t : translate_ids(model, sources, o)) produced += static_cast<int64_t>(t.hypotheses[0].tokens.size());
@@ -216,6 +235,7 @@ void BM_TranslateScaling(benchmark::State& state) {
   o.max_length_a = 0;
   o.max_length_b = 26;
   o.min_length = 26;
+  benchmark::DoNotOptimize(greedy_search(model, sources, o));  // one untimed run first
   int64_t produced = 0;
   for (auto _ : state)
     for (const Hypothesis& h : greedy_search(model, sources, o)) produced += static_cast<int64_t>(h.tokens.size());
@@ -227,8 +247,14 @@ BENCHMARK(BM_TrainScaling)->ArgName("len")->Arg(16)->Arg(32)->Arg(64)->Arg(128)-
 BENCHMARK(BM_TranslateScaling)->ArgName("batch")->Arg(1)->Arg(4)->Arg(16)->Arg(64)->Arg(256)
     ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
-BENCHMARK_CAPTURE(BM_TrainStep, small, "small")->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5.0);
-BENCHMARK_CAPTURE(BM_TrainStep, base, "base")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_TrainStep, small, "small", ops::Precision::kFloat32)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5.0);
+BENCHMARK_CAPTURE(BM_TrainStep, base, "base", ops::Precision::kFloat32)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_TrainStep, small_bf16, "small", ops::Precision::kBf16)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5.0);
+BENCHMARK_CAPTURE(BM_TrainStep, base_bf16, "base", ops::Precision::kBf16)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 BENCHMARK_CAPTURE(BM_Translate, greedy, 1, Weights::kPacked)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 BENCHMARK_CAPTURE(BM_Translate, beam4, 4, Weights::kPacked)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK_CAPTURE(BM_Translate, greedy_unpacked, 1, Weights::kUnpacked)

@@ -85,9 +85,20 @@ print("model FLOP utilization = achieved FLOP/s / the float32 matrix-product pea
 memory = find("BM_MemoryRead")
 if memory:  # decoding streams the weights from memory; the shared machines' bandwidth varies
     print(f"memory read bandwidth of this run (BM_MemoryRead, 256 MB): {memory['GB/s']:.1f} GB/s")
+if find("BM_TrainStep/small_bf16/") or find("BM_TrainStep/base_bf16/"):
+    try:
+        flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+    except OSError:
+        flags = []
+    native = "avx512_bf16" in flags or "amx_bf16" in flags
+    print("bf16 products: " + ("native (AVX-512 BF16 or AMX)" if native else
+          "emulated by oneDNN (this CPU has no AVX-512 BF16 or AMX), so slower than float32 here"))
 print(f"{'':36} {'ours':>8} {'peer':>8} {'ratio':>6} {'MFU':>5} {'target':>7}")
-rows = [("training step small, tok/s", "BM_TrainStep/small", ("pytorch", "small"), 5400),
-        ("training step base, tok/s", "BM_TrainStep/base", ("pytorch", "base"), 1100),
+rows = [("training step small, tok/s", "BM_TrainStep/small/", ("pytorch", "small"), 5400),
+        ("training step base, tok/s", "BM_TrainStep/base/", ("pytorch", "base"), 1100),
+        # --bf16 against the bf16 targets (1.5x Marian); the peer is PyTorch in float32.
+        ("  small, bf16 products", "BM_TrainStep/small_bf16/", ("pytorch", "small"), 8100),
+        ("  base, bf16 products", "BM_TrainStep/base_bf16/", ("pytorch", "base"), 1650),
         ("translate float32 greedy, tok/s", "BM_Translate/greedy/", ("ctranslate2", "float32 greedy"), 1300),
         ("translate float32 beam 4, tok/s", "BM_Translate/beam4/", ("ctranslate2", "float32 beam 4"), 530),
         ("translate int8 greedy, tok/s", "BM_Translate/greedy_int8/", ("ctranslate2", "int8 greedy"), 2650),
@@ -113,6 +124,6 @@ for label, name, (kind, key), target in rows:
     mfu = f"{100 * mine['GFLOP/s'] / peak:4.0f}%" if peak and "GFLOP/s" in mine else "  n/a"
     print(f"{label:36} {t:8.0f} {'-' if theirs is None else round(theirs):>8} "
           f"{'' if theirs is None else f'{t / theirs:.2f}':>6} {mfu:>5} {target:7} {'met' if t >= target else 'MISSED'}")
-print("peers: training PyTorch (torch.nn.Transformer), translation CTranslate2; int8 MFU counts int8 "
-      "products against the float32 peak")
+print("peers: training PyTorch (torch.nn.Transformer, float32), translation CTranslate2; int8 and bf16 MFU "
+      "count their products against the float32 peak")
 PY

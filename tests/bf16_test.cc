@@ -7,7 +7,9 @@
 #include <limits>
 #include <random>
 
+#include "layers/linear.h"
 #include "model/transformer.h"
+#include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "testing/errors.h"
@@ -41,6 +43,7 @@ TEST(Bf16, RoundsToNearestTiesToEven) {
   EXPECT_TRUE(std::signbit(rounded(-0.0f)));
   EXPECT_EQ(rounded(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
   EXPECT_EQ(rounded(std::numeric_limits<float>::max()), std::numeric_limits<float>::infinity());  // past bf16's largest
+  EXPECT_EQ(rounded(-std::numeric_limits<float>::max()), -std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(rounded(std::numeric_limits<float>::quiet_NaN())));
   EXPECT_TRUE(std::isnan(rounded(bits_to_float(0x7f800001u))));  // a NaN whose payload would round to ∞
   // Every result has its low 16 bits clear.
@@ -80,19 +83,24 @@ std::vector<double> reference(const Tensor& a, const Tensor& b, const Tensor& c,
   return out;
 }
 
+// oneDNN has bf16 products only on AVX-512 CPUs; elsewhere `train --bf16` is refused up front.
+#define SKIP_WITHOUT_BF16() \
+  if (!ops::bf16_supported()) GTEST_SKIP() << "this CPU has no AVX-512: no bfloat16 products"
+
 struct Product {
   bool ta, tb;
   int64_t batch;
+  float alpha, beta;
 };
 class Bf16ProductTest : public ::testing::TestWithParam<Product> {};
 
 TEST_P(Bf16ProductTest, IsTheExactProductOfRoundedInputsSummedInFloat32) {
-  const auto [ta, tb, batch] = GetParam();
+  SKIP_WITHOUT_BF16();
+  const auto [ta, tb, batch, alpha, beta] = GetParam();
   const int64_t m = 37, n = 29, k = 300;
   const Tensor a = random_tensor(batch > 1 ? Shape{batch, ta ? k : m, ta ? m : k} : Shape{ta ? k : m, ta ? m : k}, 1);
   const Tensor b = random_tensor(batch > 1 ? Shape{batch, tb ? n : k, tb ? k : n} : Shape{tb ? n : k, tb ? k : n}, 2);
   const Tensor c0 = random_tensor(batch > 1 ? Shape{batch, m, n} : Shape{m, n}, 3);
-  const float alpha = 0.5f, beta = 1.0f;
   Tensor c = c0.clone();
   ops::matmul(a, b, c, {ta, tb, alpha, beta, ops::Precision::kBf16});
 
@@ -113,14 +121,29 @@ TEST_P(Bf16ProductTest, IsTheExactProductOfRoundedInputsSummedInFloat32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transpositions, Bf16ProductTest,
-                         ::testing::Values(Product{false, false, 1}, Product{false, true, 1}, Product{true, false, 1},
-                                           Product{true, true, 1}, Product{false, true, 3}),
+                         ::testing::Values(Product{false, false, 1, 0.5f, 1.0f}, Product{false, true, 1, 0.5f, 1.0f},
+                                           Product{true, false, 1, 0.5f, 1.0f}, Product{true, true, 1, 0.5f, 1.0f},
+                                           Product{false, true, 3, 0.5f, 1.0f}, Product{false, true, 1, 2.0f, 0.0f},
+                                           Product{true, false, 1, 1.0f, 0.25f}),
                          [](const auto& info) {
-                           return std::string(info.param.ta ? "At" : "A") + (info.param.tb ? "Bt" : "B") +
-                                  (info.param.batch > 1 ? "Batched" : "");
+                           const Product& p = info.param;
+                           return std::string(p.ta ? "At" : "A") + (p.tb ? "Bt" : "B") + (p.batch > 1 ? "Batched" : "") +
+                                  (p.beta == 0.0f ? "Overwrite" : p.beta != 1.0f ? "ScaledSum" : "");
                          });
 
+TEST(Bf16, EmptySumScalesC) {
+  SKIP_WITHOUT_BF16();
+  const Tensor a = Tensor::zeros({3, 0}), b = Tensor::zeros({0, 2});
+  Tensor c = Tensor::empty({3, 2});
+  for (int64_t i = 0; i < 6; ++i) c.data<float>()[i] = static_cast<float>(i);
+  ops::matmul(a, b, c, {.beta = 0.5f, .precision = ops::Precision::kBf16});
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(c.data<float>()[i], 0.5f * static_cast<float>(i));
+  ops::matmul(a, b, c, {.precision = ops::Precision::kFloat32});  // float32 too (its plan had lost the batch)
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(c.data<float>()[i], 0.0f);
+}
+
 TEST(Bf16, FoldedRowsAndOverwriteWork) {
+  SKIP_WITHOUT_BF16();
   // A [2, 3, k] · Wᵀ with W [n, k]: the linear layers' shape, C overwritten (beta 0, stale values in C).
   const int64_t k = 64, n = 10;
   const Tensor x = random_tensor({2, 3, k}, 4), w = random_tensor({n, k}, 5);
@@ -138,6 +161,76 @@ TEST(Bf16, RefusesFloat64) {
   const Tensor a = Tensor::zeros({4, 4}, DType::F64), c = Tensor::zeros({4, 4}, DType::F64);
   testing::expect_error([&] { ops::matmul(a, a, c, {.precision = ops::Precision::kBf16}); },
                         {"bfloat16 products take float32 tensors", "float64"});
+}
+
+Tensor rounded_copy(const Tensor& x) {
+  Tensor r = x.clone();
+  ops::round_to_bf16(r, r);
+  return r;
+}
+
+void expect_close(const Tensor& got, const Tensor& want, double tol, const char* what) {
+  ASSERT_EQ(got.numel(), want.numel()) << what;
+  double worst = 0;
+  for (int64_t i = 0; i < got.numel(); ++i)
+    worst = std::max(worst, static_cast<double>(std::abs(got.data<float>()[i] - want.data<float>()[i])));
+  EXPECT_LT(worst, tol) << what;
+}
+
+// Each of a linear layer's three products (y, dx, dW) runs on rounded inputs: against float32 products
+// of rounded copies, exactly up to float32 summation.
+TEST(Bf16, EveryProductOfALinearLayerRounds) {
+  SKIP_WITHOUT_BF16();
+  ParamStore params;
+  const Linear layer(params, "fc", 48, 24);
+  params.allocate();
+  const Tensor w = params.value(layer.weight), bias = params.value(layer.bias);
+  w.copy_from(random_tensor(w.shape(), 20));
+  bias.copy_from(random_tensor(bias.shape(), 21));
+  const Tensor x = random_tensor({5, 7, 48}, 22), dy = random_tensor({5, 7, 24}, 23);
+  Context ctx{&params, nullptr, nullptr, nullptr, ops::Precision::kBf16};
+
+  const Tensor y = layer.forward(ctx, x);
+  Tensor dx = Tensor::zeros(x.shape());
+  params.zero_grad();
+  layer.backward(ctx, x, dy, &dx);
+
+  const Tensor x16 = rounded_copy(x), w16 = rounded_copy(w), dy16 = rounded_copy(dy);
+  Tensor want_y = Tensor::empty(y.shape()), want_dx = Tensor::zeros(x.shape()), want_dw = Tensor::zeros(w.shape());
+  ops::matmul(x16, w16, want_y, {.trans_b = true});
+  ops::bias_add(want_y, bias, want_y);
+  ops::matmul(dy16, w16, want_dx);
+  ops::matmul(dy16.view({35, 24}), x16.view({35, 48}), want_dw, {.trans_a = true});
+  expect_close(y, want_y, 1e-4, "y");
+  expect_close(dx, want_dx, 1e-4, "dx");
+  expect_close(params.grad(layer.weight), want_dw, 1e-4, "dW");
+  // The rounding matters at this size: float32 products differ by far more.
+  Tensor y32 = Tensor::empty(y.shape());
+  ops::matmul(x, w, y32, {.trans_b = true});
+  ops::bias_add(y32, bias, y32);
+  double moved = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) moved = std::max(moved, std::abs(static_cast<double>(y32.data<float>()[i] - want_y.data<float>()[i])));
+  EXPECT_GT(moved, 1e-3);
+}
+
+TEST(Bf16, OutputProjectionRounds) {
+  SKIP_WITHOUT_BF16();
+  ModelConfig c = model_preset("tiny");
+  c.vocab_size = 50;
+  c.d_model = 32;
+  c.heads = 4;
+  c.d_ff = 64;
+  Transformer model(c);
+  model.init_parameters(3);
+  const Tensor hidden = random_tensor({3, 4, 32}, 30);
+  Context ctx = model.context();
+  ctx.products = ops::Precision::kBf16;
+  const Tensor logits = model.project(ctx, hidden);
+  const Tensor e16 = rounded_copy(model.params().value(model.tgt_embedding));
+  Tensor want = Tensor::empty(logits.shape());
+  ops::matmul(rounded_copy(hidden), e16, want, {.trans_b = true});
+  expect_close(logits, want, 1e-4, "logits");
+  EXPECT_GT(std::abs(model.project(model.context(), hidden).data<float>()[0] - want.data<float>()[0]), 0.0f);
 }
 
 // One training step's loss and gradients in both precisions, on a small model.
@@ -176,6 +269,7 @@ Step training_step(ops::Precision precision) {
 }
 
 TEST(Bf16, TrainingStepStaysWithinBf16RoundingOfFloat32) {
+  SKIP_WITHOUT_BF16();
   const Step f32 = training_step(ops::Precision::kFloat32);
   const Step b16 = training_step(ops::Precision::kBf16);
   double diff = 0, norm = 0;

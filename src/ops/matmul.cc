@@ -32,9 +32,11 @@ Plan plan(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs& a
     p.m = a.numel() / a_cols;
   } else {
     TFM_CHECK(a.rank() == b.rank(), "matmul: A ", a.shape(), " and B ", b.shape(), " have different ranks");
-    p.batch = a.numel() / (a_rows * a_cols == 0 ? 1 : a_rows * a_cols);
-    for (int i = 0; i < a.rank() - 2; ++i)
+    p.batch = 1;  // the leading dims' product (not numel / matrix size: K may be 0)
+    for (int i = 0; i < a.rank() - 2; ++i) {
       TFM_CHECK(a.size(i) == b.size(i), "matmul: batch dims of A ", a.shape(), " and B ", b.shape(), " differ");
+      p.batch *= a.size(i);
+    }
     p.m = args.trans_a ? a_cols : a_rows;
   }
   const int64_t want_c = p.batch * p.m * p.n;
@@ -97,6 +99,7 @@ void round_to_bf16(const Tensor& x, const Tensor& y) {
   });
 }
 
+bool bf16_supported() { return cpu::bf16_supported(); }
 bool bf16_native() { return cpu::bf16_native(); }
 
 }  // namespace tfm::ops

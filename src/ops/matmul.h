@@ -11,7 +11,7 @@ namespace tfm::ops {
 // What a product's inputs are rounded to before they are multiplied; sums are float32 either way.
 enum class Precision {
   kFloat32,  // as they are
-  kBf16,     // bfloat16 (round to nearest even; 8 mantissa bits): mixed-precision training's products
+  kBf16,     // bfloat16 (round to nearest even; 8 significant bits, 7 stored): mixed-precision training's products
 };
 
 struct MatmulArgs {
@@ -34,8 +34,10 @@ void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const T
 // (the reference of the tests). y may be x.
 void round_to_bf16(const Tensor& x, const Tensor& y);
 
-// Whether this machine's CPU multiplies bfloat16 natively (AVX-512 BF16 or AMX); without it,
-// Precision::kBf16 products are emulated and slower than float32 ones.
+// Whether Precision::kBf16 products can run here (oneDNN needs AVX-512 for them), and whether this
+// CPU multiplies bfloat16 natively (AVX-512 BF16 or AMX); supported but not native, they are
+// emulated and slower than float32 ones.
+bool bf16_supported();
 bool bf16_native();
 
 }  // namespace tfm::ops

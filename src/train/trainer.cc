@@ -339,8 +339,8 @@ TrainResult train(const TrainOptions& o) {
   if (o.bf16)
     progress.message(ops::bf16_native()
                          ? "bf16: weight products in bfloat16 with float32 sums"
-                         : "bf16: this CPU has no AVX-512 BF16 or AMX instructions, so the bfloat16 products are "
-                           "emulated and run slower than float32 ones (useful to check accuracy, not for speed)");
+                         : "bf16: this CPU has no AVX-512 BF16 or AMX instructions, so oneDNN emulates the bfloat16 "
+                           "products, slower than float32 ones (useful to check accuracy, not for speed)");
   const MetricsLog metrics((fs::path(o.run_dir) / "metrics.jsonl").string());
 
   TrainState s;

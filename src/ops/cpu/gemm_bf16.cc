@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/kernels.h"
 
 namespace tfm::cpu {
@@ -33,44 +34,58 @@ void to_bf16(int64_t n, const float* x, uint16_t* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = bf16_bits(x[i]);
 }
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
+dnnl::engine& engine() { return dnnl_engine(); }
 
-// One primitive per shape, transposition and scaling: oneDNN's runtime sizes would pick its
-// reference implementation, hundreds of times slower. Training meets a few dozen shapes per batch
-// shape; the cache is emptied when it grows past kMaxCached.
+// One primitive per shape, transposition, scaling and thread count (a primitive keeps the thread
+// count it was made with): oneDNN's runtime sizes would pick its reference implementation, hundreds
+// of times slower. A fixed batch shape needs a dozen; training by tokens meets a few per distinct
+// batch shape, so the cache is emptied when it grows past kMaxCached.
 struct Product {
   dnnl::matmul product;
-  memory::desc scratchpad;
+  memory::desc a, b, c, scratchpad;
 };
-using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, float, float>;  // m, n, k, ta, tb, alpha, beta
+using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, float, float, int>;
 constexpr size_t kMaxCached = 512;
 
 Product product_for(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float alpha, float beta) {
   static std::mutex mutex;
   static std::map<Key, Product> cache;
   const std::lock_guard<std::mutex> lock(mutex);
-  const Key key{m, n, k, ta, tb, alpha, beta};
+  const Key key{m, n, k, ta, tb, alpha, beta, omp_get_max_threads()};
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= kMaxCached) cache.clear();  // callers hold copies (handles) of what they run
-  // op(A) [m, k] and op(B) [k, n] as stored: A is [m, k] or, transposed, [k, m]; likewise B.
-  const memory::desc a({m, k}, dt::bf16, ta ? memory::dims{1, m} : memory::dims{k, 1});
-  const memory::desc b({k, n}, dt::bf16, tb ? memory::dims{1, k} : memory::dims{n, 1});
-  const memory::desc c({m, n}, dt::f32, {n, 1});
+  Product p;
+  // op(A) [m, k] and op(B) [k, n] as stored, row-major: A is [m, k] or, transposed, [k, m]; likewise B.
+  p.a = memory::desc({m, k}, dt::bf16, ta ? memory::dims{1, m} : memory::dims{k, 1});
+  p.b = memory::desc({k, n}, dt::bf16, tb ? memory::dims{1, k} : memory::dims{n, 1});
+  p.c = memory::desc({m, n}, dt::f32, {n, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-  if (beta != 0.0f) {  // C = alpha · op(A) · op(B) + beta · C
+  if (beta != 0.0f) {  // C = alpha · op(A) · op(B) + beta · C: the scale applies before the sum
     dnnl::post_ops ops;
     ops.append_sum(beta);
     attr.set_post_ops(ops);
   }
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine());
-  return cache.emplace(key, Product{dnnl::matmul(pd), pd.scratchpad_desc()}).first->second;
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), attr, engine());
+  p.product = dnnl::matmul(pd);
+  p.scratchpad = pd.scratchpad_desc();
+  return cache.emplace(key, p).first->second;
 }
 }  // namespace
+
+bool bf16_supported() {
+  // oneDNN 2.6 has bf16 products only from AVX-512 on (emulated there without AVX-512 BF16).
+  static const bool supported = [] {
+    try {
+      product_for(1, 1, 1, false, false, 1.0f, 0.0f);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return supported;
+}
 
 bool bf16_native() {
   return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
@@ -100,24 +115,20 @@ void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
     a16.resize(static_cast<size_t>(m * k));
     b16.resize(static_cast<size_t>(k * n));
     if (scratch.size() < p.scratchpad.get_size()) scratch.resize(p.scratchpad.get_size());
-    thread_local dnnl::stream stream(engine());
-    const memory::desc a_desc({m, k}, dt::bf16, ta ? memory::dims{1, m} : memory::dims{k, 1});
-    const memory::desc b_desc({k, n}, dt::bf16, tb ? memory::dims{1, k} : memory::dims{n, 1});
-    const memory::desc c_desc({m, n}, dt::f32, {n, 1});
     for (int64_t i = 0; i < batch; ++i) {
-      // A stride of 0 shares one operand across the batch: converted once.
-      if (i == 0 || stride_a != 0) to_bf16(m * k, a + i * stride_a, a16.data());
-      if (i == 0 || stride_b != 0) to_bf16(k * n, b + i * stride_b, b16.data());
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(a_desc, engine(), a16.data())},
-                                           {DNNL_ARG_WEIGHTS, memory(b_desc, engine(), b16.data())},
-                                           {DNNL_ARG_DST, memory(c_desc, engine(), c + i * stride_c)}};
+      to_bf16(m * k, a + i * stride_a, a16.data());
+      to_bf16(k * n, b + i * stride_b, b16.data());
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(p.a, engine(), a16.data())},
+                                           {DNNL_ARG_WEIGHTS, memory(p.b, engine(), b16.data())},
+                                           {DNNL_ARG_DST, memory(p.c, engine(), c + i * stride_c)}};
       if (p.scratchpad.get_size() > 0)
         args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, engine(), scratch.data()));
-      p.product.execute(stream, args);
-      stream.wait();
+      p.product.execute(dnnl_stream(), args);
+      dnnl_stream().wait();
     }
   } catch (const dnnl::error& e) {
-    throw Error(cat("bfloat16 matrix product ", m, " × ", n, " × ", k, " failed (oneDNN: ", e.what(), ")"));
+    throw Error(cat("bfloat16 matrix product ", m, " × ", n, " × ", k, " failed (oneDNN: ", e.what(), ")",
+                    bf16_supported() ? "" : "; this CPU has no AVX-512, which oneDNN's bfloat16 products need"));
   }
 }
 

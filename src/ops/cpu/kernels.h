@@ -21,13 +21,16 @@ void gemm_ld(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alph
              const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
 // gemm with A and B rounded to bfloat16 (to nearest, ties to even) and float32 accumulation:
-// oneDNN's bf16 matmul, native with AVX-512 BF16 or AMX, emulated (slower than float32) elsewhere.
+// oneDNN's bf16 matmul, native with AVX-512 BF16 or AMX, emulated (slower than float32) on other
+// AVX-512 CPUs, unavailable without AVX-512 (bf16_supported()).
 void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                const float* a, int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c,
                int64_t stride_c);
 // y = x rounded to bfloat16 as gemm_bf16 rounds its inputs, kept in float32. y may alias x.
 void round_to_bf16(int64_t n, const float* x, float* y);
-// Whether this CPU has bfloat16 dot-product instructions (AVX-512 BF16 or AMX-BF16).
+// Whether oneDNN can run gemm_bf16 on this CPU (it needs AVX-512), and whether the CPU has bfloat16
+// dot-product instructions (AVX-512 BF16 or AMX-BF16) for it.
+bool bf16_supported();
 bool bf16_native();
 
 template <class T> void add(int64_t n, const T* a, const T* b, T* y);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/kernels.h"
 
 namespace tfm::cpu {
@@ -16,15 +17,8 @@ namespace {
 using dnnl::memory;
 using dt = memory::data_type;
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
+dnnl::engine& engine() { return dnnl_engine(); }
+dnnl::stream& stream() { return dnnl_stream(); }
 
 // One block of output columns [c0, c0 + n) with its own product.
 struct Block {
