@@ -170,8 +170,24 @@ double meta_double(const std::map<std::string, std::string>& meta, const std::st
   return j.get<double>();
 }
 
-TrainState resume_from(const std::string& path, Transformer& model, const Tensor& m, const Tensor& v,
-                       const Vocab& vocab) {
+// The options of this run that differ from those a checkpoint was written with ("bf16 false → true,
+// seed 1 → 5"), --resume itself aside; "" when none differ or the checkpoint does not record them.
+std::string changed_options(const std::map<std::string, std::string>& meta, const TrainOptions& o) {
+  const auto it = meta.find("train.options");
+  if (it == meta.end()) return "";
+  const nlohmann::json before = nlohmann::json::parse(it->second, nullptr, false), now = o;
+  if (!before.is_object()) return "";
+  std::string out;
+  for (const auto& [field, value] : now.items()) {
+    if (field == "resume" || !before.contains(field) || before[field] == value) continue;
+    out += cat(out.empty() ? "" : ", ", field, " ", before[field].dump(), " → ", value.dump());
+  }
+  return out;
+}
+
+// `changed` receives changed_options() of the checkpoint against `o`.
+TrainState resume_from(const std::string& path, const TrainOptions& o, Transformer& model, const Tensor& m,
+                       const Tensor& v, const Vocab& vocab, std::string* changed) {
   const SafetensorsFile file = SafetensorsFile::read(path);
   const auto fp = file.metadata().find(kVocabFingerprintKey);  // absent in checkpoints of older versions
   TFM_CHECK(fp == file.metadata().end() || fp->second == vocab.fingerprint(), path,
@@ -203,6 +219,7 @@ TrainState resume_from(const std::string& path, Transformer& model, const Tensor
   s.elapsed_s = meta_double(meta, "train.elapsed_s", path);
   s.interval_loss = meta_double(meta, "train.interval_loss", path);
   s.interval_tokens = meta_int(meta, "train.interval_tokens", path);
+  *changed = changed_options(meta, o);
   return s;
 }
 
@@ -347,9 +364,12 @@ TrainResult train(const TrainOptions& o) {
   if (o.resume) {
     const std::string path = newest_checkpoint(o.run_dir);
     TFM_CHECK(!path.empty(), "--resume: no checkpoint in '", o.run_dir, "'");
-    s = resume_from(path, model, m, v, vocab);
+    std::string changed;
+    s = resume_from(path, o, model, m, v, vocab, &changed);
     metrics.truncate_after(s.step);
     progress.message(cat("resumed from ", path, " at step ", s.step, ", epoch ", s.epoch));
+    if (!changed.empty())
+      progress.message(cat("options changed since the checkpoint (the run continues with the new ones): ", changed));
   } else if (fs::exists(metrics.path())) {
     fs::remove(metrics.path());
   }

@@ -35,6 +35,7 @@ ls "$work/b" | grep -q checkpoint- || fail "no checkpoint before the kill"
 [ ! -f "$work/b/model.safetensors" ] || fail "the run finished before the kill: nothing was tested"
 "$bin" train "${data[@]}" "${common[@]}" --max-steps 600 --run-dir "$work/b" --resume >/dev/null 2>>"$work/b.log" || { cat "$work/b.log"; fail "resume"; }
 grep -q "resumed from" "$work/b.log" || fail "did not resume"
+! grep -q "options changed" "$work/b.log" || fail "resume with the same options reported changes: $(grep "options changed" "$work/b.log")"
 cmp "$work/a/model.safetensors" "$work/b/model.safetensors" || fail "resumed model differs from the uninterrupted one"
 cmp <(grep -v elapsed "$work/a/metrics.jsonl" | sed 's/"tokens_per_s":[0-9.e+-]*//;s/"elapsed_s":[0-9.e+-]*//') \
     <(grep -v elapsed "$work/b/metrics.jsonl" | sed 's/"tokens_per_s":[0-9.e+-]*//;s/"elapsed_s":[0-9.e+-]*//') \
@@ -98,6 +99,11 @@ if grep -qw avx512bw /proc/cpuinfo; then
   grep -q '"bf16": true' "$work/h/config.json" || fail "config.json does not record bf16"
   "$bin" train "${data[@]}" "${common[@]}" --bf16 --max-steps 200 --run-dir "$work/h2" >/dev/null 2>&1 || fail "bf16 run 2"
   cmp "$work/h/model.safetensors" "$work/h2/model.safetensors" || fail "two bf16 runs with the same seed and threads differ"
+  # Resumed without --bf16 (and further): the log names what changed.
+  "$bin" train "${data[@]}" "${common[@]}" --max-steps 210 --run-dir "$work/h2" --resume >/dev/null 2>"$work/h3.log" ||
+    { cat "$work/h3.log"; fail "resuming the bf16 run in float32"; }
+  grep -q 'options changed since the checkpoint (the run continues with the new ones): bf16 true → false, max_steps 200 → 210' \
+    "$work/h3.log" || fail "resume did not name the changed options: $(cat "$work/h3.log")"
   python3 - "$work/a/metrics.jsonl" "$work/h/metrics.jsonl" <<'PY' || fail "bf16 loss far from float32's"
 import json, sys
 def loss_at(p, step):
