@@ -37,7 +37,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help: the usage, exit status 0
+    // A wrong flag or value, worded and ended like every other error: "error: ...", status 1.
+    std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", e.what());
+    return 1;
   }
   try {
     for (const auto& action : actions) {
