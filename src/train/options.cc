@@ -85,7 +85,7 @@ const char* train_option_help(std::string_view field) {
       {"adam_eps", "Adam epsilon"},
       {"label_smoothing", "label smoothing epsilon"},
       {"clip_norm", "clip the gradient's global L2 norm to this; 0: no clipping"},
-      {"bf16", "weight products in bfloat16 with float32 sums and master weights (fast with AVX-512 BF16 or AMX)"},
+      {"bf16", "weight products in bfloat16 with float32 sums and master weights (faster only on CPUs with AVX-512 BF16 or AMX; slower elsewhere)"},
       {"max_steps", "stop after this many steps; 0: no limit"},
       {"max_epochs", "stop after this many epochs; 0: no limit"},
       {"max_seconds", "stop after this many seconds of training; 0: no limit"},
