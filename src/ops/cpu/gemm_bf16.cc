@@ -34,8 +34,6 @@ void to_bf16(int64_t n, const float* x, uint16_t* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = bf16_bits(x[i]);
 }
 
-dnnl::engine& engine() { return dnnl_engine(); }
-
 // One primitive per shape, transposition, scaling and thread count (a primitive keeps the thread
 // count it was made with): oneDNN's runtime sizes would pick its reference implementation, hundreds
 // of times slower. A fixed batch shape needs a dozen; training by tokens meets a few per distinct
@@ -67,7 +65,7 @@ Product product_for(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float alp
     ops.append_sum(beta);
     attr.set_post_ops(ops);
   }
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), attr, engine());
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), attr, dnnl_engine());
   p.product = dnnl::matmul(pd);
   p.scratchpad = pd.scratchpad_desc();
   return cache.emplace(key, p).first->second;
@@ -118,11 +116,11 @@ void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
     for (int64_t i = 0; i < batch; ++i) {
       to_bf16(m * k, a + i * stride_a, a16.data());
       to_bf16(k * n, b + i * stride_b, b16.data());
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(p.a, engine(), a16.data())},
-                                           {DNNL_ARG_WEIGHTS, memory(p.b, engine(), b16.data())},
-                                           {DNNL_ARG_DST, memory(p.c, engine(), c + i * stride_c)}};
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(p.a, dnnl_engine(), a16.data())},
+                                           {DNNL_ARG_WEIGHTS, memory(p.b, dnnl_engine(), b16.data())},
+                                           {DNNL_ARG_DST, memory(p.c, dnnl_engine(), c + i * stride_c)}};
       if (p.scratchpad.get_size() > 0)
-        args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, engine(), scratch.data()));
+        args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, dnnl_engine(), scratch.data()));
       p.product.execute(dnnl_stream(), args);
       dnnl_stream().wait();
     }

@@ -17,9 +17,6 @@ namespace {
 using dnnl::memory;
 using dt = memory::data_type;
 
-dnnl::engine& engine() { return dnnl_engine(); }
-dnnl::stream& stream() { return dnnl_stream(); }
-
 // One block of output columns [c0, c0 + n) with its own product.
 struct Block {
   int64_t c0 = 0, n = 0;
@@ -62,30 +59,30 @@ Block pack_block(int64_t c0, int64_t n, int64_t k, int64_t ldy, const float* w, 
   }
   const dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(src, any_weights, bias_desc, dst)
                                              : dnnl::matmul::desc(src, any_weights, dst),
-                                        attr, engine());
+                                        attr, dnnl_engine());
   b.scratchpad = pd.scratchpad_desc();
-  if (bias) b.bias = memory(bias_desc, engine(), const_cast<float*>(bias + c0));
+  if (bias) b.bias = memory(bias_desc, dnnl_engine(), const_cast<float*>(bias + c0));
   // w [n, k] row-major is B [k, n] in layout "ba".
-  memory user(memory::desc({k, n}, dt::f32, memory::format_tag::ba), engine(), const_cast<float*>(w + c0 * k));
-  b.weights = memory(pd.weights_desc(), engine());
-  dnnl::reorder(user, b.weights).execute(stream(), user, b.weights);
-  stream().wait();
+  memory user(memory::desc({k, n}, dt::f32, memory::format_tag::ba), dnnl_engine(), const_cast<float*>(w + c0 * k));
+  b.weights = memory(pd.weights_desc(), dnnl_engine());
+  dnnl::reorder(user, b.weights).execute(dnnl_stream(), user, b.weights);
+  dnnl_stream().wait();
   b.product = dnnl::matmul(pd);
   return b;
 }
 
 void run_block(const Block& b, int64_t m, int64_t k, int64_t ldy, const float* x, float* y) {
-  memory xm(memory::desc({m, k}, dt::f32, {k, 1}), engine(), const_cast<float*>(x));
-  memory ym(memory::desc({m, b.n}, dt::f32, {ldy, 1}), engine(), y + b.c0);
+  memory xm(memory::desc({m, k}, dt::f32, {k, 1}), dnnl_engine(), const_cast<float*>(x));
+  memory ym(memory::desc({m, b.n}, dt::f32, {ldy, 1}), dnnl_engine(), y + b.c0);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, b.weights}, {DNNL_ARG_DST, ym}};
   if (b.bias) args.emplace(DNNL_ARG_BIAS, b.bias);
   if (const size_t bytes = b.scratchpad.get_size()) {
     thread_local std::vector<char> scratch;  // this thread's, for every block it runs
     if (scratch.size() < bytes) scratch.resize(bytes);
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(b.scratchpad, engine(), scratch.data()));
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(b.scratchpad, dnnl_engine(), scratch.data()));
   }
-  b.product.execute(stream(), args);
-  stream().wait();
+  b.product.execute(dnnl_stream(), args);
+  dnnl_stream().wait();
 }
 }  // namespace
 
