@@ -13,6 +13,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libopenblas-openmp-dev      # BLAS, OpenMP variant: BLAS and our kernels share one thread pool
   libdnnl-dev                 # oneDNN (OpenMP build): large float GEMMs and VNNI int8 GEMMs
+  ocl-icd-opencl-dev          # only a Recommends of libdnnl-dev, but its CMake config needs OpenCL
   libsentencepiece-dev        # subword vocabulary
   nlohmann-json3-dev          # config files, checkpoint headers, fixtures
   libcli11-dev                # command line
