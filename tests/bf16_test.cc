@@ -57,6 +57,37 @@ TEST(Bf16, RoundsToNearestTiesToEven) {
   }
 }
 
+// Long tensors take the vectorized path (16 at a time, then a scalar tail): every special case
+// rounds there exactly as alone.
+TEST(Bf16, RoundsLongTensorsLikeSingleValues) {
+  const float ulp = std::ldexp(1.0f, -7);
+  const std::vector<float> special = {1.0f,
+                                      1.0f + ulp / 2,
+                                      1.0f + 3 * ulp / 2,
+                                      1.0f + ulp / 2 + ulp / 64,
+                                      -1.0f - ulp / 2 - ulp / 64,
+                                      -0.0f,
+                                      std::numeric_limits<float>::infinity(),
+                                      std::numeric_limits<float>::max(),
+                                      -std::numeric_limits<float>::max(),
+                                      std::numeric_limits<float>::quiet_NaN(),
+                                      bits_to_float(0x7f800001u),
+                                      bits_to_float(0xff800001u),
+                                      std::numeric_limits<float>::denorm_min(),
+                                      3.14159265f};
+  Tensor t = Tensor::empty({53});  // three full vectors and a tail of 5
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = special[static_cast<size_t>(i) % special.size()];
+  Tensor r = Tensor::empty({53});
+  ops::round_to_bf16(t, r);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float alone = rounded(t.data<float>()[i]);
+    uint32_t a, b;
+    std::memcpy(&a, &alone, sizeof a);
+    std::memcpy(&b, &r.data<float>()[i], sizeof b);
+    EXPECT_EQ(a, b) << "element " << i << ": " << t.data<float>()[i];
+  }
+}
+
 Tensor random_tensor(const Shape& shape, uint32_t seed) {
   Tensor t = Tensor::empty(shape);
   std::mt19937 gen(seed);
