@@ -88,6 +88,28 @@ TEST(Bf16, RoundsLongTensorsLikeSingleValues) {
   }
 }
 
+// Past the block size and the threshold for threads: every element as alone, special values
+// scattered at positions that are not multiples of 16.
+TEST(Bf16, RoundsTensorsOfSeveralBlocksLikeSingleValues) {
+  constexpr int64_t n = 70001;
+  Tensor t = Tensor::empty({n});
+  std::mt19937 gen(9);
+  std::normal_distribution<float> normal(0.0f, 100.0f);
+  for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = normal(gen);
+  const float special[] = {bits_to_float(0x7f800001u), std::numeric_limits<float>::infinity(),
+                           std::numeric_limits<float>::max(), bits_to_float(0x3f808000u), bits_to_float(0x3f818000u)};
+  for (int64_t i = 3; i < n; i += 4093) t.data<float>()[i] = special[(i / 4093) % 5];
+  Tensor r = Tensor::empty({n});
+  ops::round_to_bf16(t, r);
+  for (int64_t i = 0; i < n; ++i) {
+    const float alone = rounded(t.data<float>()[i]);
+    uint32_t a, b;
+    std::memcpy(&a, &alone, sizeof a);
+    std::memcpy(&b, &r.data<float>()[i], sizeof b);
+    ASSERT_EQ(a, b) << "element " << i << ": " << t.data<float>()[i];
+  }
+}
+
 Tensor random_tensor(const Shape& shape, uint32_t seed) {
   Tensor t = Tensor::empty(shape);
   std::mt19937 gen(seed);

@@ -32,7 +32,8 @@ inline uint16_t bf16_bits(float x) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-// bf16_bits on 16 floats at once (the compiler does not vectorize the scalar form). The zero-masked
+// bf16_bits on 16 floats at once (the compiler does not vectorize the scalar form). Compiled
+// where the build targets AVX-512 (-march=native, TFM_NATIVE, the default, on such a CPU). The zero-masked
 // forms of the shift and the narrowing avoid GCC 12's false -Wmaybe-uninitialized on the plain ones.
 #if defined(__AVX512F__)
 inline __m256i bf16_bits16(__m512i u) {
