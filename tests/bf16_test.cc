@@ -57,6 +57,19 @@ TEST(Bf16, RoundsToNearestTiesToEven) {
   }
 }
 
+// Rounding all of t at once gives, bit for bit, what rounding each element alone gives.
+void expect_rounds_like_single_values(const Tensor& t) {
+  Tensor r = Tensor::empty(t.shape());
+  ops::round_to_bf16(t, r);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float alone = rounded(t.data<float>()[i]);
+    uint32_t a, b;
+    std::memcpy(&a, &alone, sizeof a);
+    std::memcpy(&b, &r.data<float>()[i], sizeof b);
+    ASSERT_EQ(a, b) << "element " << i << ": " << t.data<float>()[i];
+  }
+}
+
 // Long tensors take the vectorized path (16 at a time, then a scalar tail): every special case
 // rounds there exactly as alone.
 TEST(Bf16, RoundsLongTensorsLikeSingleValues) {
@@ -77,15 +90,7 @@ TEST(Bf16, RoundsLongTensorsLikeSingleValues) {
                                       3.14159265f};
   Tensor t = Tensor::empty({53});  // three full vectors and a tail of 5
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = special[static_cast<size_t>(i) % special.size()];
-  Tensor r = Tensor::empty({53});
-  ops::round_to_bf16(t, r);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const float alone = rounded(t.data<float>()[i]);
-    uint32_t a, b;
-    std::memcpy(&a, &alone, sizeof a);
-    std::memcpy(&b, &r.data<float>()[i], sizeof b);
-    EXPECT_EQ(a, b) << "element " << i << ": " << t.data<float>()[i];
-  }
+  expect_rounds_like_single_values(t);
 }
 
 // Past the block size and the threshold for threads: every element as alone, special values
@@ -99,15 +104,7 @@ TEST(Bf16, RoundsTensorsOfSeveralBlocksLikeSingleValues) {
   const float special[] = {bits_to_float(0x7f800001u), std::numeric_limits<float>::infinity(),
                            std::numeric_limits<float>::max(), bits_to_float(0x3f808000u), bits_to_float(0x3f818000u)};
   for (int64_t i = 3; i < n; i += 4093) t.data<float>()[i] = special[(i / 4093) % 5];
-  Tensor r = Tensor::empty({n});
-  ops::round_to_bf16(t, r);
-  for (int64_t i = 0; i < n; ++i) {
-    const float alone = rounded(t.data<float>()[i]);
-    uint32_t a, b;
-    std::memcpy(&a, &alone, sizeof a);
-    std::memcpy(&b, &r.data<float>()[i], sizeof b);
-    ASSERT_EQ(a, b) << "element " << i << ": " << t.data<float>()[i];
-  }
+  expect_rounds_like_single_values(t);
 }
 
 Tensor random_tensor(const Shape& shape, uint32_t seed) {
