@@ -47,10 +47,9 @@ Tensor Linear::forward(const Context& ctx, const Tensor& x, Activation act) cons
 }
 
 void Linear::backward(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor* dx) const {
-  ops::matmul_backward(x, ctx.value(weight), dy, dx, nullptr, {.trans_b = true, .precision = ctx.products});
-  // dW = dyᵀ · x over all rows: [out, N] · [N, in]
-  const Tensor x2 = x.view({x.shape().rows(), in}), dy2 = dy.view({dy.shape().rows(), out});
-  ops::matmul(dy2, x2, ctx.grad(weight), {.trans_a = true, .beta = 1.0f, .precision = ctx.products});
+  // dx += dy · W; dW += dyᵀ · x over all rows ([out, N] · [N, in]).
+  const Tensor dw = ctx.grad(weight);
+  ops::matmul_backward(x, ctx.value(weight), dy, dx, &dw, {.trans_b = true, .precision = ctx.products});
   ops::bias_add_backward(dy, ctx.grad(bias));
 }
 

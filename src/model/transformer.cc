@@ -374,11 +374,9 @@ void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& 
   const DType dt = dlogits.dtype();
   // Output projection: dE += dlogitsᵀ · h, dh = dlogits · E.
   Tensor dx = Tensor::zeros(s.hidden.shape(), dt);
-  const Tensor e = ctx.value(tgt_embedding);
-  ops::matmul_backward(s.hidden, e, dlogits, &dx, nullptr, {.trans_b = true, .precision = ctx.products});
-  ops::matmul(dlogits.view({dlogits.shape().rows(), config_.vocab_size}),
-              s.hidden.view({s.hidden.shape().rows(), config_.d_model}), ctx.grad(tgt_embedding),
-              {.trans_a = true, .beta = 1.0f, .precision = ctx.products});
+  const Tensor de = ctx.grad(tgt_embedding);
+  ops::matmul_backward(s.hidden, ctx.value(tgt_embedding), dlogits, &dx, &de,
+                       {.trans_b = true, .precision = ctx.products});
   if (config_.pre_norm) {
     Tensor d = Tensor::zeros(dx.shape(), dt);
     decoder_norm.backward(ctx, s.decoder_norm, dx, d);
