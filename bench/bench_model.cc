@@ -90,13 +90,9 @@ class TrainingStep {
 };
 
 // One step on 64 sentences of 32 tokens per side, vocabulary 8000, dropout on: the shape of
-// ../shared/peers/torch_train_step.py. `products`: kBf16 is `train --bf16` (emulated by oneDNN on
-// AVX-512 CPUs without AVX-512 BF16 or AMX, such as this project's machines; skipped without AVX-512).
+// ../shared/peers/torch_train_step.py. `products`: kBf16 is `train --bf16` (native with AVX-512 BF16
+// or AMX, emulated elsewhere: ops::bf16_path()).
 void BM_TrainStep(benchmark::State& state, const char* preset, ops::Precision products) {
-  if (products == ops::Precision::kBf16 && !ops::bf16_supported()) {
-    state.SkipWithError("bf16 products need a CPU with AVX-512");
-    return;
-  }
   ModelConfig c = model_preset(preset);
   c.vocab_size = 8000;
   Transformer model(c);

@@ -133,9 +133,6 @@ std::vector<double> reference(const Tensor& a, const Tensor& b, const Tensor& c,
   return out;
 }
 
-// oneDNN has bf16 products only on AVX-512 CPUs; elsewhere `train --bf16` is refused up front.
-#define SKIP_WITHOUT_BF16() \
-  if (!ops::bf16_supported()) GTEST_SKIP() << "this CPU has no AVX-512: no bfloat16 products"
 
 struct Product {
   bool ta, tb;
@@ -145,7 +142,6 @@ struct Product {
 class Bf16ProductTest : public ::testing::TestWithParam<Product> {};
 
 TEST_P(Bf16ProductTest, IsTheExactProductOfRoundedInputsSummedInFloat32) {
-  SKIP_WITHOUT_BF16();
   const auto [ta, tb, batch, alpha, beta] = GetParam();
   const int64_t m = 37, n = 29, k = 300;
   const Tensor a = random_tensor(batch > 1 ? Shape{batch, ta ? k : m, ta ? m : k} : Shape{ta ? k : m, ta ? m : k}, 1);
@@ -182,7 +178,6 @@ INSTANTIATE_TEST_SUITE_P(Transpositions, Bf16ProductTest,
                          });
 
 TEST(Bf16, EmptySumScalesC) {
-  SKIP_WITHOUT_BF16();
   const Tensor a = Tensor::zeros({3, 0}), b = Tensor::zeros({0, 2});
   Tensor c = Tensor::empty({3, 2});
   for (int64_t i = 0; i < 6; ++i) c.data<float>()[i] = static_cast<float>(i);
@@ -193,7 +188,6 @@ TEST(Bf16, EmptySumScalesC) {
 }
 
 TEST(Bf16, FoldedRowsAndOverwriteWork) {
-  SKIP_WITHOUT_BF16();
   // A [2, 3, k] · Wᵀ with W [n, k]: the linear layers' shape, C overwritten (beta 0, stale values in C).
   const int64_t k = 64, n = 10;
   const Tensor x = random_tensor({2, 3, k}, 4), w = random_tensor({n, k}, 5);
@@ -230,7 +224,6 @@ void expect_close(const Tensor& got, const Tensor& want, double tol, const char*
 // Each of a linear layer's three products (y, dx, dW) runs on rounded inputs: against float32 products
 // of rounded copies, exactly up to float32 summation.
 TEST(Bf16, EveryProductOfALinearLayerRounds) {
-  SKIP_WITHOUT_BF16();
   ParamStore params;
   const Linear layer(params, "fc", 48, 24);
   params.allocate();
@@ -275,7 +268,6 @@ ModelConfig small_config(int64_t vocab_size) {
 }
 
 TEST(Bf16, OutputProjectionRounds) {
-  SKIP_WITHOUT_BF16();
   Transformer model(small_config(50));
   model.init_parameters(3);
   const Tensor hidden = random_tensor({3, 4, 32}, 30);
@@ -325,7 +317,6 @@ Step training_step(ops::Precision precision) {
 }
 
 TEST(Bf16, TrainingStepStaysWithinBf16RoundingOfFloat32) {
-  SKIP_WITHOUT_BF16();
   const Step f32 = training_step(ops::Precision::kFloat32);
   const Step b16 = training_step(ops::Precision::kBf16);
   double diff = 0, norm = 0;

@@ -15,7 +15,7 @@
 #include "ops/adam.h"
 #include "ops/attention.h"
 #include "ops/copy.h"
-#include "ops/cpu/dropout_mask.h"
+#include "ops/cpu/simd/dropout_mask.h"
 #include "ops/elementwise.h"
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
@@ -211,7 +211,7 @@ TEST(Dropout, TheMaskIsTheStreamsUniformsElementByElement) {
   for (const uint64_t base : {1ull, 2ull, 3ull, 4ull, 130ull}) {
     const int64_t n = 203;
     std::vector<float> in(n, 2.0f), out(n, 1.0f);
-    cpu::apply_dropout<float, true>(n, base, in.data(), 0.3, rng, out.data());
+    cpu::generic::apply_dropout<float, true>(n, base, in.data(), 0.3, rng, out.data());
     for (int64_t i = 0; i < n; ++i) {
       const bool kept = rng.uniform(base + static_cast<uint64_t>(i)) >= 0.3f;
       ASSERT_FLOAT_EQ(out[i], kept ? 1.0f + 2.0f / 0.7f : 1.0f) << "base " << base << " element " << i;

@@ -39,7 +39,8 @@ TEST(Int8, ProductMatchesFloat32WithinQuantizationError) {
     err += d * d;
     norm += double(exact.data<float>()[i]) * exact.data<float>()[i];
   }
-  // 8-bit inputs on both sides: about 1% relative error in a product of 200 terms.
+  // 8-bit inputs on both sides: about 1% relative error in a product of 200 terms (7-bit activations
+  // on CPUs without VNNI: about 1.5%).
   EXPECT_LT(std::sqrt(err / norm), 0.02);
   EXPECT_GT(std::sqrt(err / norm), 0.0) << "suspiciously exact: is the int8 path used?";
 }
@@ -79,10 +80,31 @@ TEST(Int8, ReluIsTakenInTheSamePass) {
   }
 }
 
-// The product against its definition: x quantized per row (round half away from zero, scale
-// max |x_row| / 127), the integer dot products, both scales and the bias. 300 rows take the
-// one-product path, 150 rows the per-thread column blocks (3,001 columns: with 2 threads four
-// blocks, the last one shorter).
+// y = x · ŵᵀ (+ bias) by the definition: each row of x quantized (round half away from zero,
+// scale max |x_row| / L with L = ops::int8_activation_levels()), the integer dot products in 64
+// bits, both scales and the bias; compared with y for rows [0, m).
+void expect_definition(const Tensor& x, const ops::QuantizedMatrix& w, const Tensor& bias, const Tensor& y,
+                       int64_t m) {
+  const int64_t k = x.size(1), n = w.q.size(0);
+  const float levels = static_cast<float>(ops::int8_activation_levels());
+  for (int64_t r = 0; r < m; ++r) {
+    const float* row = x.data<float>() + r * k;
+    float max = 0;
+    for (int64_t c = 0; c < k; ++c) max = std::max(max, std::abs(row[c]));
+    const float s = max / levels;
+    std::vector<int32_t> qx(k);
+    for (int64_t c = 0; c < k; ++c) qx[c] = static_cast<int32_t>(std::round(row[c] * (1.0f / s)));
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t dot = 0;
+      for (int64_t c = 0; c < k; ++c) dot += qx[c] * w.q.data<int8_t>()[j * k + c];
+      const double want = double(dot) * s * w.scale.data<float>()[j] + (bias.defined() ? bias.data<float>()[j] : 0);
+      ASSERT_NEAR(y.data<float>()[r * n + j], want, 1e-5 * (1 + std::abs(want))) << m << " rows: " << r << "," << j;
+    }
+  }
+}
+
+// 300 rows take the one-product path, 150 rows the per-thread column blocks (3,001 columns: with
+// 2 threads four blocks, the last one shorter).
 TEST(Int8, BothProductPathsMatchTheDefinition) {
   const int64_t k = 64, n = 3001;
   const Tensor x = testing::random_tensor({300, k}, 7, -3, 3).to(DType::F32);
@@ -91,20 +113,30 @@ TEST(Int8, BothProductPathsMatchTheDefinition) {
   for (const int64_t m : {300, 150}) {
     Tensor y = Tensor::zeros({m, n});
     ops::matmul_int8(x.rows(0, m), w, y, bias);
-    for (int64_t r = 0; r < m; ++r) {
-      const float* row = x.data<float>() + r * k;
-      float max = 0;
-      for (int64_t c = 0; c < k; ++c) max = std::max(max, std::abs(row[c]));
-      const float s = max / 127.0f;
-      std::vector<int32_t> qx(k);
-      for (int64_t c = 0; c < k; ++c) qx[c] = static_cast<int32_t>(std::round(row[c] * (1.0f / s)));
-      for (int64_t j = 0; j < n; ++j) {
-        int64_t dot = 0;
-        for (int64_t c = 0; c < k; ++c) dot += qx[c] * w.q.data<int8_t>()[j * k + c];
-        const double want = double(dot) * s * w.scale.data<float>()[j] + bias.data<float>()[j];
-        ASSERT_NEAR(y.data<float>()[r * n + j], want, 1e-5 * (1 + std::abs(want))) << m << " rows: " << r << "," << j;
-      }
-    }
+    expect_definition(x, w, bias, y, m);
+  }
+}
+
+// The worst case for 16-bit pair sums: every activation at ±max and every weight at ±127 with the
+// same sign pattern, so that each product is as large as it can be and all add up. With 8-bit
+// activations on a CPU without VNNI, each pair would reach 2 · 255 · 127 = 64,770 and saturate at
+// 32,767; the product must still match its definition on every level (the int8_activation_levels
+// rule), for both paths.
+TEST(Int8, LargestProductsDoNotSaturate) {
+  const int64_t k = 256, n = 48;
+  for (const int64_t m : {8, 300}) {
+    SCOPED_TRACE(::testing::Message() << m << " rows");
+    Tensor x = Tensor::empty({m, k}), w = Tensor::empty({n, k});
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < k; ++c) x.data<float>()[r * k + c] = ((c + r) % 3 == 0 ? -2.5f : 2.5f);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t c = 0; c < k; ++c) w.data<float>()[j * k + c] = ((c + j) % 3 == 0 ? -0.75f : 0.75f);
+    const ops::QuantizedMatrix q = ops::quantize_rows(w);
+    Tensor y = Tensor::zeros({m, n});
+    ops::matmul_int8(x, q, y);
+    expect_definition(x, q, Tensor(), y, m);
+    // Where the sign patterns line up (row r, column j with r ≡ j mod 3), every term is 2.5 · 0.75.
+    EXPECT_NEAR(y.data<float>()[0], k * 2.5 * 0.75, 1e-3 * k);
   }
 }
 

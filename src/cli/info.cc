@@ -1,9 +1,11 @@
 // transformer info MODEL: the configuration, the parameter count per component and the file size.
+// transformer info --cpu: the CPU, its instruction-set level and what each library runs on it.
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "model/checkpoint.h"
+#include "ops/cpu/isa.h"
 
 namespace tfm::cli {
 
@@ -22,10 +24,21 @@ std::string grouped(int64_t n) {  // 12345678 → "12,345,678"
 namespace {
 Action add_info(CLI::App& app) {
   auto path = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("info", "print a model's configuration, parameter counts and file size");
-  cmd->add_option("model", *path, "model file (.safetensors)")->required();
-  return [cmd, path] {
+  auto cpu = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "info", "print a model's configuration, parameter counts and file size; or, with --cpu, what runs on this CPU");
+  cmd->add_option("model", *path, "model file (.safetensors)");
+  cmd->add_flag("--cpu", *cpu,
+                "the CPU's instruction-set level (TFM_CPU_ISA forces a lower one), the kernels chosen for it, and "
+                "oneDNN's and OpenBLAS's choices");
+  return [cmd, path, cpu] {
     if (!*cmd) return -1;
+    if (*cpu) {
+      std::printf("%s", cpu::cpu_report().c_str());
+      if (path->empty()) return 0;
+      std::printf("\n");
+    }
+    TFM_CHECK(!path->empty(), "info: give a model file, or --cpu");
     const SafetensorsFile file = SafetensorsFile::read(*path);
     const auto model = load_model(file);  // validates everything the file claims
     const ModelConfig& c = model->config();

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "ops/cpu/isa.h"
 
 namespace tfm::cli {
 
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
+    tfm::cpu::isa();  // a wrong TFM_CPU_ISA is an error before any work, not in the middle of it
     for (const auto& action : actions) {
       const int rc = action();
       if (rc >= 0) return rc;

@@ -36,4 +36,6 @@ void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, con
                    bias.defined() ? bias.data<float>() : nullptr, act == Activation::kRelu, y.data<float>());
 }
 
+int int8_activation_levels() { return cpu::int8_activation_levels(); }
+
 }  // namespace tfm::ops

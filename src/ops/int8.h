@@ -1,8 +1,8 @@
 #pragma once
 // int8 matrix products for inference (an option of translate): weights quantized once per output
 // channel (symmetric, w ≈ q · scale[row]), activations per row on the fly; the products run on
-// the CPU's VNNI instructions through oneDNN (u8 × s8 → s32, no saturation on VNNI), 4–5× the
-// float32 rate on these machines (docs/performance.md).
+// the CPU's integer dot products through oneDNN (u8 × s8 → s32), 4–5× the float32 rate on CPUs with
+// VNNI (docs/performance.md).
 #include "core/tensor.h"
 #include "ops/activation.h"
 
@@ -20,8 +20,14 @@ QuantizedMatrix quantize_rows(const Tensor& w);
 // y = act(x · ŵᵀ + bias) with ŵ the dequantized weight; x: float32 [..., in] → y: float32 [..., out];
 // bias: float32 [out], the caller's or w.bias (not both), or none; added in the same pass as the
 // dequantization, as is the activation.
-// Each row of x is quantized to 8 bits with its own scale (max |x_row| / 127).
+// Each row of x is quantized with its own scale, max |x_row| / L, to integers in [-L, L] (rounded half
+// away from zero), L = int8_activation_levels().
 void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, const Tensor& bias = Tensor(),
                  Activation act = Activation::kNone);
+
+// L: 127 (8 bits) where oneDNN's integer products sum in 32 bits (VNNI, and off x86-64); 63 (7 bits)
+// on x86-64 CPUs without VNNI (or at a level below avx512_vnni, ops/cpu/isa.h), whose products add
+// pairs in 16 bits: 8-bit activations could overflow there, and silently give wrong results.
+int int8_activation_levels();
 
 }  // namespace tfm::ops

@@ -99,7 +99,7 @@ void round_to_bf16(const Tensor& x, const Tensor& y) {
   });
 }
 
-bool bf16_supported() { return cpu::bf16_supported(); }
 bool bf16_native() { return cpu::bf16_native(); }
+const char* bf16_path() { return cpu::bf16_path(); }
 
 }  // namespace tfm::ops

@@ -34,10 +34,10 @@ void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const T
 // (the reference of the tests). y may be x.
 void round_to_bf16(const Tensor& x, const Tensor& y);
 
-// Whether Precision::kBf16 products can run here (oneDNN needs AVX-512 for them), and whether this
-// CPU multiplies bfloat16 natively (AVX-512 BF16 or AMX); supported but not native, they are
-// emulated and slower than float32 ones.
-bool bf16_supported();
+// Whether Precision::kBf16 products run on bfloat16 instructions here (AVX-512 BF16 or AMX);
+// elsewhere they are emulated with the same definition, slower than float32 ones. bf16_path() says
+// how, in a sentence.
 bool bf16_native();
+const char* bf16_path();
 
 }  // namespace tfm::ops

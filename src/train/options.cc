@@ -29,8 +29,6 @@ void TrainOptions::validate() const {
   TFM_CHECK(label_smoothing >= 0 && label_smoothing < 1, "train: label_smoothing must be in [0, 1), got ",
             label_smoothing);
   TFM_CHECK(clip_norm >= 0, "train: clip_norm must be >= 0, got ", clip_norm);
-  TFM_CHECK(!bf16 || ops::bf16_supported(),
-            "train: bf16 is true, but this CPU has no AVX-512, which oneDNN's bfloat16 products need");
   TFM_CHECK(max_steps >= 0, "train: max_steps must be >= 0, got ", max_steps);
   TFM_CHECK(max_epochs >= 0, "train: max_epochs must be >= 0, got ", max_epochs);
   TFM_CHECK(max_seconds >= 0, "train: max_seconds must be >= 0, got ", max_seconds);

@@ -356,8 +356,9 @@ TrainResult train(const TrainOptions& o) {
   if (o.bf16)
     progress.message(ops::bf16_native()
                          ? "bf16: weight products in bfloat16 with float32 sums"
-                         : "bf16: this CPU has no AVX-512 BF16 or AMX instructions, so oneDNN emulates the bfloat16 "
-                           "products, slower than float32 ones (useful to check accuracy, not for speed)");
+                         : cat("bf16: weight products in bfloat16 with float32 sums, but this CPU (at its level, "
+                               "TFM_CPU_ISA) has no bfloat16 instructions: ", ops::bf16_path(),
+                               " (useful to check accuracy, not for speed)"));
   const MetricsLog metrics((fs::path(o.run_dir) / "metrics.jsonl").string());
 
   TrainState s;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
 
 namespace tfm::cpu {
@@ -32,6 +33,7 @@ bool large_float_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float*
   // Inside a parallel region (translate's parallel batches) oneDNN runs on the calling thread, as
   // OpenBLAS does there: still the faster of the two at these shapes.
   if (m < kOneDnnMinRows || n < 64 || k < 64) return false;
+  isa();  // a forced level caps oneDNN before its first product
   return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
 }
 bool large_float_gemm(int64_t, int64_t, int64_t, double, const double*, int64_t, bool, const double*, int64_t, bool,
@@ -48,6 +50,7 @@ bool widening_weight_gradient(int64_t m, int64_t n, int64_t k, float alpha, cons
                               const float* b, int64_t ldb, bool tb, float beta, float* c, int64_t ldc) {
   if (!ta || tb || m < 2 * n || m * n > (int64_t{1} << 20) || k < kOneDnnMinRows || n < 64 || omp_in_parallel())
     return false;
+  isa();
   thread_local std::vector<float> scratch;
   scratch.resize(static_cast<size_t>(m * n));
   float* t = scratch.data();  // [n, m] = alpha · Bᵀ · A

@@ -1,6 +1,5 @@
 // Matrix products with bfloat16 inputs and float32 accumulation, through oneDNN's matmul.
 #include <oneapi/dnnl/dnnl.hpp>
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 
 #include "core/error.h"
 #include "ops/cpu/dnnl_engine.h"
+#include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
 
 namespace tfm::cpu {
@@ -20,49 +20,6 @@ namespace tfm::cpu {
 namespace {
 using dnnl::memory;
 using dt = memory::data_type;
-
-// bfloat16 is the upper half of a float32: 8 exponent bits, 7 mantissa bits. Rounded to nearest,
-// ties to even; NaN stays a (quiet) NaN, ±∞ and values that round past the largest finite bf16 become ±∞.
-inline uint16_t bf16_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-// bf16_bits on 16 floats at once (the compiler does not vectorize the scalar form). Compiled
-// where the build targets AVX-512 (-march=native, TFM_NATIVE, the default, on such a CPU). The zero-masked
-// forms of the shift and the narrowing avoid GCC 12's false -Wmaybe-uninitialized on the plain ones.
-#if defined(__AVX512F__)
-inline __m256i bf16_bits16(__m512i u) {
-  constexpr __mmask16 kAll = 0xffff;
-  const __m512i high = _mm512_maskz_srli_epi32(kAll, u, 16);
-  const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
-  const __m512i rounded =
-      _mm512_maskz_srli_epi32(kAll, _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-  const __mmask16 nan =
-      _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  const __m512i quiet = _mm512_or_si512(high, _mm512_set1_epi32(0x40));
-  return _mm512_maskz_cvtepi32_epi16(kAll, _mm512_mask_blend_epi32(nan, rounded, quiet));
-}
-#endif
-
-// y[i] = bf16_bits(x[i]) over [begin, end).
-void to_bf16_range(int64_t begin, int64_t end, const float* x, uint16_t* y) {
-  int64_t i = begin;
-#if defined(__AVX512F__)
-  for (; i + 16 <= end; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), bf16_bits16(_mm512_loadu_si512(x + i)));
-#endif
-  for (; i < end; ++i) y[i] = bf16_bits(x[i]);
-}
-
-void to_bf16(int64_t n, const float* x, uint16_t* y) {
-  constexpr int64_t kBlock = 1 << 14;
-#pragma omp parallel for schedule(static) if (n >= (1 << 16) && !omp_in_parallel())
-  for (int64_t b = 0; b < n; b += kBlock) to_bf16_range(b, std::min(n, b + kBlock), x, y);
-}
 
 // One primitive per shape, transposition, scaling and thread count (a primitive keeps the thread
 // count it was made with): oneDNN's runtime sizes would pick its reference implementation, hundreds
@@ -100,11 +57,12 @@ Product product_for(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float alp
   p.scratchpad = pd.scratchpad_desc();
   return cache.emplace(key, p).first->second;
 }
-}  // namespace
 
-bool bf16_supported() {
-  // oneDNN 2.6 has bf16 products only from AVX-512 on (emulated there without AVX-512 BF16).
-  static const bool supported = [] {
+// oneDNN 2.6 has bf16 products from AVX-512 on (emulated there without AVX-512 BF16): whether this
+// level allows them and oneDNN makes one (a DNNL_MAX_CPU_ISA set by hand could forbid them).
+bool onednn_bf16() {
+  static const bool works = [] {
+    if (isa() < Isa::kAvx512) return false;
     try {
       product_for(1, 1, 1, false, false, 1.0f, 0.0f);
       return true;
@@ -112,30 +70,39 @@ bool bf16_supported() {
       return false;
     }
   }();
-  return supported;
+  return works;
 }
 
-bool bf16_native() {
-  return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
-}
-
-void round_to_bf16(int64_t n, const float* x, float* y) {  // y may be x
-  constexpr int64_t kBlock = 1 << 12;
-#pragma omp parallel for schedule(static) if (n >= (1 << 16) && !omp_in_parallel())
-  for (int64_t b = 0; b < n; b += kBlock) {
-    uint16_t bits[kBlock];
-    const int64_t size = std::min(kBlock, n - b);
-    to_bf16_range(0, size, x + b, bits);
-    for (int64_t i = 0; i < size; ++i) {
-      const uint32_t u = static_cast<uint32_t>(bits[i]) << 16;
-      std::memcpy(&y[b + i], &u, sizeof u);
-    }
+// Below AVX-512: both inputs rounded into float32 buffers, then a float32 product. Each product of
+// two bfloat16 values (8 significant bits each) is exact in float32, so this is the same
+// definition, float32 sums included; it costs the rounding on top of a float32 product.
+void rounded_float32(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                     int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c, int64_t stride_c) {
+  thread_local std::vector<float> a_rounded, b_rounded;
+  a_rounded.resize(static_cast<size_t>(m * k));
+  b_rounded.resize(static_cast<size_t>(k * n));
+  for (int64_t i = 0; i < batch; ++i) {
+    round_to_bf16(m * k, a + i * stride_a, a_rounded.data());
+    round_to_bf16(k * n, b + i * stride_b, b_rounded.data());
+    gemm<float>(1, ta, tb, m, n, k, alpha, a_rounded.data(), 0, b_rounded.data(), 0, beta, c + i * stride_c, 0);
   }
+}
+}  // namespace
+
+bool bf16_native() { return isa() >= Isa::kAvx512Bf16 && onednn_bf16(); }
+
+const char* bf16_path() {
+  if (bf16_native()) return "native: oneDNN's bf16 matmul on bfloat16 instructions (AVX-512 BF16 or AMX)";
+  if (onednn_bf16())
+    return "emulated by oneDNN's bf16 matmul (no AVX-512 BF16 at this level): slower than float32 products";
+  return "float32 products of inputs rounded to bfloat16 (no oneDNN bf16 products below AVX-512): slower than "
+         "float32 products";
 }
 
 void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c, int64_t stride_c) {
   if (m == 0 || n == 0 || batch == 0) return;
+  if (!onednn_bf16()) return rounded_float32(batch, ta, tb, m, n, k, alpha, a, stride_a, b, stride_b, beta, c, stride_c);
   if (k == 0) {  // an empty sum: C = beta · C
     for (int64_t i = 0; i < batch; ++i)
       for (int64_t j = 0; j < m * n; ++j) c[i * stride_c + j] = beta == 0.0f ? 0.0f : beta * c[i * stride_c + j];
@@ -161,8 +128,7 @@ void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
       dnnl_stream().wait();
     }
   } catch (const dnnl::error& e) {
-    throw Error(cat("bfloat16 matrix product ", m, " × ", n, " × ", k, " failed (oneDNN: ", e.what(), ")",
-                    bf16_supported() ? "" : "; this CPU has no AVX-512, which oneDNN's bfloat16 products need"));
+    throw Error(cat("bfloat16 matrix product ", m, " × ", n, " × ", k, " failed (oneDNN: ", e.what(), ")"));
   }
 }
 

@@ -2,8 +2,9 @@
 #include <vector>
 
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/simd/target.h"
 
-namespace tfm::cpu {
+TFM_SIMD_BEGIN
 
 template <class T>
 void add_positional_encoding(int64_t batch, int64_t len, int64_t d, int64_t start, T* x) {
@@ -28,4 +29,4 @@ void add_positional_encoding(int64_t batch, int64_t len, int64_t d, int64_t star
 #define INSTANTIATE(T) template void add_positional_encoding<T>(int64_t, int64_t, int64_t, int64_t, T*);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

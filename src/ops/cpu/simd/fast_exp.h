@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <cstring>
 
-namespace tfm::cpu {
+#include "ops/cpu/simd/target.h"
+
+TFM_SIMD_BEGIN
 
 using f32x16 = float __attribute__((vector_size(64)));
 using i32x16 = int32_t __attribute__((vector_size(64)));
@@ -119,4 +121,4 @@ inline void scale_exp_shift_store(const double* x, double shift, double a, doubl
   for (int64_t i = 0; i < n; ++i) y[i] = a * std::exp(x[i] - shift) - b;
 }
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

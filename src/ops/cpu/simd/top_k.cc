@@ -3,10 +3,11 @@
 #include <limits>
 #include <type_traits>
 
-#include "ops/cpu/fast_exp.h"
+#include "ops/cpu/simd/fast_exp.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/simd/target.h"
 
-namespace tfm::cpu {
+TFM_SIMD_BEGIN
 
 template <class T>
 void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const uint8_t* banned, double* logp,
@@ -92,4 +93,4 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
   template void top_k_logprobs<T>(int64_t, int64_t, int64_t, const T*, const uint8_t*, double*, int32_t*, double*);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

@@ -4,11 +4,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "ops/cpu/dropout_mask.h"
 #include "ops/cpu/kernels.h"
-#include "ops/cpu/softmax_row.h"
+#include "ops/cpu/simd/dropout_mask.h"
+#include "ops/cpu/simd/softmax_row.h"
+#include "ops/cpu/simd/target.h"
 
-namespace tfm::cpu {
+TFM_SIMD_BEGIN
 
 namespace {
 // Where head h of batch entry b starts in each tensor, and the row strides (heads side by side).
@@ -263,4 +264,4 @@ void attention_backward(const AttentionDims& d, const T* q, const T* k, const T*
                                       double, const RngStream&, const T*, const T*, T*, T*, T*);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

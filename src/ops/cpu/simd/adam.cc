@@ -1,8 +1,9 @@
 #include <cmath>
 
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/simd/target.h"
 
-namespace tfm::cpu {
+TFM_SIMD_BEGIN
 
 template <class T>
 void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, double beta1, double beta2, double eps,
@@ -24,4 +25,4 @@ void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, doub
   template void adam_step<T>(int64_t, T*, const T*, T*, T*, double, double, double, double, int64_t);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

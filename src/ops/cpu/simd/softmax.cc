@@ -3,9 +3,10 @@
 #include <limits>
 
 #include "ops/cpu/kernels.h"
-#include "ops/cpu/softmax_row.h"
+#include "ops/cpu/simd/softmax_row.h"
+#include "ops/cpu/simd/target.h"
 
-namespace tfm::cpu {
+TFM_SIMD_BEGIN
 
 template <class T>
 void softmax(int64_t rows, int64_t cols, const T* x, T* y) {
@@ -24,4 +25,4 @@ void softmax_backward(int64_t rows, int64_t cols, const T* y, const T* dy, T* dx
   template void softmax_backward<T>(int64_t, int64_t, const T*, const T*, T*);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

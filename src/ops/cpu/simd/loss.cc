@@ -2,10 +2,11 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/cpu/fast_exp.h"
+#include "ops/cpu/simd/fast_exp.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/simd/target.h"
 
-namespace tfm::cpu {
+TFM_SIMD_BEGIN
 
 template <class T>
 double cross_entropy(int64_t rows, int64_t vocab, const T* logits, const int32_t* targets, double smoothing,
@@ -60,4 +61,4 @@ void cross_entropy_backward(int64_t rows, int64_t vocab, const T* logits, const 
                                           double, T*, bool);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

@@ -1,8 +1,9 @@
 #include <algorithm>
 
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/simd/target.h"
 
-namespace tfm::cpu {
+TFM_SIMD_BEGIN
 
 template <class T>
 void embedding(int64_t n, int64_t d, const int32_t* ids, const T* table, double scale, T* out) {
@@ -40,4 +41,4 @@ void embedding_backward(int64_t n, int64_t d, const int32_t* ids, const T* dout,
   template void embedding_backward<T>(int64_t, int64_t, const int32_t*, const T*, double, T*);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

@@ -2,8 +2,9 @@
 #include <cmath>
 
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/simd/target.h"
 
-namespace tfm::cpu {
+TFM_SIMD_BEGIN
 
 template <class T>
 void layer_norm(int64_t rows, int64_t d, const T* x, const T* gamma, const T* beta, double eps, T* y, T* mean,
@@ -84,4 +85,4 @@ void layer_norm_backward(int64_t rows, int64_t d, const T* dy, const T* x, const
                                        T*, T*);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

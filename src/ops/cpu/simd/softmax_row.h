@@ -3,9 +3,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "ops/cpu/fast_exp.h"
+#include "ops/cpu/simd/fast_exp.h"
+#include "ops/cpu/simd/target.h"
 
-namespace tfm::cpu {
+TFM_SIMD_BEGIN
 
 // y = softmax(x) over n elements (n ≥ 1); x and y may alias.
 template <class T>
@@ -32,4 +33,4 @@ inline void softmax_row_backward(int64_t n, const T* y, const T* dy, T* dx) {
   }
 }
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

@@ -7,8 +7,9 @@
 #include <cstdint>
 
 #include "core/rng.h"
+#include "ops/cpu/simd/target.h"
 
-namespace tfm::cpu {
+TFM_SIMD_BEGIN
 
 // out[i] (=|+=) in[i] · keep(base + i) / (1 − p) for i < n. out may alias in when overwriting.
 template <class T, bool kAccumulate>
@@ -43,4 +44,4 @@ inline void apply_dropout(int64_t n, uint64_t base, const T* in, double p, const
   }
 }
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

@@ -3,10 +3,11 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/cpu/dropout_mask.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/simd/dropout_mask.h"
+#include "ops/cpu/simd/target.h"
 
-namespace tfm::cpu {
+TFM_SIMD_BEGIN
 
 // Below this many elements a loop is not worth waking the thread pool for.
 constexpr int64_t kParallelMin = 1 << 15;
@@ -116,4 +117,4 @@ double sum_squares(int64_t n, const T* x) {
   template double sum_squares<T>(int64_t, const T*);
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
-}  // namespace tfm::cpu
+TFM_SIMD_END

@@ -1,0 +1,194 @@
+// tfm::cpu's per-build kernels (simd/kernels.inc): each call goes to the SIMD build of the level in
+// use (isa.h), compiled in ops/cpu/simd into tfm::cpu::generic, ::avx2 and ::avx512.
+#include "core/error.h"
+#include "ops/cpu/isa.h"
+#include "ops/cpu/kernels.h"
+
+namespace tfm::cpu {
+
+namespace generic {
+#include "ops/cpu/simd/kernels.inc"
+}
+#if defined(TFM_SIMD_X86)
+namespace avx2 {
+#include "ops/cpu/simd/kernels.inc"
+}
+namespace avx512 {
+#include "ops/cpu/simd/kernels.inc"
+}
+#endif
+
+namespace {
+enum class Build { kGeneric, kAvx2, kAvx512 };
+Build build() {
+  static const Build b = [] {
+    const Isa level = isa();
+    return level >= Isa::kAvx512 ? Build::kAvx512 : level >= Isa::kAvx2 ? Build::kAvx2 : Build::kGeneric;
+  }();
+  return b;
+}
+}  // namespace
+
+// return the build's fn(args...)
+#if defined(TFM_SIMD_X86)
+#define TFM_SIMD_CALL(fn, ...)                                  \
+  switch (build()) {                                            \
+    case Build::kAvx512: return avx512::fn(__VA_ARGS__);        \
+    case Build::kAvx2: return avx2::fn(__VA_ARGS__);            \
+    case Build::kGeneric: break;                                \
+  }                                                             \
+  return generic::fn(__VA_ARGS__)
+#else
+#define TFM_SIMD_CALL(fn, ...) \
+  build();                     \
+  return generic::fn(__VA_ARGS__)
+#endif
+
+template <class T>
+void add(int64_t n, const T* a, const T* b, T* y) {
+  TFM_SIMD_CALL(add<T>, n, a, b, y);
+}
+template <class T>
+void add_to(int64_t n, const T* x, T* y) {
+  TFM_SIMD_CALL(add_to<T>, n, x, y);
+}
+template <class T>
+void scale(int64_t n, const T* x, T alpha, T* y) {
+  TFM_SIMD_CALL(scale<T>, n, x, alpha, y);
+}
+template <class T>
+void bias_add(int64_t rows, int64_t cols, const T* x, const T* bias, T* y) {
+  TFM_SIMD_CALL(bias_add<T>, rows, cols, x, bias, y);
+}
+template <class T>
+void bias_add_backward(int64_t rows, int64_t cols, const T* dy, T* dbias) {
+  TFM_SIMD_CALL(bias_add_backward<T>, rows, cols, dy, dbias);
+}
+template <class T>
+void relu(int64_t n, const T* x, T* y) {
+  TFM_SIMD_CALL(relu<T>, n, x, y);
+}
+template <class T>
+void relu_backward(int64_t n, const T* y, const T* dy, T* dx) {
+  TFM_SIMD_CALL(relu_backward<T>, n, y, dy, dx);
+}
+template <class T>
+void dropout(int64_t n, const T* x, double p, const RngStream& rng, T* y) {
+  TFM_SIMD_CALL(dropout<T>, n, x, p, rng, y);
+}
+template <class T>
+void dropout_backward(int64_t n, const T* dy, double p, const RngStream& rng, T* dx) {
+  TFM_SIMD_CALL(dropout_backward<T>, n, dy, p, rng, dx);
+}
+template <class T>
+double sum_squares(int64_t n, const T* x) {
+  TFM_SIMD_CALL(sum_squares<T>, n, x);
+}
+template <class T>
+void layer_norm(int64_t rows, int64_t d, const T* x, const T* gamma, const T* beta, double eps, T* y, T* mean,
+                T* rstd) {
+  TFM_SIMD_CALL(layer_norm<T>, rows, d, x, gamma, beta, eps, y, mean, rstd);
+}
+template <class T>
+void layer_norm_backward(int64_t rows, int64_t d, const T* dy, const T* x, const T* gamma, const T* mean,
+                         const T* rstd, T* dx, T* dgamma, T* dbeta) {
+  TFM_SIMD_CALL(layer_norm_backward<T>, rows, d, dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
+}
+template <class T>
+void softmax(int64_t rows, int64_t cols, const T* x, T* y) {
+  TFM_SIMD_CALL(softmax<T>, rows, cols, x, y);
+}
+template <class T>
+void softmax_backward(int64_t rows, int64_t cols, const T* y, const T* dy, T* dx) {
+  TFM_SIMD_CALL(softmax_backward<T>, rows, cols, y, dy, dx);
+}
+template <class T>
+void attention(const AttentionDims& dims, const T* q, const T* k, const T* v, bool causal,
+               const int32_t* key_lengths, const int32_t* key_rows, double dropout, const RngStream& rng, T* probs,
+               T* out) {
+  TFM_SIMD_CALL(attention<T>, dims, q, k, v, causal, key_lengths, key_rows, dropout, rng, probs, out);
+}
+template <class T>
+void attention_backward(const AttentionDims& dims, const T* q, const T* k, const T* v, bool causal,
+                        const int32_t* key_lengths, double dropout, const RngStream& rng, const T* probs,
+                        const T* dout, T* dq, T* dk, T* dv) {
+  TFM_SIMD_CALL(attention_backward<T>, dims, q, k, v, causal, key_lengths, dropout, rng, probs, dout, dq, dk, dv);
+}
+template <class T>
+void embedding(int64_t n, int64_t d, const int32_t* ids, const T* table, double scale, T* out) {
+  TFM_SIMD_CALL(embedding<T>, n, d, ids, table, scale, out);
+}
+template <class T>
+void embedding_backward(int64_t n, int64_t d, const int32_t* ids, const T* dout, double scale, T* dtable) {
+  TFM_SIMD_CALL(embedding_backward<T>, n, d, ids, dout, scale, dtable);
+}
+template <class T>
+void add_positional_encoding(int64_t batch, int64_t len, int64_t d, int64_t start, T* x) {
+  TFM_SIMD_CALL(add_positional_encoding<T>, batch, len, d, start, x);
+}
+template <class T>
+double cross_entropy(int64_t rows, int64_t vocab, const T* logits, const int32_t* targets, double smoothing,
+                     int32_t ignore_index, T* lse) {
+  TFM_SIMD_CALL(cross_entropy<T>, rows, vocab, logits, targets, smoothing, ignore_index, lse);
+}
+template <class T>
+void cross_entropy_backward(int64_t rows, int64_t vocab, const T* logits, const int32_t* targets, const T* lse,
+                            double smoothing, int32_t ignore_index, double dloss, T* dlogits, bool accumulate) {
+  TFM_SIMD_CALL(cross_entropy_backward<T>, rows, vocab, logits, targets, lse, smoothing, ignore_index, dloss, dlogits,
+                accumulate);
+}
+template <class T>
+void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, double beta1, double beta2, double eps,
+               int64_t step) {
+  TFM_SIMD_CALL(adam_step<T>, n, params, grads, m, v, lr, beta1, beta2, eps, step);
+}
+template <class T>
+void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const uint8_t* banned, double* logp,
+                    int32_t* ids, double* lse) {
+  TFM_SIMD_CALL(top_k_logprobs<T>, rows, V, k, logits, banned, logp, ids, lse);
+}
+
+void to_bf16(int64_t n, const float* x, uint16_t* y16) { TFM_SIMD_CALL(to_bf16, n, x, y16); }
+void round_to_bf16(int64_t n, const float* x, float* y) { TFM_SIMD_CALL(round_to_bf16, n, x, y); }
+void quantize_rows(int64_t rows, int64_t cols, const float* w, int8_t* q, float* scale) {
+  TFM_SIMD_CALL(quantize_rows, rows, cols, w, q, scale);
+}
+void quantize_activations(int64_t m, int64_t k, const float* x, int levels, uint8_t* xq, float* x_scale) {
+  TFM_SIMD_CALL(quantize_activations, m, k, x, levels, xq, x_scale);
+}
+void dequantize_rows(int64_t rows, int64_t c0, int64_t nc, const int32_t* acc, const float* x_scale,
+                     const float* w_scale, const float* bias, bool relu, float* y, int64_t ldy) {
+  TFM_SIMD_CALL(dequantize_rows, rows, c0, nc, acc, x_scale, w_scale, bias, relu, y, ldy);
+}
+
+#define INSTANTIATE(T)                                                                                          \
+  template void add<T>(int64_t, const T*, const T*, T*);                                                        \
+  template void add_to<T>(int64_t, const T*, T*);                                                               \
+  template void scale<T>(int64_t, const T*, T, T*);                                                             \
+  template void bias_add<T>(int64_t, int64_t, const T*, const T*, T*);                                          \
+  template void bias_add_backward<T>(int64_t, int64_t, const T*, T*);                                           \
+  template void relu<T>(int64_t, const T*, T*);                                                                 \
+  template void relu_backward<T>(int64_t, const T*, const T*, T*);                                              \
+  template void dropout<T>(int64_t, const T*, double, const RngStream&, T*);                                    \
+  template void dropout_backward<T>(int64_t, const T*, double, const RngStream&, T*);                           \
+  template double sum_squares<T>(int64_t, const T*);                                                            \
+  template void layer_norm<T>(int64_t, int64_t, const T*, const T*, const T*, double, T*, T*, T*);              \
+  template void layer_norm_backward<T>(int64_t, int64_t, const T*, const T*, const T*, const T*, const T*, T*,  \
+                                       T*, T*);                                                                 \
+  template void softmax<T>(int64_t, int64_t, const T*, T*);                                                     \
+  template void softmax_backward<T>(int64_t, int64_t, const T*, const T*, T*);                                  \
+  template void attention<T>(const AttentionDims&, const T*, const T*, const T*, bool, const int32_t*,         \
+                             const int32_t*, double, const RngStream&, T*, T*);                                 \
+  template void attention_backward<T>(const AttentionDims&, const T*, const T*, const T*, bool, const int32_t*, \
+                                      double, const RngStream&, const T*, const T*, T*, T*, T*);                \
+  template void embedding<T>(int64_t, int64_t, const int32_t*, const T*, double, T*);                           \
+  template void embedding_backward<T>(int64_t, int64_t, const int32_t*, const T*, double, T*);                  \
+  template void add_positional_encoding<T>(int64_t, int64_t, int64_t, int64_t, T*);                             \
+  template double cross_entropy<T>(int64_t, int64_t, const T*, const int32_t*, double, int32_t, T*);            \
+  template void cross_entropy_backward<T>(int64_t, int64_t, const T*, const int32_t*, const T*, double,         \
+                                          int32_t, double, T*, bool);                                           \
+  template void adam_step<T>(int64_t, T*, const T*, T*, T*, double, double, double, double, int64_t);           \
+  template void top_k_logprobs<T>(int64_t, int64_t, int64_t, const T*, const uint8_t*, double*, int32_t*, double*);
+TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+
+}  // namespace tfm::cpu

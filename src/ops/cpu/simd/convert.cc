@@ -1,0 +1,69 @@
+// Rounding float32 to bfloat16: the inputs of gemm_bf16, and ops::round_to_bf16.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "ops/cpu/kernels.h"
+#include "ops/cpu/simd/target.h"
+
+TFM_SIMD_BEGIN
+
+namespace {
+// bfloat16 is the upper half of a float32: 8 exponent bits, 7 mantissa bits. Rounded to nearest,
+// ties to even; NaN stays a (quiet) NaN, ±∞ and values that round past the largest finite bf16 become ±∞.
+inline uint16_t bf16_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// The same on 16 floats at once, without a branch (the compiler does not vectorize the scalar
+// form): GCC's vector types, which each build compiles to its own registers (one zmm, two ymm,
+// four xmm or NEON registers).
+using u32x16 = uint32_t __attribute__((vector_size(64)));
+using u16x16 = uint16_t __attribute__((vector_size(32)));
+inline u16x16 bf16_bits16(u32x16 u) {
+  const u32x16 high = u >> 16;
+  const u32x16 rounded = (u + 0x7fffu + (high & 1u)) >> 16;
+  const auto nan = (u & 0x7fffffffu) > 0x7f800000u;  // all ones where u is a NaN
+  return __builtin_convertvector(nan ? (high | 0x40u) : rounded, u16x16);
+}
+
+// y[i] = bf16_bits(x[i]) over [begin, end).
+void to_bf16_range(int64_t begin, int64_t end, const float* x, uint16_t* y) {
+  int64_t i = begin;
+  for (; i + 16 <= end; i += 16) {
+    u32x16 u;
+    std::memcpy(&u, x + i, sizeof u);
+    const u16x16 r = bf16_bits16(u);
+    std::memcpy(y + i, &r, sizeof r);
+  }
+  for (; i < end; ++i) y[i] = bf16_bits(x[i]);
+}
+}  // namespace
+
+void to_bf16(int64_t n, const float* x, uint16_t* y) {
+  constexpr int64_t kBlock = 1 << 14;
+#pragma omp parallel for schedule(static) if (n >= (1 << 16) && !omp_in_parallel())
+  for (int64_t b = 0; b < n; b += kBlock) to_bf16_range(b, std::min(n, b + kBlock), x, y);
+}
+
+void round_to_bf16(int64_t n, const float* x, float* y) {  // y may be x
+  constexpr int64_t kBlock = 1 << 12;
+#pragma omp parallel for schedule(static) if (n >= (1 << 16) && !omp_in_parallel())
+  for (int64_t b = 0; b < n; b += kBlock) {
+    uint16_t bits[kBlock];
+    const int64_t size = std::min(kBlock, n - b);
+    to_bf16_range(0, size, x + b, bits);
+    for (int64_t i = 0; i < size; ++i) {
+      const uint32_t u = static_cast<uint32_t>(bits[i]) << 16;
+      std::memcpy(&y[b + i], &u, sizeof u);
+    }
+  }
+}
+
+TFM_SIMD_END
