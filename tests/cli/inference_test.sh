@@ -5,6 +5,8 @@
 # Usage: inference_test.sh PATH/TO/transformer
 set -euo pipefail
 bin=$1
+source "$(dirname "$0")/level.sh"
+skip_unsupported_level "$bin"
 here=$(cd "$(dirname "$0")/.." && pwd)
 fix="$here/fixtures/tiny_model"
 model="$fix/model.safetensors"
@@ -96,6 +98,19 @@ grep -q "token id 0 is the padding id" "$work/err" || fail "--ids padding messag
 printf 'one\ttwo\tthree\n' | "$bin" score -m "$model" 2>"$work/err" > /dev/null && fail "score accepted two tabs"
 grep -q "more than one tab" "$work/err" || fail "score two-tab message"
 expect_error "is a folder" "$bin" info "$work"
+# The CPU report names the level in use and each library's choice; a level name this build does
+# not know, or one above this CPU's, is refused naming it.
+"$bin" info --cpu > "$work/cpu.txt"
+for field in cpu features level kernels oneDNN OpenBLAS int8 bf16; do
+  grep -q "^$field " "$work/cpu.txt" || fail "info --cpu has no '$field' line: $(cat "$work/cpu.txt")"
+done
+[ -z "${TFM_CPU_ISA:-}" ] || grep -q "^level      $TFM_CPU_ISA " "$work/cpu.txt" || fail "info --cpu ignores TFM_CPU_ISA"
+TFM_CPU_ISA=avx3 expect_error "TFM_CPU_ISA='avx3' is not a level this build knows \\(native, generic" "$bin" info --cpu
+TFM_CPU_ISA=avx3 expect_error "TFM_CPU_ISA='avx3'" "$bin" eval --ref "$fix/expected.beam4.de" --hyp "$fix/expected.beam4.de"
+if ! grep -qw amx_tile /proc/cpuinfo && [ "$(uname -m)" = x86_64 ]; then
+  TFM_CPU_ISA=amx expect_error "TFM_CPU_ISA=amx: this CPU \\(.*\\) does not have it; its highest level is" \
+    "$bin" info --cpu
+fi
 # NUL bytes: translate warns and reads them as spaces (the same translation as with a space);
 # score refuses the line.
 printf 'three\0hundred\n' | tr --beam 1 2>"$work/err" > "$work/nul.de"

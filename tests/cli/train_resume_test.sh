@@ -5,6 +5,8 @@
 # Usage: train_resume_test.sh PATH/TO/transformer
 set -euo pipefail
 bin=$1
+source "$(dirname "$0")/level.sh"
+skip_unsupported_level "$bin"
 work=$(mktemp -d)
 trap 'kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -92,29 +94,29 @@ fi
 rc=0; "$bin" train "${data[@]}" "${common[@]}" --bf16=maybe --run-dir "$work/g2" >/dev/null 2>"$work/g2.log" || rc=$?
 [ "$rc" -eq 1 ] && grep -q "^error: Could not convert: --bf16 = maybe" "$work/g2.log" ||
   fail "--bf16=maybe: status $rc, $(cat "$work/g2.log")"
-# 6. Mixed precision (--bf16): says so in the log and the config, and learns as float32 does: the loss
-# at step 200 within 10% of run a's (both start near ln 80 ≈ 4.4; bf16 against float32 at seeds 5,
-# 6, 7 measured +4.6%, −4.8%, +4.6%, while float32 itself spans 2.01–2.26 over those seeds).
-# oneDNN has bfloat16 products only on AVX-512 CPUs (train refuses --bf16 elsewhere).
-if grep -qw avx512bw /proc/cpuinfo; then
-  "$bin" train "${data[@]}" "${common[@]}" --bf16 --max-steps 200 --run-dir "$work/h" >/dev/null 2>"$work/h.log" ||
-    { cat "$work/h.log"; fail "bf16 run"; }
-  grep -q "^bf16: " "$work/h.log" || fail "the bf16 run does not say how its products run: $(cat "$work/h.log")"
-  grep -q '"bf16": true' "$work/h/config.json" || fail "config.json does not record bf16"
-  "$bin" train "${data[@]}" "${common[@]}" --bf16 --max-steps 200 --run-dir "$work/h2" >/dev/null 2>&1 || fail "bf16 run 2"
-  cmp "$work/h/model.safetensors" "$work/h2/model.safetensors" || fail "two bf16 runs with the same seed and threads differ"
-  # Resumed without --bf16 (and further): the log names what changed.
-  "$bin" train "${data[@]}" "${common[@]}" --max-steps 210 --run-dir "$work/h2" --resume >/dev/null 2>"$work/h3.log" ||
-    { cat "$work/h3.log"; fail "resuming the bf16 run in float32"; }
-  grep -q 'options changed since the checkpoint (the run continues with the new ones): bf16 true → false, max_steps 200 → 210' \
-    "$work/h3.log" || fail "resume did not name the changed options: $(cat "$work/h3.log")"
-  python3 - "$work/a/metrics.jsonl" "$work/h/metrics.jsonl" <<'PY' || fail "bf16 loss far from float32's"
+# 6. Mixed precision (--bf16), on every CPU and level: says so in the log and the config, and learns
+# as float32 does: from near ln 80 ≈ 4.4, the loss at step 200 is below 3 and within 20% of run a's.
+# Spread measured on an AMD EPYC (Zen 4), seeds 3-10, bf16 against float32 at step 200: -4% to +17%
+# with oneDNN's bf16 products (avx512 and up), -3% to +8% with rounded float32 products (avx2);
+# float32 alone moves by up to 10% between the avx2 and avx512 levels at one seed (the
+# trajectories diverge); this 16-wide model's bf16 loss lags float32's most around step 50.
+"$bin" train "${data[@]}" "${common[@]}" --bf16 --max-steps 200 --run-dir "$work/h" >/dev/null 2>"$work/h.log" ||
+  { cat "$work/h.log"; fail "bf16 run"; }
+grep -q "^bf16: " "$work/h.log" || fail "the bf16 run does not say how its products run: $(cat "$work/h.log")"
+grep -q '"bf16": true' "$work/h/config.json" || fail "config.json does not record bf16"
+"$bin" train "${data[@]}" "${common[@]}" --bf16 --max-steps 200 --run-dir "$work/h2" >/dev/null 2>&1 || fail "bf16 run 2"
+cmp "$work/h/model.safetensors" "$work/h2/model.safetensors" || fail "two bf16 runs with the same seed and threads differ"
+# Resumed without --bf16 (and further): the log names what changed.
+"$bin" train "${data[@]}" "${common[@]}" --max-steps 210 --run-dir "$work/h2" --resume >/dev/null 2>"$work/h3.log" ||
+  { cat "$work/h3.log"; fail "resuming the bf16 run in float32"; }
+grep -q 'options changed since the checkpoint (the run continues with the new ones): bf16 true → false, max_steps 200 → 210' \
+  "$work/h3.log" || fail "resume did not name the changed options: $(cat "$work/h3.log")"
+python3 - "$work/a/metrics.jsonl" "$work/h/metrics.jsonl" <<'PY' || fail "bf16 loss far from float32's"
 import json, sys
 def loss_at(p, step):
     return next(r["loss"] for r in map(json.loads, open(p)) if r.get("step") == step and "loss" in r)
 a, h = loss_at(sys.argv[1], 200), loss_at(sys.argv[2], 200)
 print(f"loss at step 200: float32 {a:.4f}, bf16 {h:.4f}")
-assert a < 4.0 and abs(h - a) < 0.10 * a and h != a, (a, h)
+assert a < 3.0 and h < 3.0 and abs(h - a) < 0.20 * a and h != a, (a, h)
 PY
-fi
 echo "train/resume/translate CLI checks passed"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The library runs on every x86-64 CPU: AVX and AVX-512 instructions (VEX/EVEX-encoded, mnemonics
+# starting with v) may appear only in functions of the SIMD builds' own namespaces,
+# tfm::cpu::avx2 and tfm::cpu::avx512 (src/ops/cpu/simd/target.h). Anywhere else, say in a
+# std::vector member the linker could pick from an AVX-512 object, they would crash older CPUs.
+# Usage: simd_objects_test.sh LIBRARY.a [NATIVE]   (NATIVE=ON: -march=native builds are exempt)
+set -euo pipefail
+lib=$1
+if [ "${2:-OFF}" = ON ]; then echo "TFM_NATIVE=ON: compiled for this machine only, nothing to check"; exit 0; fi
+case "$(uname -m)" in x86_64) ;; *) echo "not x86-64: nothing to check"; exit 0 ;; esac
+command -v objdump >/dev/null || { echo "FAIL: objdump (binutils) not found"; exit 1; }
+# Per function: its mangled name, and whether it uses a v-instruction. tfm::cpu::avx2 mangles as
+# _ZN3tfm3cpu4avx2..., tfm::cpu::avx512 as _ZN3tfm3cpu6avx512... (_ZZN... for their local entities:
+# lambdas, OpenMP bodies)
+report=$(objdump -d --no-show-raw-insn "$lib" | awk '
+  /^[0-9a-f]+ <.*>:$/ { fn = substr($2, 2, length($2) - 3); next }
+  /^ +[0-9a-f]+:\t/ {
+    split($0, parts, "\t"); split(parts[2], insn, " ")
+    if (insn[1] ~ /^v/ && fn !~ /^_ZZ?N3tfm3cpu(4avx2|6avx512)/) bad[fn] = insn[1]
+    if (insn[1] ~ /^v/) simd++
+  }
+  END { for (f in bad) print "outside a SIMD namespace: " f " (" bad[f] ")"; print "vector instructions: " simd + 0 }')
+echo "$report" | tail -n 1
+if echo "$report" | grep -q "^outside"; then
+  echo "$report" | grep "^outside" | head -n 20
+  echo "FAIL: AVX instructions outside tfm::cpu::avx2 / tfm::cpu::avx512"
+  exit 1
+fi
+# The check must have something to find: the AVX-512 build's kernels are there.
+echo "$report" | tail -n 1 | grep -qv "vector instructions: 0$" || { echo "FAIL: no AVX code found at all"; exit 1; }
+echo "simd objects check passed"

@@ -1,0 +1,23 @@
+// The test programs' main: GoogleTest's, plus one rule for forced levels. ctest runs every program
+// once per instruction-set level (TFM_CPU_ISA, tests/CMakeLists.txt); at a level this CPU lacks,
+// the program runs nothing and exits with 77, which ctest reports as skipped (SKIP_RETURN_CODE).
+// (GoogleTest's own GTEST_SKIP in a global environment reports the tests as passed.)
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "ops/cpu/isa.h"
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const char* forced = std::getenv("TFM_CPU_ISA");
+  const auto level = forced ? tfm::cpu::parse_isa(forced) : std::nullopt;
+  if (level && *level > tfm::cpu::detected_isa() && !::testing::GTEST_FLAG(list_tests)) {
+    std::printf("skipped: TFM_CPU_ISA=%s, and this CPU's highest level is %s\n", forced,
+                tfm::cpu::name(tfm::cpu::detected_isa()));
+    return 77;
+  }
+  return RUN_ALL_TESTS();
+}
