@@ -3,6 +3,9 @@
 # same run, and a table of the ratios. Only ratios measured in one run count: machines are shared.
 #   BENCH_FILTER=regex   run only the matching benchmarks (Google Benchmark's --benchmark_filter)
 #   BENCH_PEERS=0        skip the peers
+#   TFM_CPU_ISA=level    run ours at a lower instruction-set level (src/ops/cpu/isa.h), and cap the
+#                        peers the same way (CTranslate2, PyTorch, OpenBLAS, oneDNN, MKL), so that one
+#                        machine stands in for a CPU family it includes (an AVX2 one on an AVX-512 CPU)
 set -euo pipefail
 bin=${BIN:-build/bench/tfm_bench}
 threads=${THREADS:-2}
@@ -11,7 +14,24 @@ filter=${BENCH_FILTER:-.}
 root=$(cd "$(dirname "$0")/.." && pwd)
 peers_dir=$(cd "$root/.." && pwd)/shared/peers
 
+# A forced level applies to every engine of the run: the same limit for all (unset: each its own).
+case "${TFM_CPU_ISA:-}" in
+  "" | native) ;;
+  generic) export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Prescott} CT2_FORCE_CPU_ISA=GENERIC \
+             DNNL_MAX_CPU_ISA=SSE41 ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 ;;
+  avx2) export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} CT2_FORCE_CPU_ISA=AVX2 \
+          DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ;;
+  avx512 | avx512_vnni) export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} CT2_FORCE_CPU_ISA=AVX512 \
+          DNNL_MAX_CPU_ISA=$([ "$TFM_CPU_ISA" = avx512 ] && echo AVX512_CORE || echo AVX512_CORE_VNNI) \
+          ATEN_CPU_CAPABILITY=avx512 MKL_ENABLE_INSTRUCTIONS=AVX512 ;;
+  *) ;;  # avx512_bf16, amx: nothing above them to cap
+esac
 echo "== machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; threads $threads"
+echo "   flags: $(grep -o -w 'avx2\|fma\|avx512f\|avx512_vnni\|avx512_bf16\|amx_tile\|asimd\|sve' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+tfm=${TFM:-$(dirname "$bin")/../transformer}
+"$tfm" info --cpu | sed 's/^/   /'
+[ -z "${CT2_FORCE_CPU_ISA:-}" ] || echo "   peers capped: CT2_FORCE_CPU_ISA=$CT2_FORCE_CPU_ISA DNNL_MAX_CPU_ISA=$DNNL_MAX_CPU_ISA" \
+  "ATEN_CPU_CAPABILITY=$ATEN_CPU_CAPABILITY MKL_ENABLE_INSTRUCTIONS=$MKL_ENABLE_INSTRUCTIONS OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE"
 # Three repetitions of each benchmark; the tables report their median (the machines are shared).
 OMP_NUM_THREADS=$threads "$bin" --benchmark_filter="$filter" --benchmark_counters_tabular=true \
   --benchmark_repetitions="${REPETITIONS:-3}" --benchmark_display_aggregates_only=true \
@@ -37,7 +57,6 @@ fi
 # Translation: CTranslate2 (optional: `pip install ctranslate2`; the project never depends on it), on
 # a base-shaped model with our random weights converted by tools/ct2_peer.py, the same conditions as
 # BM_Translate: 64 sentences of 25 tokens, output forced to 25 tokens.
-tfm=${TFM:-$(dirname "$bin")/../transformer}
 py=${PEER_PYTHON:-python3}
 if ! grep -q '"BM_Translate/' "$out"; then
   :
@@ -85,14 +104,6 @@ print("model FLOP utilization = achieved FLOP/s / the float32 matrix-product pea
 memory = find("BM_MemoryRead")
 if memory:  # decoding streams the weights from memory; the shared machines' bandwidth varies
     print(f"memory read bandwidth of this run (BM_MemoryRead, 256 MB): {memory['GB/s']:.1f} GB/s")
-if find("BM_TrainStep/small_bf16/") or find("BM_TrainStep/base_bf16/"):
-    try:
-        flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
-    except OSError:
-        flags = []
-    native = "avx512_bf16" in flags or "amx_bf16" in flags
-    print("bf16 products: " + ("native (AVX-512 BF16 or AMX)" if native else
-          "emulated by oneDNN (this CPU has no AVX-512 BF16 or AMX), so slower than float32 here"))
 print(f"{'':36} {'ours':>8} {'peer':>8} {'ratio':>6} {'MFU':>5} {'target':>7}")
 rows = [("training step small, tok/s", "BM_TrainStep/small/", ("pytorch", "small"), 5400),
         ("training step base, tok/s", "BM_TrainStep/base/", ("pytorch", "base"), 1100),

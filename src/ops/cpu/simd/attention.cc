@@ -69,50 +69,68 @@ void single_query(const AttentionDims& d, const T* q, const T* k, const T* v, co
   }
 }
 
-// The same for float with a per-head width of 16·R: 16-lane vectors (fast_exp.h's types), q and the
+// The four sums of a[0..3]'s lanes: out[j] = Σ lanes of a[j]. Lanes are added pairwise across the
+// four vectors together (halves, then quarters, ...), fewer shuffles than four separate sums.
+inline void sum4(const f32v a[4], float* out) {
+#if TFM_SIMD_BYTES == 64
+  const f32v x01 = __builtin_shufflevector(a[0], a[1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                   __builtin_shufflevector(a[0], a[1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  const f32v x23 = __builtin_shufflevector(a[2], a[3], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                   __builtin_shufflevector(a[2], a[3], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  f32v y = __builtin_shufflevector(x01, x23, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+           __builtin_shufflevector(x01, x23, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  y += __builtin_shufflevector(y, y, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  y += __builtin_shufflevector(y, y, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+  out[0] = y[0], out[1] = y[4], out[2] = y[8], out[3] = y[12];
+#elif TFM_SIMD_BYTES == 32
+  const f32v x01 = __builtin_shufflevector(a[0], a[1], 0, 1, 2, 3, 8, 9, 10, 11) +
+                   __builtin_shufflevector(a[0], a[1], 4, 5, 6, 7, 12, 13, 14, 15);
+  const f32v x23 = __builtin_shufflevector(a[2], a[3], 0, 1, 2, 3, 8, 9, 10, 11) +
+                   __builtin_shufflevector(a[2], a[3], 4, 5, 6, 7, 12, 13, 14, 15);
+  f32v y = __builtin_shufflevector(x01, x23, 0, 1, 8, 9, 4, 5, 12, 13) +
+           __builtin_shufflevector(x01, x23, 2, 3, 10, 11, 6, 7, 14, 15);
+  y += __builtin_shufflevector(y, y, 1, 0, 3, 2, 5, 4, 7, 6);
+  out[0] = y[0], out[1] = y[4], out[2] = y[2], out[3] = y[6];
+#else
+  const f32v x01 = __builtin_shufflevector(a[0], a[1], 0, 1, 4, 5) + __builtin_shufflevector(a[0], a[1], 2, 3, 6, 7);
+  const f32v x23 = __builtin_shufflevector(a[2], a[3], 0, 1, 4, 5) + __builtin_shufflevector(a[2], a[3], 2, 3, 6, 7);
+  const f32v y = __builtin_shufflevector(x01, x23, 0, 2, 4, 6) + __builtin_shufflevector(x01, x23, 1, 3, 5, 7);
+  out[0] = y[0], out[1] = y[1], out[2] = y[2], out[3] = y[3];
+#endif
+}
+
+// The same for float with a per-head width of kLanes·R: the build's vectors (fast_exp.h), q and the
 // output held in registers, four keys' dot products at a time summed across lanes together (the
 // plain loops above end each dot product in a scalar sum and send the output through memory for
 // every key). With the beams' loop order below: BM_DecodeAttention 1.6–1.9× (session 7).
 template <int R>
 void single_query_f32(const float* q, const float* k, const float* v, const int64_t* rows, int64_t ldk, int64_t ldv,
                       int64_t n, int64_t keys, float scale, float* p, float* out) {
-  f32x16 qr[R];
-  for (int r = 0; r < R; ++r) qr[r] = load16(q + 16 * r) * scale;
+  f32v qr[R];
+  for (int r = 0; r < R; ++r) qr[r] = loadv(q + kLanes * r) * scale;
   int64_t s = 0;
   for (; s + 4 <= n; s += 4) {
-    f32x16 a[4];
+    f32v a[4];
     for (int j = 0; j < 4; ++j) {
       const float* ks = k + rows[s + j] * ldk;
-      a[j] = qr[0] * load16(ks);
-      for (int r = 1; r < R; ++r) a[j] += qr[r] * load16(ks + 16 * r);
+      a[j] = qr[0] * loadv(ks);
+      for (int r = 1; r < R; ++r) a[j] += qr[r] * loadv(ks + kLanes * r);
     }
-    // Lanes of a[0..3] → four sums: halves, then quarters, then pairs, then neighbours.
-    const f32x16 x01 = __builtin_shufflevector(a[0], a[1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-                       __builtin_shufflevector(a[0], a[1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    const f32x16 x23 = __builtin_shufflevector(a[2], a[3], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-                       __builtin_shufflevector(a[2], a[3], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    f32x16 y = __builtin_shufflevector(x01, x23, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
-               __builtin_shufflevector(x01, x23, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-    y += __builtin_shufflevector(y, y, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-    y += __builtin_shufflevector(y, y, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-    p[s] = y[0];
-    p[s + 1] = y[4];
-    p[s + 2] = y[8];
-    p[s + 3] = y[12];
+    sum4(a, p + s);
   }
   for (; s < n; ++s) {
     const float* ks = k + rows[s] * ldk;
-    f32x16 a = qr[0] * load16(ks);
-    for (int r = 1; r < R; ++r) a += qr[r] * load16(ks + 16 * r);
-    p[s] = sum16(a);
+    f32v a = qr[0] * loadv(ks);
+    for (int r = 1; r < R; ++r) a += qr[r] * loadv(ks + kLanes * r);
+    p[s] = sumv(a);
   }
   if (n > 0) softmax_row(n, p, p);
   std::fill(p + n, p + keys, 0.0f);
-  f32x16 o[R] = {};
+  f32v o[R] = {};
   for (s = 0; s < n; ++s) {
     const float* vs = v + rows[s] * ldv;
     const float w = p[s];
-    for (int r = 0; r < R; ++r) o[r] += w * load16(vs + 16 * r);
+    for (int r = 0; r < R; ++r) o[r] += w * loadv(vs + kLanes * r);
   }
   std::memcpy(out, o, sizeof o);
 }
@@ -122,12 +140,13 @@ template <class T>
 void decode_query(const AttentionDims& d, const T* q, const T* k, const T* v, const int64_t* rows, int64_t ldk,
                   int64_t ldv, int64_t n, T scale, T* p, T* out) {
   if constexpr (std::is_same_v<T, float>) {
-    if (d.d_k == d.d_v) {
-      switch (d.d_k) {
-        case 16: return single_query_f32<1>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
-        case 32: return single_query_f32<2>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
-        case 64: return single_query_f32<4>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
-        case 128: return single_query_f32<8>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
+    if (d.d_k == d.d_v && d.d_k % kLanes == 0) {
+      switch (d.d_k / kLanes) {
+        case 1: return single_query_f32<1>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
+        case 2: return single_query_f32<2>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
+        case 4: return single_query_f32<4>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
+        case 8: return single_query_f32<8>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
+        case 16: return single_query_f32<16>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
         default: break;
       }
     }

@@ -21,25 +21,25 @@ inline uint16_t bf16_bits(float x) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-// The same on 16 floats at once, without a branch (the compiler does not vectorize the scalar
-// form): GCC's vector types, which each build compiles to its own registers (one zmm, two ymm,
-// four xmm or NEON registers).
-using u32x16 = uint32_t __attribute__((vector_size(64)));
-using u16x16 = uint16_t __attribute__((vector_size(32)));
-inline u16x16 bf16_bits16(u32x16 u) {
-  const u32x16 high = u >> 16;
-  const u32x16 rounded = (u + 0x7fffu + (high & 1u)) >> 16;
+// The same on a vector of the build's width at once, without a branch (the compiler does not
+// vectorize the scalar form): GCC's vector types (target.h's TFM_SIMD_BYTES).
+constexpr int kLanes = TFM_SIMD_BYTES / 4;
+using u32v = uint32_t __attribute__((vector_size(TFM_SIMD_BYTES)));
+using u16v = uint16_t __attribute__((vector_size(TFM_SIMD_BYTES / 2)));
+inline u16v bf16_bitsv(u32v u) {
+  const u32v high = u >> 16;
+  const u32v rounded = (u + 0x7fffu + (high & 1u)) >> 16;
   const auto nan = (u & 0x7fffffffu) > 0x7f800000u;  // all ones where u is a NaN
-  return __builtin_convertvector(nan ? (high | 0x40u) : rounded, u16x16);
+  return __builtin_convertvector(nan ? (high | 0x40u) : rounded, u16v);
 }
 
 // y[i] = bf16_bits(x[i]) over [begin, end).
 void to_bf16_range(int64_t begin, int64_t end, const float* x, uint16_t* y) {
   int64_t i = begin;
-  for (; i + 16 <= end; i += 16) {
-    u32x16 u;
+  for (; i + kLanes <= end; i += kLanes) {
+    u32v u;
     std::memcpy(&u, x + i, sizeof u);
-    const u16x16 r = bf16_bits16(u);
+    const u16v r = bf16_bitsv(u);
     std::memcpy(y + i, &r, sizeof r);
   }
   for (; i < end; ++i) y[i] = bf16_bits(x[i]);

@@ -18,8 +18,13 @@
 // otherwise become the one every caller uses, and crash a CPU without AVX-512. So a file of this
 // folder includes every header it needs first, and defines things only inside the region, where
 // they belong to the build's own namespace (tests/cli/simd_objects_test.sh checks the objects).
+//
+// TFM_SIMD_BYTES is the build's vector width, for the code written with GCC's vector types
+// (fast_exp.h's f32v): as wide as the build's registers. Wider types are split badly by GCC: a
+// 64-byte type compiled for AVX2 became element-by-element code, 4–8× slower than 32-byte ones.
 #if defined(TFM_SIMD_AVX512)
 #define TFM_SIMD_NS avx512
+#define TFM_SIMD_BYTES 64
 #define TFM_SIMD_BEGIN                                  \
   _Pragma("GCC push_options")                           \
   _Pragma("GCC target(\"arch=x86-64-v4\")") namespace tfm::cpu::avx512 {
@@ -28,6 +33,7 @@
   _Pragma("GCC pop_options")
 #elif defined(TFM_SIMD_AVX2)
 #define TFM_SIMD_NS avx2
+#define TFM_SIMD_BYTES 32
 #define TFM_SIMD_BEGIN                                  \
   _Pragma("GCC push_options")                           \
   _Pragma("GCC target(\"arch=x86-64-v3\")") namespace tfm::cpu::avx2 {
@@ -36,6 +42,7 @@
   _Pragma("GCC pop_options")
 #else
 #define TFM_SIMD_NS generic
+#define TFM_SIMD_BYTES 16  // SSE2 on x86-64, NEON on aarch64
 #define TFM_SIMD_BEGIN namespace tfm::cpu::generic {
 #define TFM_SIMD_END }
 #endif

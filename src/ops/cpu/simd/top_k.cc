@@ -49,7 +49,7 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
       // One pass over the row (32,000 logits do not stay in L1): each block's maximum, its share of
       // Σ exp(z − M) against the running maximum M (the sum rescaled when M grows), its selection.
       float M = -std::numeric_limits<float>::infinity();
-      f32x16 acc{};
+      f32v acc{};
       for (int64_t start = 0; start < V; start += kBlock) {
         const int64_t end = std::min(V, start + kBlock);
         const float block_max = block_max_of(start, end);
@@ -62,11 +62,11 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
           M = block_max;
         }
         int64_t i = start;
-        for (; i + 16 <= end; i += 16) acc += exp16(load16(z + i) - M);
+        for (; i + kLanes <= end; i += kLanes) acc += expv(loadv(z + i) - M);
         if (i < end) acc += exp_tail(z + i, M, end - i);
         select_block(start, end, block_max);
       }
-      l = double(M) + std::log(double(sum16(acc)));
+      l = double(M) + std::log(double(sumv(acc)));
     } else {
       T max = z[0];
 #pragma omp simd reduction(max : max)
