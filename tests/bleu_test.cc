@@ -15,6 +15,7 @@
 #include "eval/bleu.h"
 #include "eval/chrf.h"
 #include "eval/text.h"
+#include "testing/fixture.h"
 
 namespace tfm {
 namespace {
@@ -195,7 +196,7 @@ TEST(Bleu, ErrorsNameTheLine) {
   const std::string e3 = error_of([] { corpus_bleu({"a", "b"}, {{"a"}}); });
   EXPECT_NE(e3.find("1 lines but there are 2"), std::string::npos) << e3;
 
-  const auto path = std::filesystem::temp_directory_path() / "tfm_bleu_test_invalid.txt";
+  const std::filesystem::path path = testing::temp_path("bleu_invalid.txt");
   std::ofstream(path, std::ios::binary) << "one\ntwo\nthr\xe2\x82" "ee\n";
   const std::string e4 = error_of([&] { read_text_lines(path.string()); });
   EXPECT_NE(e4.find(path.string() + " line 3"), std::string::npos) << e4;

@@ -5,12 +5,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include <unistd.h>
 
 #include "core/error.h"
 #include "data/parallel_corpus.h"
 #include "data/text.h"
 #include "data/vocab.h"
+#include "testing/fixture.h"
 
 namespace tfm {
 namespace {
@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string temp_file(const std::string& name, const std::string& contents) {
-  const fs::path p = fs::temp_directory_path() / ("tfm-data-test-" + std::to_string(::getpid()) + "-" + name);
+  const fs::path p = testing::temp_path(name);
   std::ofstream(p, std::ios::binary) << contents;
   return p.string();
 }

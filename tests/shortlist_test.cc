@@ -8,6 +8,7 @@
 
 #include "decode/shortlist.h"
 #include "testing/errors.h"
+#include "testing/fixture.h"
 
 namespace tfm {
 namespace {
@@ -45,7 +46,7 @@ TEST(Shortlist, SelectsTheUnionForABatchSortedWithTheAlwaysTokens) {
 }
 
 TEST(Shortlist, SavesAndLoadsTheSameShortlist) {
-  const std::string path = ::testing::TempDir() + "/shortlist_roundtrip.txt";
+  const std::string path = testing::temp_path("shortlist_roundtrip.txt");
   const Shortlist s = hand_counted(2, 2);
   s.save(path);
   const Shortlist r = Shortlist::load(path);
@@ -60,7 +61,7 @@ TEST(Shortlist, SavesAndLoadsTheSameShortlist) {
 }
 
 TEST(Shortlist, RejectsMalformedFiles) {
-  const std::string path = ::testing::TempDir() + "/shortlist_bad.txt";
+  const std::string path = testing::temp_path("shortlist_bad.txt");
   auto with = [&](const std::string& text) {
     std::ofstream(path) << text;
     return path;

@@ -277,7 +277,7 @@ void Transformer::pack_weights(PlainWeights plain) {
   for (const DecoderLayer& l : decoder) {
     auto [w, b] = fused_qkv(l.self_attn);
     ops::PackedMatrix p = ops::pack_weight(w, b);  // p.bias keeps b
-    p.weight = Tensor();  // every product takes the packed copy; w need not stay
+    if (p.packed) p.weight = Tensor();  // every product takes the packed copy; w need not stay
     packed_.emplace(fused_key(l.self_attn.q_proj.weight), std::move(p));
     release_fused_parts(l.self_attn, plain);
   }
@@ -290,7 +290,7 @@ void Transformer::pack_weights(PlainWeights plain) {
     ops::PackedMatrix p =
         ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor(),
                          bias >= 0 && relu.count(id) ? ops::Activation::kRelu : ops::Activation::kNone);
-    if (plain == PlainWeights::kRelease && only_in_products(id)) {
+    if (plain == PlainWeights::kRelease && only_in_products(id) && p.packed) {
       p.weight = Tensor();  // no product may fall back to it
       params_.release(id);
     }

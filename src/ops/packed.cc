@@ -16,13 +16,14 @@ PackedMatrix pack_weight(const Tensor& w, const Tensor& bias, Activation act) {
     TFM_CHECK(bias.numel() == w.size(0) && bias.device() == Device::CPU, "pack_weight: bias ", bias.shape(),
               " does not fit a weight of ", w.shape());
   }
+  if (!cpu::packing_pays(w.size(0), w.size(1))) return {w.size(0), w.size(1), w, bias, act, nullptr};
   return {w.size(0), w.size(1), w, bias, act,
           cpu::pack_weight(w.size(0), w.size(1), w.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
                            act == Activation::kRelu)};
 }
 
 void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
-  TFM_CHECK(w.packed != nullptr, "matmul_packed: the weight was not packed");
+  TFM_CHECK(w.packed != nullptr || w.weight.defined(), "matmul_packed: the weight was given back and not packed");
   check_dtype("matmul_packed", "x", x, DType::F32);
   check_dtype("matmul_packed", "y", y, DType::F32);
   const int64_t out = w.out, in = w.in, rows = x.shape().rows();
@@ -31,7 +32,7 @@ void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
   TFM_CHECK(y.size(-1) == out && y.shape().rows() == rows, "matmul_packed: y has shape ", y.shape(), ", expected ",
             rows, " rows of ", out);
   TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU, "matmul_packed: no kernel for this device");
-  if (w.weight.defined() && !cpu::packed_product_wins(rows, out, in)) {
+  if (!w.packed || (w.weight.defined() && !cpu::packed_product_wins(rows, out, in))) {
     matmul(x, w.weight, y, {.trans_b = true});
     if (w.bias.defined()) bias_add(y, w.bias, y);
     if (w.act == Activation::kRelu) relu(y, y);

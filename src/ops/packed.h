@@ -21,12 +21,14 @@ struct PackedMatrix {
   Tensor weight;
   Tensor bias;                         // float32 [out] added by the product (a view), or undefined
   Activation act = Activation::kNone;  // taken by the product after the bias
-  std::shared_ptr<const void> packed;  // the device's packed copy and its product
+  // The device's packed copy and its product; null where packing does not pay for this shape on
+  // this device (the CPU without AVX-512, but for wide outputs): `weight` then serves every product.
+  std::shared_ptr<const void> packed;
 };
 
 // w: float32 [out, in], on the CPU; bias: float32 [out] or undefined. The bias must outlive the
 // result (the result's `bias` keeps an owning tensor alive); w only while the result's `weight`
-// still refers to it. With a bias, the product adds it in the same pass (oneDNN's bias argument);
+// still refers to it, and for ever when the result has no packed copy (`packed` null). With a bias, the product adds it in the same pass (oneDNN's bias argument);
 // with kRelu it then takes max(0, ·) in that pass too (a post-op): a feed-forward layer's first product.
 PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor(), Activation act = Activation::kNone);
 

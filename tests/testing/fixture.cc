@@ -1,6 +1,9 @@
 #include "testing/fixture.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <vector>
@@ -48,6 +51,10 @@ bool Fixture::boolean(const std::string& name) const {
   const nlohmann::json& e = entry(name);
   TFM_CHECK(e.is_boolean(), "fixture ", file_, ": entry '", name, "' is not a bool: ", e.dump());
   return e.get<bool>();
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("tfm-test-" + std::to_string(::getpid()) + "-" + name)).string();
 }
 
 Fixture load_fixture(const std::string& file) {

@@ -33,6 +33,10 @@ class Fixture {
   nlohmann::json root_;
 };
 
+// A path in the temporary folder for a test's file, unique to this process: ctest runs the same
+// test at several instruction-set levels side by side, so fixed names would collide.
+std::string temp_path(const std::string& name);
+
 // Reads TFM_FIXTURE_DIR/<file>, e.g. load_fixture("attention.json").
 Fixture load_fixture(const std::string& file);
 

@@ -64,7 +64,9 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
 // columns, packed.cc); y [m, n] = x [m, k] · wᵀ (+ bias, then max(0, ·) with relu, in the same pass).
 std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias, bool relu);
 void matmul_packed(const void* packed, int64_t m, const float* x, float* y);
-// Whether the packed product beats BLAS at this shape (measured: docs/performance.md).
+// Whether packing a weight can pay at this level (pack_weight is then worth calling), and whether
+// the packed product beats BLAS at this shape (measured: docs/performance.md).
+bool packing_pays(int64_t n, int64_t k);
 bool packed_product_wins(int64_t m, int64_t n, int64_t k);
 
 }  // namespace tfm::cpu

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "ops/cpu/dnnl_engine.h"
+#include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
 
 namespace tfm::cpu {
@@ -140,6 +141,16 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
 // in a pass of its own over the 13 MB of output); the encoder of 640 sentences (10 batches) took
 // 3.46–4.19 s packed against 3.70–4.71 s, faster in 3 of 4 alternated pairs. So every product is
 // packed but the wide output projection beyond 256 rows (512 × 512 → 32,000: 177 against 202).
-bool packed_product_wins(int64_t m, int64_t n, int64_t) { return m <= 256 || n < kBlockedColumns; }
+// Those sessions ran on AVX-512 CPUs. Without AVX-512, oneDNN 2.6 has no brgemm matmul, and its
+// packed products fall back to kernels slower than OpenBLAS's: forced to the avx2 level on an AMD
+// EPYC (Zen 4), one thread, packed against BLAS in GFLOP/s, 64 rows: 512 → 512 64 / 91, 512 → 2048
+// 48 / 89, 2048 → 512 64 / 70, but 512 → 32,000 (blocked per thread) 91 / 72; 256 rows: 68 / 101,
+// 52 / 99, 71 / 91, 97 / 95 (session 14, docs/performance.md). There only the wide projection is
+// packed.
+bool packing_pays(int64_t n, int64_t) { return isa() >= Isa::kAvx512 || n >= kBlockedColumns; }
+bool packed_product_wins(int64_t m, int64_t n, int64_t k) {
+  if (!packing_pays(n, k)) return false;
+  return m <= 256 || n < kBlockedColumns;
+}
 
 }  // namespace tfm::cpu
