@@ -1,7 +1,9 @@
 // Matrix products with bfloat16 inputs and float32 accumulation, through oneDNN's matmul.
 #include <oneapi/dnnl/dnnl.hpp>
-#include <immintrin.h>
 #include <omp.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -116,7 +118,11 @@ bool bf16_supported() {
 }
 
 bool bf16_native() {
+#if defined(__x86_64__)
   return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+#else
+  return false;  // GCC 12 has __builtin_cpu_supports only on x86; oneDNN here has bf16 products only there
+#endif
 }
 
 void round_to_bf16(int64_t n, const float* x, float* y) {  // y may be x
