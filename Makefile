@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 
-.PHONY: all deps configure build test bench demo fixtures fuzz clean
+.PHONY: all deps configure build test deps-arm64 test-arm64 bench demo fixtures fuzz clean
 
 all: build
 
@@ -21,6 +21,21 @@ build: configure
 # run $(JOBS) programs side by side; the thread-count tests set their own counts.
 test: build
 	cd $(BUILD) && OMP_NUM_THREADS=1 ctest -j $(JOBS) --output-on-failure --timeout 300
+
+# The same suite cross-compiled for aarch64 (Debian's cross toolchain and arm64 libraries) and run
+# under qemu-aarch64, no binfmt_misc needed (docs/arm64.md). No -march=native: the build machine is
+# not the target.
+BUILD_ARM64 ?= build-arm64
+$(BUILD_ARM64)/build.ninja:
+	cmake -S . -B $(BUILD_ARM64) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DTFM_NATIVE=OFF
+
+deps-arm64:
+	@scripts/install-deps.sh --arm64
+
+test-arm64: deps-arm64 $(BUILD_ARM64)/build.ninja
+	cmake --build $(BUILD_ARM64) -j $(JOBS)
+	cd $(BUILD_ARM64) && OMP_NUM_THREADS=1 ctest -j $(JOBS) --output-on-failure --timeout 300
 
 # Benchmarks (never timed tests): op-level and whole-model at 2 threads, then the peers in the same
 # run and the ratios (scripts/bench.sh); figures recorded in docs/performance.md.

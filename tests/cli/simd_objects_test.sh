@@ -3,11 +3,9 @@
 # starting with v) may appear only in functions of the SIMD builds' own namespaces,
 # tfm::cpu::avx2 and tfm::cpu::avx512 (src/ops/cpu/simd/target.h). Anywhere else, say in a
 # std::vector member the linker could pick from an AVX-512 object, they would crash older CPUs.
-# Usage: simd_objects_test.sh LIBRARY.a [NATIVE]   (NATIVE=ON: -march=native builds are exempt)
+# Usage: simd_objects_test.sh LIBRARY.a   (an x86-64 build with the SIMD builds, without TFM_NATIVE)
 set -euo pipefail
 lib=$1
-if [ "${2:-OFF}" = ON ]; then echo "TFM_NATIVE=ON: compiled for this machine only, nothing to check"; exit 0; fi
-case "$(uname -m)" in x86_64) ;; *) echo "not x86-64: nothing to check"; exit 0 ;; esac
 command -v objdump >/dev/null || { echo "FAIL: objdump (binutils) not found"; exit 1; }
 # Per function: its mangled name, and whether it uses a v-instruction. tfm::cpu::avx2 mangles as
 # _ZN3tfm3cpu4avx2..., tfm::cpu::avx512 as _ZN3tfm3cpu6avx512... (_ZZN... for their local entities:
