@@ -23,6 +23,7 @@ packages=(
   libcli11-dev                # command line
   libgtest-dev libgmock-dev   # tests
   libbenchmark-dev            # micro-benchmarks (make bench)
+  qemu-user                   # qemu-x86_64 runs the binary on emulated older CPUs (tests/cli/portable_test.sh)
 )
 for arg in "$@"; do
   case "$arg" in
@@ -31,7 +32,7 @@ for arg in "$@"; do
     --arm64)
       arm64=1
       packages+=(
-        crossbuild-essential-arm64 qemu-user     # aarch64-linux-gnu-g++; qemu-aarch64 runs the tests
+        crossbuild-essential-arm64               # aarch64-linux-gnu-g++ (qemu-aarch64, from qemu-user, runs the tests)
         libc6:arm64                              # /lib/ld-linux-aarch64.so.1: qemu-aarch64 runs with it
         libopenblas-openmp-dev:arm64
         libgomp1:arm64                           # for libdnnl2:arm64, which is unpacked (below)

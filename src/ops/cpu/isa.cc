@@ -154,7 +154,7 @@ std::string cpu_report() {
              onednn_isa_name(dnnl_get_effective_cpu_isa()), current == detected ? "" : " (capped by TFM_CPU_ISA)", "\n");
   const char* blas_env = std::getenv("OPENBLAS_CORETYPE");
   out += cat("OpenBLAS   core ", openblas_get_corename(),
-             blas_env ? cat(" (OPENBLAS_CORETYPE=", blas_env, ")") : std::string(" (its own choice)"), "; ",
+             blas_env && *blas_env ? cat(" (OPENBLAS_CORETYPE=", blas_env, ")") : std::string(" (its own choice)"), "; ",
              openblas_get_config(), "\n");
   out += cat("int8       ", int8_activation_levels() == 127
                                 ? "8-bit activations: oneDNN's u8 x s8 products run on VNNI (32-bit sums)"
