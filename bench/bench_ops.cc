@@ -17,6 +17,7 @@
 #include "core/tensor.h"
 #include "core/threads.h"
 #include "ops/attention.h"
+#include "ops/cpu/isa.h"
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
@@ -389,6 +390,9 @@ int main(int argc, char** argv) {
   const char* env = std::getenv("OMP_NUM_THREADS");
   const int threads = env && std::atoi(env) > 0 ? std::atoi(env) : 2;
   tfm::set_num_threads(threads);  // OpenMP kernels and OpenBLAS share this pool
+  // The level first (TFM_CPU_ISA caps oneDNN only before its first use: some benchmarks make their
+  // own oneDNN engine), as the transformer program does.
+  benchmark::AddCustomContext("cpu_level", tfm::cpu::name(tfm::cpu::isa()));
   benchmark::AddCustomContext("tfm_threads", std::to_string(tfm::num_threads()));
   benchmark::AddCustomContext("openblas", openblas_get_config());
   const dnnl_version_t* dnnl = dnnl_version();

@@ -143,10 +143,10 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
 // packed but the wide output projection beyond 256 rows (512 × 512 → 32,000: 177 against 202).
 // Those sessions ran on AVX-512 CPUs. Without AVX-512, oneDNN 2.6 has no brgemm matmul, and its
 // packed products fall back to kernels slower than OpenBLAS's: forced to the avx2 level on an AMD
-// EPYC (Zen 4), one thread, packed against BLAS in GFLOP/s, 64 rows: 512 → 512 64 / 91, 512 → 2048
-// 48 / 89, 2048 → 512 64 / 70, but 512 → 32,000 (blocked per thread) 91 / 72; 256 rows: 68 / 101,
-// 52 / 99, 71 / 91, 97 / 95 (session 14, docs/performance.md). There only the wide projection is
-// packed.
+// EPYC (Zen 4), packed against BLAS in GFLOP/s, 1 thread, 64 rows: 512 → 512 67 / 98, 512 → 2048
+// 52 / 96, 2048 → 512 66 / 97, but 512 → 32,000 (blocked per thread) 97 / 73; 256 rows: 73 / 108,
+// 53 / 109, 72 / 109, 101 / 99; 2 threads, 64 rows: 135 / 162, 100 / 180, 135 / 186, 193 / 140
+// (session 14, docs/performance.md). There only the wide projection is packed.
 bool packing_pays(int64_t n, int64_t) { return isa() >= Isa::kAvx512 || n >= kBlockedColumns; }
 bool packed_product_wins(int64_t m, int64_t n, int64_t k) {
   if (!packing_pays(n, k)) return false;
