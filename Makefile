@@ -28,7 +28,7 @@ test: build
 BUILD_ARM64 ?= build-arm64
 $(BUILD_ARM64)/build.ninja:
 	cmake -S . -B $(BUILD_ARM64) -G Ninja -DCMAKE_BUILD_TYPE=Release \
-	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DTFM_NATIVE=OFF
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake
 
 deps-arm64:
 	@scripts/install-deps.sh --arm64

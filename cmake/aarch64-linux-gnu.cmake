@@ -35,7 +35,7 @@ set(ENV{PKG_CONFIG_LIBDIR}
 set(ENV{PKG_CONFIG_PATH} "")
 
 # -march=native means the build machine's x86-64 CPU: never when cross-compiling (option() keeps this).
-set(TFM_NATIVE OFF CACHE BOOL "Tune for the build machine's CPU (-march=native)")
+set(TFM_NATIVE OFF CACHE BOOL "Compile for the build machine's CPU only (-march=native)")
 
 # qemu-aarch64 runs the test programs, with the arm64 dynamic loader /lib/ld-linux-aarch64.so.1 of
 # Debian's multiarch libc6:arm64 (installed with the arm64 libraries); it finds the multiarch

@@ -15,16 +15,20 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 peers_dir=$(cd "$root/.." && pwd)/shared/peers
 
 # A forced level applies to every engine of the run: the same limit for all (unset: each its own).
+# Per level: the OpenBLAS core (as src/ops/cpu/isa.cc's kLevels and tests/CMakeLists.txt), oneDNN's
+# cap (CTranslate2 bundles its own oneDNN), CTranslate2's own kernels, PyTorch's ATen kernels and
+# MKL's (CTranslate2 uses MKL on Intel CPUs). amx caps nothing: no CPU has more.
+cap() {
+  export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-$1} DNNL_MAX_CPU_ISA=$2 CT2_FORCE_CPU_ISA=$3 \
+    ATEN_CPU_CAPABILITY=$4 MKL_ENABLE_INSTRUCTIONS=$5
+}
 case "${TFM_CPU_ISA:-}" in
-  "" | native) ;;
-  generic) export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Prescott} CT2_FORCE_CPU_ISA=GENERIC \
-             DNNL_MAX_CPU_ISA=SSE41 ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 ;;
-  avx2) export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} CT2_FORCE_CPU_ISA=AVX2 \
-          DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ;;
-  avx512 | avx512_vnni) export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} CT2_FORCE_CPU_ISA=AVX512 \
-          DNNL_MAX_CPU_ISA=$([ "$TFM_CPU_ISA" = avx512 ] && echo AVX512_CORE || echo AVX512_CORE_VNNI) \
-          ATEN_CPU_CAPABILITY=avx512 MKL_ENABLE_INSTRUCTIONS=AVX512 ;;
-  *) ;;  # avx512_bf16, amx: nothing above them to cap
+  generic) cap Prescott SSE41 GENERIC default SSE4_2 ;;
+  avx2) cap Haswell AVX2 AVX2 avx2 AVX2 ;;
+  avx512) cap SkylakeX AVX512_CORE AVX512 avx512 AVX512 ;;
+  avx512_vnni) cap SkylakeX AVX512_CORE_VNNI AVX512 avx512 AVX512_E1 ;;
+  avx512_bf16) cap Cooperlake AVX512_CORE_BF16 AVX512 avx512 AVX512_E1 ;;
+  *) ;;
 esac
 echo "== machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; threads $threads"
 echo "   flags: $(grep -o -w 'avx2\|fma\|avx512f\|avx512_vnni\|avx512_bf16\|amx_tile\|asimd\|sve' /proc/cpuinfo | sort -u | tr '\n' ' ')"

@@ -70,8 +70,8 @@ void expect_rounds_like_single_values(const Tensor& t) {
   }
 }
 
-// Long tensors take the vectorized path (16 at a time, then a scalar tail): every special case
-// rounds there exactly as alone.
+// Long tensors take the vectorized path (4, 8 or 16 at a time by the SIMD build, then a scalar tail):
+// every special case rounds there exactly as alone.
 TEST(Bf16, RoundsLongTensorsLikeSingleValues) {
   const float ulp = std::ldexp(1.0f, -7);
   const std::vector<float> special = {1.0f,
@@ -88,13 +88,13 @@ TEST(Bf16, RoundsLongTensorsLikeSingleValues) {
                                       bits_to_float(0xff800001u),
                                       std::numeric_limits<float>::denorm_min(),
                                       3.14159265f};
-  Tensor t = Tensor::empty({53});  // three full vectors and a tail of 5
+  Tensor t = Tensor::empty({53});  // 3, 6 or 13 full vectors and a tail of 5, 5 or 1
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = special[static_cast<size_t>(i) % special.size()];
   expect_rounds_like_single_values(t);
 }
 
 // Past the block size and the threshold for threads: every element as alone, special values
-// scattered at positions that are not multiples of 16.
+// scattered at positions that are not multiples of the vector width.
 TEST(Bf16, RoundsTensorsOfSeveralBlocksLikeSingleValues) {
   constexpr int64_t n = 70001;
   Tensor t = Tensor::empty({n});

@@ -1,5 +1,6 @@
-// int8 inference: per-channel weight quantization, the VNNI matrix product against float32, and
-// a quantized model's outputs against the float32 model's.
+// int8 inference: per-channel weight quantization, the integer matrix product against float32 and
+// against its definition (at every level: 7-bit activations without VNNI, 8-bit with it), and a
+// quantized model's outputs against the float32 model's.
 #include <gtest/gtest.h>
 
 #include <algorithm>

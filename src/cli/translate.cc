@@ -167,7 +167,7 @@ Action add_translate(CLI::App& app) {
   cmd->add_flag("--scores", o->scores, "append each translation's normalized log-probability after a tab");
   cmd->add_flag("--ids", o->ids, "read and write space-separated token ids instead of text");
   cmd->add_flag("--stats", o->stats, "print sentences, output tokens and seconds of translation to stderr");
-  cmd->add_flag("--int8", o->int8, "int8 weight products (VNNI): faster, slightly less exact");
+  cmd->add_flag("--int8", o->int8, "int8 weight products: faster (most with AVX-512 VNNI or AMX), slightly less exact");
   cmd->add_flag("--packed-weights,!--no-packed-weights", o->packed,
                 "float32 weights packed once for decoding's products (default; faster; the layers' weights are "
                 "then kept only in packed form, the output projection also as the embedding)");

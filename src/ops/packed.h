@@ -28,7 +28,8 @@ struct PackedMatrix {
 
 // w: float32 [out, in], on the CPU; bias: float32 [out] or undefined. The bias must outlive the
 // result (the result's `bias` keeps an owning tensor alive); w only while the result's `weight`
-// still refers to it, and for ever when the result has no packed copy (`packed` null). With a bias, the product adds it in the same pass (oneDNN's bias argument);
+// still refers to it, and for ever when the result has no packed copy (`packed` null). With a
+// bias, the product adds it in the same pass (oneDNN's bias argument);
 // with kRelu it then takes max(0, ·) in that pass too (a post-op): a feed-forward layer's first product.
 PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor(), Activation act = Activation::kNone);
 

@@ -42,8 +42,9 @@ struct TrainOptions {
   double clip_norm = 0.0;        // clip the gradient's global L2 norm to this; 0: no clipping
   // Mixed precision: the weight products (linear layers and the output projection, forward and
   // backward) take bfloat16 inputs and sum in float32; weights, gradients, Adam's moments and
-  // everything else stay float32. Fast where the CPU has AVX-512 BF16 or AMX, emulated (slower
-  // than float32) on other AVX-512 CPUs, refused without AVX-512. Validation and translation stay float32.
+  // everything else stay float32. Fast where the CPU has AVX-512 BF16 or AMX, emulated with the
+  // same definition (slower than float32) elsewhere (ops::bf16_path()). Validation and translation
+  // stay float32.
   bool bf16 = false;
 
   // When to stop: whichever comes first (0: no limit).

@@ -6,7 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <exception>
 
 #include "ops/cpu/isa.h"
 
@@ -18,6 +18,14 @@ int main(int argc, char** argv) {
     std::printf("skipped: TFM_CPU_ISA=%s, and this CPU's highest level is %s\n", forced,
                 tfm::cpu::name(tfm::cpu::detected_isa()));
     return 77;
+  }
+  if (!::testing::GTEST_FLAG(list_tests)) {
+    try {
+      tfm::cpu::isa();  // an unknown TFM_CPU_ISA: one clear error, not a failure in every test
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    }
   }
   return RUN_ALL_TESTS();
 }

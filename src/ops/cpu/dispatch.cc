@@ -19,12 +19,8 @@ namespace avx512 {
 #endif
 
 namespace {
-enum class Build { kGeneric, kAvx2, kAvx512 };
-Build build() {
-  static const Build b = [] {
-    const Isa level = isa();
-    return level >= Isa::kAvx512 ? Build::kAvx512 : level >= Isa::kAvx2 ? Build::kAvx2 : Build::kGeneric;
-  }();
+SimdBuild build() {
+  static const SimdBuild b = simd_build(isa());
   return b;
 }
 }  // namespace
@@ -33,9 +29,9 @@ Build build() {
 #if defined(TFM_SIMD_X86)
 #define TFM_SIMD_CALL(fn, ...)                                  \
   switch (build()) {                                            \
-    case Build::kAvx512: return avx512::fn(__VA_ARGS__);        \
-    case Build::kAvx2: return avx2::fn(__VA_ARGS__);            \
-    case Build::kGeneric: break;                                \
+    case SimdBuild::kAvx512: return avx512::fn(__VA_ARGS__);        \
+    case SimdBuild::kAvx2: return avx2::fn(__VA_ARGS__);            \
+    case SimdBuild::kGeneric: break;                                \
   }                                                             \
   return generic::fn(__VA_ARGS__)
 #else

@@ -1,4 +1,5 @@
-// Matrix products with bfloat16 inputs and float32 accumulation, through oneDNN's matmul.
+// Matrix products with bfloat16 inputs and float32 accumulation: oneDNN's bf16 matmul from the
+// avx512 level up, float32 products of rounded inputs below it.
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 
@@ -83,7 +84,7 @@ void rounded_float32(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int6
   b_rounded.resize(static_cast<size_t>(k * n));
   for (int64_t i = 0; i < batch; ++i) {
     round_to_bf16(m * k, a + i * stride_a, a_rounded.data());
-    round_to_bf16(k * n, b + i * stride_b, b_rounded.data());
+    if (i == 0 || stride_b != 0) round_to_bf16(k * n, b + i * stride_b, b_rounded.data());  // 0: one B for all
     gemm<float>(1, ta, tb, m, n, k, alpha, a_rounded.data(), 0, b_rounded.data(), 0, beta, c + i * stride_c, 0);
   }
 }
@@ -102,7 +103,8 @@ const char* bf16_path() {
 void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c, int64_t stride_c) {
   if (m == 0 || n == 0 || batch == 0) return;
-  if (!onednn_bf16()) return rounded_float32(batch, ta, tb, m, n, k, alpha, a, stride_a, b, stride_b, beta, c, stride_c);
+  if (!onednn_bf16())
+    return rounded_float32(batch, ta, tb, m, n, k, alpha, a, stride_a, b, stride_b, beta, c, stride_c);
   if (k == 0) {  // an empty sum: C = beta · C
     for (int64_t i = 0; i < batch; ++i)
       for (int64_t j = 0; j < m * n; ++j) c[i * stride_c + j] = beta == 0.0f ? 0.0f : beta * c[i * stride_c + j];

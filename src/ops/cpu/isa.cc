@@ -1,10 +1,14 @@
 #include "ops/cpu/isa.h"
 
 #include <cblas.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 
@@ -17,16 +21,18 @@ namespace {
 struct Level {
   Isa isa;
   const char* name;
-  dnnl_cpu_isa_t onednn;  // oneDNN's cap when the level is forced
-  const char* features;   // what the level adds, as /proc/cpuinfo names them (for the report)
+  dnnl_cpu_isa_t onednn;     // oneDNN's cap when the level is forced
+  const char* openblas;      // the OpenBLAS core of that family (OPENBLAS_CORETYPE), for the report
+  const char* features;      // what the level adds, as /proc/cpuinfo names them (for the report)
 };
+// The same OpenBLAS cores are forced per level in tests/CMakeLists.txt and scripts/bench.sh.
 constexpr std::array<Level, 6> kLevels = {{
-    {Isa::kGeneric, "generic", dnnl_cpu_isa_sse41, ""},
-    {Isa::kAvx2, "avx2", dnnl_cpu_isa_avx2, "avx2 fma f16c bmi2"},
-    {Isa::kAvx512, "avx512", dnnl_cpu_isa_avx512_core, "avx512f avx512bw avx512dq avx512vl avx512cd"},
-    {Isa::kAvx512Vnni, "avx512_vnni", dnnl_cpu_isa_avx512_core_vnni, "avx512_vnni"},
-    {Isa::kAvx512Bf16, "avx512_bf16", dnnl_cpu_isa_avx512_core_bf16, "avx512_bf16"},
-    {Isa::kAmx, "amx", dnnl_cpu_isa_avx512_core_amx, "amx_tile amx_int8 amx_bf16"},
+    {Isa::kGeneric, "generic", dnnl_cpu_isa_sse41, "Prescott", ""},
+    {Isa::kAvx2, "avx2", dnnl_cpu_isa_avx2, "Haswell", "avx2 fma f16c bmi2"},
+    {Isa::kAvx512, "avx512", dnnl_cpu_isa_avx512_core, "SkylakeX", "avx512f avx512bw avx512dq avx512vl avx512cd"},
+    {Isa::kAvx512Vnni, "avx512_vnni", dnnl_cpu_isa_avx512_core_vnni, "SkylakeX", "avx512_vnni"},
+    {Isa::kAvx512Bf16, "avx512_bf16", dnnl_cpu_isa_avx512_core_bf16, "Cooperlake", "avx512_bf16"},
+    {Isa::kAmx, "amx", dnnl_cpu_isa_avx512_core_amx, "Cooperlake", "amx_tile amx_int8 amx_bf16"},
 }};
 const Level& level(Isa isa) { return kLevels[static_cast<size_t>(isa)]; }
 
@@ -69,12 +75,6 @@ std::string onednn_isa_name(dnnl_cpu_isa_t isa) {
 
 const char* name(Isa isa) { return level(isa).name; }
 
-std::optional<Isa> parse_isa(std::string_view name) {
-  for (const Level& l : kLevels)
-    if (name == l.name) return l.isa;
-  return std::nullopt;
-}
-
 std::vector<Isa> all_isas() {
   std::vector<Isa> out;
   for (const Level& l : kLevels)
@@ -82,16 +82,40 @@ std::vector<Isa> all_isas() {
   return out;
 }
 
+std::optional<Isa> parse_isa(std::string_view name) {
+  for (Isa l : all_isas())
+    if (name == level(l).name) return l;
+  return std::nullopt;
+}
+
 Isa detected_isa() {
 #if defined(__x86_64__)
-  // __builtin_cpu_supports checks that the operating system saves the AVX and AVX-512 registers.
-  if (!__builtin_cpu_supports("x86-64-v3")) return Isa::kGeneric;
-  if (!__builtin_cpu_supports("x86-64-v4")) return Isa::kAvx2;
-  if (!__builtin_cpu_supports("avx512vnni")) return Isa::kAvx512;
-  if (!__builtin_cpu_supports("avx512bf16")) return Isa::kAvx512Vnni;
-  if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-int8") ||
-      !__builtin_cpu_supports("amx-bf16"))
-    return Isa::kAvx512Bf16;
+  // From CPUID and XGETBV directly (GCC and clang alike): each level needs its instructions and an
+  // operating system that saves their registers (XCR0). The levels are GCC's x86-64-v3 and -v4,
+  // which the SIMD builds are compiled for (simd/target.h), then VNNI, BF16 and AMX.
+  unsigned a, b, c, d;
+  auto bit = [](unsigned reg, int i) { return (reg >> i) & 1u; };
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::kGeneric;
+  const bool fma = bit(c, 12), movbe = bit(c, 22), osxsave = bit(c, 27), avx = bit(c, 28), f16c = bit(c, 29);
+  const bool v2 = bit(c, 0) && bit(c, 9) && bit(c, 13) && bit(c, 19) && bit(c, 20) && bit(c, 23);  // SSE3..POPCNT
+  if (!osxsave) return Isa::kGeneric;
+  uint32_t xcr0_lo, xcr0_hi;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  const uint64_t xcr0 = (static_cast<uint64_t>(xcr0_hi) << 32) | xcr0_lo;
+  const bool ymm_saved = (xcr0 & 0x6) == 0x6, zmm_saved = (xcr0 & 0xe6) == 0xe6,
+             tiles_saved = (xcr0 & 0x60000) == 0x60000;
+  unsigned b7 = 0, c7 = 0, d7 = 0, a71 = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b7, &c7, &d7)) return Isa::kGeneric;
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) a71 = a;
+  unsigned lzcnt = 0;
+  if (__get_cpuid(0x80000001, &a, &b, &c, &d)) lzcnt = bit(c, 5);
+  const bool avx2 = bit(b7, 5), bmi1 = bit(b7, 3), bmi2 = bit(b7, 8);
+  if (!(v2 && avx && avx2 && fma && f16c && movbe && bmi1 && bmi2 && lzcnt && ymm_saved)) return Isa::kGeneric;
+  const bool avx512 = bit(b7, 16) && bit(b7, 17) && bit(b7, 28) && bit(b7, 30) && bit(b7, 31);  // F DQ CD BW VL
+  if (!(avx512 && zmm_saved)) return Isa::kAvx2;
+  if (!bit(c7, 11)) return Isa::kAvx512;      // AVX512_VNNI
+  if (!bit(a71, 5)) return Isa::kAvx512Vnni;  // AVX512_BF16
+  if (!(bit(d7, 22) && bit(d7, 24) && bit(d7, 25) && tiles_saved)) return Isa::kAvx512Bf16;  // AMX BF16, TILE, INT8
   return Isa::kAmx;
 #else
   return Isa::kGeneric;
@@ -117,19 +141,30 @@ Isa isa() {
     if (x86()) {
       const dnnl_status_t status = dnnl_set_max_cpu_isa(level(*wanted).onednn);
       TFM_CHECK(status == dnnl_success, "TFM_CPU_ISA=", forced, ": oneDNN refused the limit ",
-                onednn_isa_name(level(*wanted).onednn), " (status ", static_cast<int>(status),
-                "): it was used before the level was settled");
+                onednn_isa_name(level(*wanted).onednn), " (status ", static_cast<int>(status), ": ",
+                status == dnnl_invalid_arguments ? "it ran before the level was settled"
+                                                 : "this oneDNN build cannot limit its ISA",
+                ")");
     }
     return *wanted;
   }();
   return current;
 }
 
-const char* simd_build(Isa isa) {
+SimdBuild simd_build(Isa isa) {
 #if defined(TFM_SIMD_X86)
-  if (isa >= Isa::kAvx512) return "avx512";
-  if (isa >= Isa::kAvx2) return "avx2";
+  if (isa >= Isa::kAvx512) return SimdBuild::kAvx512;
+  if (isa >= Isa::kAvx2) return SimdBuild::kAvx2;
 #endif
+  return SimdBuild::kGeneric;
+}
+
+const char* name(SimdBuild build) {
+  switch (build) {
+    case SimdBuild::kAvx512: return "avx512";
+    case SimdBuild::kAvx2: return "avx2";
+    case SimdBuild::kGeneric: break;
+  }
   return "generic";
 }
 
@@ -149,17 +184,23 @@ std::string cpu_report() {
   out += cat("level      ", name(current),
              current == detected ? " (detected)" : cat(" (TFM_CPU_ISA=", env, "; detected ", name(detected), ")"),
              "\n");
-  out += cat("kernels    ", simd_build(current), " build of ops/cpu/simd\n");
-  out += cat("oneDNN     ", v->major, ".", v->minor, ".", v->patch, ", ISA ",
-             onednn_isa_name(dnnl_get_effective_cpu_isa()), current == detected ? "" : " (capped by TFM_CPU_ISA)", "\n");
+  out += cat("kernels    ", name(simd_build(current)), " build of ops/cpu/simd\n");
+  out += cat("oneDNN     ", v->major, ".", v->minor, ".", v->patch, ", ISA ", onednn_isa_name(dnnl_get_effective_cpu_isa()),
+             current == detected ? "" : " (capped by TFM_CPU_ISA)", "\n");
   const char* blas_env = std::getenv("OPENBLAS_CORETYPE");
+  const bool blas_forced = blas_env && *blas_env;
   out += cat("OpenBLAS   core ", openblas_get_corename(),
-             blas_env && *blas_env ? cat(" (OPENBLAS_CORETYPE=", blas_env, ")") : std::string(" (its own choice)"), "; ",
+             blas_forced ? cat(" (OPENBLAS_CORETYPE=", blas_env, ")") : std::string(" (its own choice)"), "; ",
              openblas_get_config(), "\n");
-  out += cat("int8       ", int8_activation_levels() == 127
-                                ? "8-bit activations: oneDNN's u8 x s8 products run on VNNI (32-bit sums)"
-                                : "7-bit activations: oneDNN's u8 x s8 products add pairs in 16 bits here (no VNNI)",
-             "\n");
+  if (current != detected && !blas_forced && x86())
+    out += cat("           (OpenBLAS chose its core when it was loaded: OPENBLAS_CORETYPE=", level(current).openblas,
+               " gives it the ", name(current), " level's)\n");
+  const char* int8 = "8-bit activations: oneDNN's u8 x s8 products sum in 32 bits here";
+  if (int8_activation_levels() != 127)
+    int8 = "7-bit activations: oneDNN's u8 x s8 products add pairs in 16 bits here (no AVX-512 VNNI)";
+  else if (x86())
+    int8 = "8-bit activations: oneDNN's u8 x s8 products run on VNNI or AMX (32-bit sums)";
+  out += cat("int8       ", int8, "\n");
   out += cat("bf16       ", bf16_path(), "\n");
   return out;
 }

@@ -26,8 +26,8 @@ enum class Isa {
 };
 
 const char* name(Isa isa);  // as TFM_CPU_ISA takes it: "generic", "avx2", ...
-std::optional<Isa> parse_isa(std::string_view name);
 std::vector<Isa> all_isas();  // the levels this build knows, lowest first (generic alone off x86-64)
+std::optional<Isa> parse_isa(std::string_view name);  // one of all_isas() by name
 
 Isa detected_isa();  // the highest level this CPU and its operating system support
 // The level in use: detected_isa(), or TFM_CPU_ISA's. Settled at the first call, before oneDNN runs
@@ -35,8 +35,10 @@ Isa detected_isa();  // the highest level this CPU and its operating system supp
 // lacks, naming both.
 Isa isa();
 
-// The SIMD build of ops/cpu/simd that runs at a level: "generic", "avx2" or "avx512".
-const char* simd_build(Isa isa);
+// The SIMD build of ops/cpu/simd that runs at a level (simd/target.h).
+enum class SimdBuild { kGeneric, kAvx2, kAvx512 };
+SimdBuild simd_build(Isa isa);
+const char* name(SimdBuild build);  // "generic", "avx2", "avx512"
 
 // What runs where, for `transformer info --cpu` and the top of `make bench`: the CPU, its level and
 // features, the SIMD build, oneDNN's ISA, OpenBLAS's core, and how int8 and bf16 products run.

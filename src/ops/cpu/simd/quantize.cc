@@ -5,11 +5,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/simd/target.h"
 
 TFM_SIMD_BEGIN
+
+namespace {
+// Whether a row whose largest magnitude is max gets a scale max / levels that is a normal float:
+// rows of zeros, of denormals (whose 1 / scale would be ∞) or with a NaN are quantized to zeros.
+inline bool scalable(float max, float levels) { return max >= levels * std::numeric_limits<float>::min(); }
+}  // namespace
 
 void quantize_rows(int64_t rows, int64_t cols, const float* w, int8_t* q, float* scale) {
 #pragma omp parallel for schedule(static) if (rows * cols >= (1 << 15))
@@ -17,8 +24,9 @@ void quantize_rows(int64_t rows, int64_t cols, const float* w, int8_t* q, float*
     const float* row = w + r * cols;
     float max = 0;
     for (int64_t c = 0; c < cols; ++c) max = std::max(max, std::abs(row[c]));
-    const float s = max > 0 ? max / 127.0f : 1.0f;
-    for (int64_t c = 0; c < cols; ++c) q[r * cols + c] = static_cast<int8_t>(std::lrint(row[c] / s));
+    const bool ok = scalable(max, 127.0f);
+    const float s = ok ? max / 127.0f : 1.0f;
+    for (int64_t c = 0; c < cols; ++c) q[r * cols + c] = ok ? static_cast<int8_t>(std::lrint(row[c] / s)) : 0;
     scale[r] = s;
   }
 }
@@ -31,15 +39,17 @@ void quantize_activations(int64_t m, int64_t k, const float* x, int levels, uint
     float max = 0;
 #pragma omp simd reduction(max : max)
     for (int64_t c = 0; c < k; ++c) max = std::max(max, std::abs(row[c]));
-    const float s = max > 0 ? max / top : 1.0f, inv = 1.0f / s;
+    const bool ok = scalable(max, top);
+    const float s = ok ? max / top : 1.0f, inv = ok ? 1.0f / s : 0.0f;
     x_scale[r] = s;
     uint8_t* out = xq + r * k;
 #pragma omp simd
     for (int64_t c = 0; c < k; ++c) {
-      // v in [-levels, levels]: rounded half away from zero (v ± ½ truncated toward zero), then
-      // shifted by levels + 1 into [1, 2 · levels + 1].
+      // v in [-levels, levels]: rounded half away from zero, then shifted by levels + 1 into
+      // [1, 2 · levels + 1]. v ± (½ − 2⁻²⁵), truncated toward zero: with ½ itself, v = ½ − 2⁻²⁵
+      // would round to 1, since v + ½ rounds up to 1.0f; every half-integer still rounds away.
       const float v = row[c] * inv;
-      out[c] = static_cast<uint8_t>(static_cast<int32_t>(v + (v >= 0 ? 0.5f : -0.5f)) + levels + 1);
+      out[c] = static_cast<uint8_t>(static_cast<int32_t>(v + (v >= 0 ? 0.49999997f : -0.49999997f)) + levels + 1);
     }
   }
 }

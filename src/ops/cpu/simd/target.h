@@ -19,11 +19,14 @@
 // folder includes every header it needs first, and defines things only inside the region, where
 // they belong to the build's own namespace (tests/cli/simd_objects_test.sh checks the objects).
 //
+// The targets are GCC's x86-64-v3 and -v4, not a processor (arch=haswell, arch=skylake-avx512):
+// GCC inlines a baseline function (std::max, memcpy, RngStream's Philox) into a region only when
+// both have the same processor type, which x86-64-v3/v4 share with the baseline's x86-64.
+//
 // TFM_SIMD_BYTES is the build's vector width, for the code written with GCC's vector types
 // (fast_exp.h's f32v): as wide as the build's registers. Wider types are split badly by GCC: a
 // 64-byte type compiled for AVX2 became element-by-element code, 4–8× slower than 32-byte ones.
 #if defined(TFM_SIMD_AVX512)
-#define TFM_SIMD_NS avx512
 #define TFM_SIMD_BYTES 64
 #define TFM_SIMD_BEGIN                                  \
   _Pragma("GCC push_options")                           \
@@ -32,7 +35,6 @@
   }                  \
   _Pragma("GCC pop_options")
 #elif defined(TFM_SIMD_AVX2)
-#define TFM_SIMD_NS avx2
 #define TFM_SIMD_BYTES 32
 #define TFM_SIMD_BEGIN                                  \
   _Pragma("GCC push_options")                           \
@@ -41,7 +43,6 @@
   }                  \
   _Pragma("GCC pop_options")
 #else
-#define TFM_SIMD_NS generic
 #define TFM_SIMD_BYTES 16  // SSE2 on x86-64, NEON on aarch64
 #define TFM_SIMD_BEGIN namespace tfm::cpu::generic {
 #define TFM_SIMD_END }
