@@ -157,34 +157,10 @@ void dequantize_rows(int64_t rows, int64_t c0, int64_t nc, const int32_t* acc, c
   TFM_SIMD_CALL(dequantize_rows, rows, c0, nc, acc, x_scale, w_scale, bias, relu, y, ldy);
 }
 
-#define INSTANTIATE(T)                                                                                          \
-  template void add<T>(int64_t, const T*, const T*, T*);                                                        \
-  template void add_to<T>(int64_t, const T*, T*);                                                               \
-  template void scale<T>(int64_t, const T*, T, T*);                                                             \
-  template void bias_add<T>(int64_t, int64_t, const T*, const T*, T*);                                          \
-  template void bias_add_backward<T>(int64_t, int64_t, const T*, T*);                                           \
-  template void relu<T>(int64_t, const T*, T*);                                                                 \
-  template void relu_backward<T>(int64_t, const T*, const T*, T*);                                              \
-  template void dropout<T>(int64_t, const T*, double, const RngStream&, T*);                                    \
-  template void dropout_backward<T>(int64_t, const T*, double, const RngStream&, T*);                           \
-  template double sum_squares<T>(int64_t, const T*);                                                            \
-  template void layer_norm<T>(int64_t, int64_t, const T*, const T*, const T*, double, T*, T*, T*);              \
-  template void layer_norm_backward<T>(int64_t, int64_t, const T*, const T*, const T*, const T*, const T*, T*,  \
-                                       T*, T*);                                                                 \
-  template void softmax<T>(int64_t, int64_t, const T*, T*);                                                     \
-  template void softmax_backward<T>(int64_t, int64_t, const T*, const T*, T*);                                  \
-  template void attention<T>(const AttentionDims&, const T*, const T*, const T*, bool, const int32_t*,         \
-                             const int32_t*, double, const RngStream&, T*, T*);                                 \
-  template void attention_backward<T>(const AttentionDims&, const T*, const T*, const T*, bool, const int32_t*, \
-                                      double, const RngStream&, const T*, const T*, T*, T*, T*);                \
-  template void embedding<T>(int64_t, int64_t, const int32_t*, const T*, double, T*);                           \
-  template void embedding_backward<T>(int64_t, int64_t, const int32_t*, const T*, double, T*);                  \
-  template void add_positional_encoding<T>(int64_t, int64_t, int64_t, int64_t, T*);                             \
-  template double cross_entropy<T>(int64_t, int64_t, const T*, const int32_t*, double, int32_t, T*);            \
-  template void cross_entropy_backward<T>(int64_t, int64_t, const T*, const int32_t*, const T*, double,         \
-                                          int32_t, double, T*, bool);                                           \
-  template void adam_step<T>(int64_t, T*, const T*, T*, T*, double, double, double, double, int64_t);           \
-  template void top_k_logprobs<T>(int64_t, int64_t, int64_t, const T*, const uint8_t*, double*, int32_t*, double*);
+#define INSTANTIATE(T)                                                                                 \
+  TFM_INSTANTIATE_ELEMENTWISE(T) TFM_INSTANTIATE_LAYER_NORM(T) TFM_INSTANTIATE_SOFTMAX(T)                \
+  TFM_INSTANTIATE_ATTENTION(T) TFM_INSTANTIATE_EMBEDDING(T) TFM_INSTANTIATE_POSITIONAL(T)                \
+  TFM_INSTANTIATE_LOSS(T) TFM_INSTANTIATE_ADAM(T) TFM_INSTANTIATE_TOP_K(T)
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
 }  // namespace tfm::cpu

@@ -21,8 +21,6 @@ void adam_step(int64_t n, T* params, const T* grads, T* m, T* v, double lr, doub
   }
 }
 
-#define INSTANTIATE(T) \
-  template void adam_step<T>(int64_t, T*, const T*, T*, T*, double, double, double, double, int64_t);
-TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+TFM_INSTANTIATE_FLOAT(TFM_INSTANTIATE_ADAM)
 
 TFM_SIMD_END

@@ -276,11 +276,6 @@ void attention_backward(const AttentionDims& d, const T* q, const T* k, const T*
   }
 }
 
-#define INSTANTIATE(T)                                                                                          \
-  template void attention<T>(const AttentionDims&, const T*, const T*, const T*, bool, const int32_t*,         \
-                             const int32_t*, double, const RngStream&, T*, T*);                                 \
-  template void attention_backward<T>(const AttentionDims&, const T*, const T*, const T*, bool, const int32_t*, \
-                                      double, const RngStream&, const T*, const T*, T*, T*, T*);
-TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+TFM_INSTANTIATE_FLOAT(TFM_INSTANTIATE_ATTENTION)
 
 TFM_SIMD_END

@@ -104,17 +104,6 @@ double sum_squares(int64_t n, const T* x) {
   return total;
 }
 
-#define INSTANTIATE(T)                                                                  \
-  template void add<T>(int64_t, const T*, const T*, T*);                                \
-  template void add_to<T>(int64_t, const T*, T*);                                       \
-  template void scale<T>(int64_t, const T*, T, T*);                                     \
-  template void bias_add<T>(int64_t, int64_t, const T*, const T*, T*);                  \
-  template void bias_add_backward<T>(int64_t, int64_t, const T*, T*);                   \
-  template void relu<T>(int64_t, const T*, T*);                                         \
-  template void relu_backward<T>(int64_t, const T*, const T*, T*);                      \
-  template void dropout<T>(int64_t, const T*, double, const RngStream&, T*);            \
-  template void dropout_backward<T>(int64_t, const T*, double, const RngStream&, T*);   \
-  template double sum_squares<T>(int64_t, const T*);
-TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+TFM_INSTANTIATE_FLOAT(TFM_INSTANTIATE_ELEMENTWISE)
 
 TFM_SIMD_END

@@ -36,9 +36,6 @@ void embedding_backward(int64_t n, int64_t d, const int32_t* ids, const T* dout,
   }
 }
 
-#define INSTANTIATE(T)                                                                       \
-  template void embedding<T>(int64_t, int64_t, const int32_t*, const T*, double, T*);       \
-  template void embedding_backward<T>(int64_t, int64_t, const int32_t*, const T*, double, T*);
-TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+TFM_INSTANTIATE_FLOAT(TFM_INSTANTIATE_EMBEDDING)
 
 TFM_SIMD_END

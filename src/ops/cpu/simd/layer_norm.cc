@@ -79,10 +79,6 @@ void layer_norm_backward(int64_t rows, int64_t d, const T* dy, const T* x, const
   }
 }
 
-#define INSTANTIATE(T)                                                                                        \
-  template void layer_norm<T>(int64_t, int64_t, const T*, const T*, const T*, double, T*, T*, T*);           \
-  template void layer_norm_backward<T>(int64_t, int64_t, const T*, const T*, const T*, const T*, const T*, T*, \
-                                       T*, T*);
-TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+TFM_INSTANTIATE_FLOAT(TFM_INSTANTIATE_LAYER_NORM)
 
 TFM_SIMD_END

@@ -55,10 +55,6 @@ void cross_entropy_backward(int64_t rows, int64_t vocab, const T* logits, const 
   }
 }
 
-#define INSTANTIATE(T)                                                                                         \
-  template double cross_entropy<T>(int64_t, int64_t, const T*, const int32_t*, double, int32_t, T*);           \
-  template void cross_entropy_backward<T>(int64_t, int64_t, const T*, const int32_t*, const T*, double, int32_t, \
-                                          double, T*, bool);
-TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+TFM_INSTANTIATE_FLOAT(TFM_INSTANTIATE_LOSS)
 
 TFM_SIMD_END

@@ -26,7 +26,6 @@ void add_positional_encoding(int64_t batch, int64_t len, int64_t d, int64_t star
   }
 }
 
-#define INSTANTIATE(T) template void add_positional_encoding<T>(int64_t, int64_t, int64_t, int64_t, T*);
-TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+TFM_INSTANTIATE_FLOAT(TFM_INSTANTIATE_POSITIONAL)
 
 TFM_SIMD_END

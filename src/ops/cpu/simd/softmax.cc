@@ -20,9 +20,6 @@ void softmax_backward(int64_t rows, int64_t cols, const T* y, const T* dy, T* dx
   for (int64_t r = 0; r < rows; ++r) softmax_row_backward<T, true>(cols, y + r * cols, dy + r * cols, dx + r * cols);
 }
 
-#define INSTANTIATE(T)                                                   \
-  template void softmax<T>(int64_t, int64_t, const T*, T*);              \
-  template void softmax_backward<T>(int64_t, int64_t, const T*, const T*, T*);
-TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+TFM_INSTANTIATE_FLOAT(TFM_INSTANTIATE_SOFTMAX)
 
 TFM_SIMD_END

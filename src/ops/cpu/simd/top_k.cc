@@ -89,8 +89,6 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
   }
 }
 
-#define INSTANTIATE(T) \
-  template void top_k_logprobs<T>(int64_t, int64_t, int64_t, const T*, const uint8_t*, double*, int32_t*, double*);
-TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+TFM_INSTANTIATE_FLOAT(TFM_INSTANTIATE_TOP_K)
 
 TFM_SIMD_END
