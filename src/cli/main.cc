@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "ops/cpu/isa.h"
@@ -47,8 +48,12 @@ int main(int argc, char** argv) {
     tfm::cpu::isa();  // a wrong TFM_CPU_ISA is an error before any work, not in the middle of it
     for (const auto& action : actions) {
       const int rc = action();
-      if (rc >= 0) return rc;
+      if (rc < 0) continue;
+      tfm::cli::close_stdout();  // results that could not be written are an error, not exit 0
+      return rc;
     }
+  } catch (const tfm::cli::BrokenPipe&) {
+    return 141;  // the reader went away: quietly, as SIGPIPE would have ended us
   } catch (const tfm::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_io.h"
+#include "cli/output.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "data/parallel_corpus.h"
@@ -93,6 +94,7 @@ int run(const Options& o) {
       }
       std::printf("%.6f\t%.6f\n", total, total / len);
     }
+    check_stdout();  // stop at the first batch that cannot be written
   }
   return 0;
 }

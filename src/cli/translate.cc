@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_io.h"
+#include "cli/output.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "data/text.h"
@@ -138,9 +139,15 @@ int run(const Options& o) {
         j["source"] = src;
         j["target"] = tgt;
         attention << j.dump() << '\n';
+        if (!attention.good()) check_stream(attention, cat("--attention '", o.attention_path, "'"));
       }
     }
-    std::fflush(stdout);
+    check_stdout();  // a full disk stops the run here, not after translating everything
+    if (attention.is_open()) check_stream(attention, cat("--attention '", o.attention_path, "'"));
+  }
+  if (attention.is_open()) {
+    attention.close();
+    TFM_CHECK(!attention.fail(), "cannot write --attention '", o.attention_path, "': closing it failed");
   }
   if (o.stats)
     std::fprintf(stderr, "translated %lld sentences, %lld tokens in %.3f s: %.0f tokens/s\n",

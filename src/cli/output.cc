@@ -1,0 +1,52 @@
+#include "cli/output.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace tfm::cli {
+
+namespace {
+// The file behind standard output, for the message: "/dev/full", "out.txt", "pipe:[123]".
+std::string stdout_name() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/fd/1", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+[[noreturn]] void fail(int err) {
+  if (err == EPIPE) throw BrokenPipe{};
+  const std::string name = stdout_name();
+  throw Error(cat("cannot write standard output", name.empty() ? "" : cat(" ('", name, "')"), ": ",
+                  err ? std::strerror(err) : "a write to it failed"));
+}
+}  // namespace
+
+void check_stdout() {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;  // the failed write's reason, when fflush itself failed
+  if (!flushed || std::ferror(stdout)) fail(err);
+}
+
+void close_stdout() {
+  check_stdout();
+  errno = 0;
+  if (std::fclose(stdout) != 0) fail(errno);
+}
+
+void check_stream(std::ostream& out, const std::string& what) {
+  int err = errno;  // the reason of a write that has just failed, if the caller checks right after it
+  if (out.good()) {
+    errno = 0;
+    out.flush();
+    err = errno;
+  }
+  TFM_CHECK(out.good(), "cannot write ", what, ": ", err ? std::strerror(err) : "a write to it failed");
+}
+
+}  // namespace tfm::cli

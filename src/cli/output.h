@@ -1,0 +1,25 @@
+#pragma once
+// Output that cannot be lost silently. The commands write their results with printf; a failed write
+// (a full disk, /dev/full) only sets standard output's error flag, so the commands that stream
+// output check it as they go, and main checks it, flushes and closes it at the end: an error names
+// the file behind standard output and the reason, and the program ends with status 1. A reader that
+// went away (EPIPE, as in `| head` with SIGPIPE ignored) ends the program quietly with status 141,
+// as if SIGPIPE had ended it, which is what other Unix tools do.
+#include <ostream>
+#include <string>
+
+namespace tfm::cli {
+
+// Thrown when the reader of standard output went away; main ends quietly.
+struct BrokenPipe {};
+
+// Flushes standard output; throws tfm::Error (or BrokenPipe) if a write to it failed.
+void check_stdout();
+// check_stdout, then closes standard output and checks that too (the end of main).
+void close_stdout();
+// For a file a command streams into: flushes `out` and throws tfm::Error naming `what` (e.g.
+// "--attention 'a.jsonl'") if a write to it failed. Called right after a write that failed, it
+// reports that write's reason.
+void check_stream(std::ostream& out, const std::string& what);
+
+}  // namespace tfm::cli
