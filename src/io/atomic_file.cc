@@ -94,6 +94,21 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
   }
 }
 
+std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> removed;
+  if (!fs::is_directory(dir)) return removed;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    // ".NAME.tmp-" and mkstemp's six characters
+    const size_t tag = n.rfind(".tmp-");
+    if (n.size() < 2 || n[0] != '.' || tag == std::string::npos || tag == 0 || n.size() != tag + 11) continue;
+    std::error_code ec;
+    if (e.is_regular_file(ec) && fs::remove(e.path(), ec)) removed.push_back(n);
+  }
+  return removed;
+}
+
 std::string read_file(const std::string& path) {
   TFM_CHECK(!std::filesystem::is_directory(path), "'", path, "' is a folder, not a file");
   std::ifstream in(path, std::ios::binary);

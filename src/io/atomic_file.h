@@ -5,6 +5,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace tfm {
 
@@ -12,6 +13,11 @@ namespace tfm {
 // (the callback's, a full disk, a failed rename) the temporary file is removed and tfm::Error
 // thrown with the path and the system's reason.
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+// Removes the temporary files that write_file_atomic leaves in `dir` when its process is killed
+// mid-write (".NAME.tmp-XXXXXX"); returns their names. Only for a folder no other process is
+// writing to (a training's run folder, under its lock).
+std::vector<std::string> remove_stale_temporaries(const std::string& dir);
 
 // The whole file as bytes; throws tfm::Error naming the path and the reason.
 std::string read_file(const std::string& path);

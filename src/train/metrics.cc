@@ -1,5 +1,10 @@
 #include "train/metrics.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -9,32 +14,43 @@
 namespace tfm {
 
 void MetricsLog::append(const nlohmann::json& record) const {
-  std::ofstream out(path_, std::ios::app);
-  TFM_CHECK(out, "cannot open the metrics file '", path_, "'");
-  out << record.dump() << '\n';
-  out.flush();
+  // One write of the whole line, checked: a full disk is an error, not a lost record.
+  const std::string line = record.dump() + '\n';
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  TFM_CHECK(fd >= 0, "cannot open the metrics file '", path_, "': ", std::strerror(errno));
+  const ssize_t n = ::write(fd, line.data(), line.size());
+  const int err = errno;
+  const bool closed = ::close(fd) == 0;
+  TFM_CHECK(n == static_cast<ssize_t>(line.size()), "cannot write to the metrics file '", path_, "': ",
+            n < 0 ? std::strerror(err) : cat("only ", n, " of ", line.size(), " bytes written"));
+  TFM_CHECK(closed, "cannot close the metrics file '", path_, "': ", std::strerror(errno));
 }
 
-std::vector<nlohmann::json> MetricsLog::read() const {
+std::vector<nlohmann::json> MetricsLog::read(int64_t* unreadable) const {
   std::vector<nlohmann::json> records;
   std::ifstream in(path_);
   std::string line;
+  int64_t bad = 0;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
-    // A line cut short by a kill is skipped, not fatal.
+    // A line cut short by a kill or a full disk is skipped, not fatal.
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_discarded() && j.is_object()) records.push_back(std::move(j));
+    else ++bad;
   }
+  if (unreadable) *unreadable = bad;
   return records;
 }
 
-void MetricsLog::truncate_after(int64_t step) const {
-  if (!std::filesystem::exists(path_)) return;
-  const std::vector<nlohmann::json> records = read();
+int64_t MetricsLog::truncate_after(int64_t step) const {
+  if (!std::filesystem::exists(path_)) return 0;
+  int64_t unreadable = 0;
+  const std::vector<nlohmann::json> records = read(&unreadable);
   write_file_atomic(path_, [&](std::ostream& out) {
     for (const auto& r : records)
       if (r.value("step", int64_t{0}) <= step) out << r.dump() << '\n';
   });
+  return unreadable;
 }
 
 }  // namespace tfm

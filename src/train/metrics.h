@@ -12,11 +12,14 @@ namespace tfm {
 class MetricsLog {
  public:
   explicit MetricsLog(std::string path) : path_(std::move(path)) {}
-  // Appends one record and flushes it to the file.
+  // Appends one record as one line in one write; a failed or short write throws tfm::Error naming
+  // the file and the reason (a full disk stops the training, which saves what it can).
   void append(const nlohmann::json& record) const;
-  // Keeps only records with step ≤ `step` (a resumed run rewrites what came after its checkpoint).
-  void truncate_after(int64_t step) const;
-  std::vector<nlohmann::json> read() const;
+  // Keeps only records with step ≤ `step` (a resumed run rewrites what came after its checkpoint)
+  // and drops lines that are not JSON records (cut by a kill or a full disk); returns how many.
+  int64_t truncate_after(int64_t step) const;
+  // The records; lines that are not JSON records are skipped and counted in *unreadable.
+  std::vector<nlohmann::json> read(int64_t* unreadable = nullptr) const;
   const std::string& path() const { return path_; }
 
  private:

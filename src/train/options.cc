@@ -29,6 +29,11 @@ void TrainOptions::validate() const {
   TFM_CHECK(label_smoothing >= 0 && label_smoothing < 1, "train: label_smoothing must be in [0, 1), got ",
             label_smoothing);
   TFM_CHECK(clip_norm >= 0, "train: clip_norm must be >= 0, got ", clip_norm);
+  // Adam's settings here, not at its first step: by then the vocabulary and run files exist.
+  TFM_CHECK(adam_beta1 >= 0 && adam_beta1 < 1, "train: adam_beta1 must be in [0, 1), got ", adam_beta1);
+  TFM_CHECK(adam_beta2 >= 0 && adam_beta2 < 1, "train: adam_beta2 must be in [0, 1), got ", adam_beta2);
+  TFM_CHECK(adam_eps > 0, "train: adam_eps must be positive, got ", adam_eps);
+  TFM_CHECK(max_chars >= 0, "train: max_chars must be >= 0 (0: no limit), got ", max_chars);
   TFM_CHECK(max_steps >= 0, "train: max_steps must be >= 0, got ", max_steps);
   TFM_CHECK(max_epochs >= 0, "train: max_epochs must be >= 0, got ", max_epochs);
   TFM_CHECK(max_seconds >= 0, "train: max_seconds must be >= 0, got ", max_seconds);
@@ -72,7 +77,7 @@ const char* train_option_help(std::string_view field) {
       {"vocab_size", "pieces of the trained vocabulary, specials included"},
       {"vocab_type", "bpe or unigram"},
       {"max_tokens", "skip pairs with more subword tokens than this on a side"},
-      {"max_chars", "skip pairs with more characters than this on a side"},
+      {"max_chars", "skip pairs with more characters (code points) than this on a side; 0: no limit"},
       {"preset", "model preset: tiny, small, base or big (model flags below override it)"},
       {"batch_tokens", "tokens per batch and side, padding included"},
       {"accumulate", "batches per optimizer step (gradient accumulation)"},

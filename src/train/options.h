@@ -21,7 +21,7 @@ struct TrainOptions {
   std::string vocab;                       // a SentencePiece .model to use; empty: train one
   VocabOptions vocab_options;              // used when training the vocabulary
   int64_t max_tokens = 256;                // pairs with more subword tokens on a side are skipped
-  int64_t max_chars = 4096;                // pairs with more characters on a side are skipped (before encoding)
+  int64_t max_chars = 4096;                // pairs with more characters on a side are skipped (0: no limit)
 
   // The model: a preset and ModelConfig field overrides (model/config.h); vocab_size comes from
   // the vocabulary.

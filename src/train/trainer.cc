@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <memory>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "decode/translator.h"
 #include "eval/bleu.h"
 #include "io/atomic_file.h"
+#include "io/file_lock.h"
 #include "model/checkpoint.h"
 #include "ops/adam.h"
 #include "ops/elementwise.h"
@@ -281,21 +283,37 @@ TrainResult train(const TrainOptions& o) {
   for (const std::string& f : {o.train_source, o.train_target, o.valid_source, o.valid_target})
     TFM_CHECK(f.empty() || fs::is_regular_file(f), "'", f, "' is not a readable file");
   TFM_CHECK(o.vocab.empty() || fs::is_regular_file(o.vocab), "--vocab '", o.vocab, "' is not a readable file");
-  if (o.resume) {
-    TFM_CHECK(!newest_checkpoint(o.run_dir).empty(), "--resume: no checkpoint in '", o.run_dir, "'");
-  } else {
-    // A new run in a folder of an earlier one would mix their checkpoints (and --resume or average
-    // would pick up the old ones).
+  TFM_CHECK(!o.resume || fs::is_directory(o.run_dir), "--resume: no checkpoint in '", o.run_dir, "'");
+  fs::create_directories(o.run_dir);
+  // One training per run folder at a time, for the whole run: two would mix their vocabularies,
+  // checkpoints and metrics. The kernel releases the lock however this process ends.
+  std::unique_ptr<FileLock> lock;
+  try {
+    lock = std::make_unique<FileLock>((fs::path(o.run_dir) / ".lock").string());
+  } catch (const Error& e) {
+    throw Error(cat("another training is using the run folder '", o.run_dir, "': ", e.what()));
+  }
+  // A new run in a folder of an earlier one would mix their checkpoints (and --resume or average
+  // would pick up the old ones).
+  if (o.resume) TFM_CHECK(!newest_checkpoint(o.run_dir).empty(), "--resume: no checkpoint in '", o.run_dir, "'");
+  else
     TFM_CHECK(newest_checkpoint(o.run_dir).empty(), "the run folder '", o.run_dir, "' already holds checkpoints of ",
               "an earlier run: continue it with --resume, or give another --run-dir");
-  }
-  fs::create_directories(o.run_dir);
+  for (const std::string& name : remove_stale_temporaries(o.run_dir))
+    progress.message(cat("removed '", name, "', left in the run folder by a save that was interrupted"));
 
   // Data and vocabulary.
   CorpusStats stats;
   const std::vector<SentencePair> pairs = read_parallel(o.train_source, o.train_target, o.max_chars, &stats);
   progress.message(cat("training data: ", stats.summary()));
   TFM_CHECK(!pairs.empty(), "no usable training pairs in '", o.train_source, "' and '", o.train_target, "'");
+  // The validation files too, before minutes of training a vocabulary: a mismatch shows at once.
+  std::vector<SentencePair> valid_pairs;
+  if (!o.valid_source.empty()) {
+    CorpusStats vstats;
+    valid_pairs = read_parallel(o.valid_source, o.valid_target, o.max_chars, &vstats);
+    progress.message(cat("validation data: ", vstats.summary()));
+  }
   const std::string vocab_path = (fs::path(o.run_dir) / "vocab.model").string();
   Vocab vocab;
   if (!o.vocab.empty()) {
@@ -328,14 +346,10 @@ TrainResult train(const TrainOptions& o) {
   if (too_long) progress.message(cat("skipped ", too_long, " pairs longer than ", o.max_tokens, " tokens"));
   TFM_CHECK(!examples.empty(), "every training pair is longer than max_tokens ", o.max_tokens);
   ValidData valid;
-  if (!o.valid_source.empty()) {
-    CorpusStats vstats;
-    for (const auto& p : read_parallel(o.valid_source, o.valid_target, o.max_chars, &vstats)) {
-      valid.examples.push_back({vocab.encode(p.source), vocab.encode(p.target)});
-      valid.src.push_back(valid.examples.back().src);
-      valid.references.push_back(p.target);
-    }
-    progress.message(cat("validation data: ", vstats.summary()));
+  for (const auto& p : valid_pairs) {
+    valid.examples.push_back({vocab.encode(p.source), vocab.encode(p.target)});
+    valid.src.push_back(valid.examples.back().src);
+    valid.references.push_back(p.target);
   }
 
   // Model, optimizer state, batches.
@@ -363,11 +377,24 @@ TrainResult train(const TrainOptions& o) {
 
   TrainState s;
   if (o.resume) {
-    const std::string path = newest_checkpoint(o.run_dir);
-    TFM_CHECK(!path.empty(), "--resume: no checkpoint in '", o.run_dir, "'");
-    std::string changed;
-    s = resume_from(path, o, model, m, v, vocab, &changed);
-    metrics.truncate_after(s.step);
+    // The newest checkpoint that loads: one cut short (a full disk, a file copied in part) is
+    // passed over, saying so, for the one before it.
+    const std::vector<std::string> all = checkpoints(o.run_dir);
+    TFM_CHECK(!all.empty(), "--resume: no checkpoint in '", o.run_dir, "'");
+    std::string changed, path;
+    for (auto it = all.rbegin(); it != all.rend() && path.empty(); ++it) {
+      try {
+        s = resume_from(*it, o, model, m, v, vocab, &changed);
+        path = *it;
+      } catch (const Error& e) {
+        TFM_CHECK(std::next(it) != all.rend(), "--resume: no checkpoint in '", o.run_dir, "' can be read; the oldest: ",
+                  e.what());
+        progress.message(cat("warning: cannot resume from ", *it, " (", e.what(), "); trying the one before it"));
+      }
+    }
+    if (const int64_t torn = metrics.truncate_after(s.step))
+      progress.message(cat("warning: dropped ", torn, " unreadable line", torn == 1 ? "" : "s", " of ", metrics.path(),
+                           " (cut short by an interrupted write)"));
     progress.message(cat("resumed from ", path, " at step ", s.step, ", epoch ", s.epoch));
     if (!changed.empty())
       progress.message(cat("options changed since the checkpoint (the run continues with the new ones): ", changed));
@@ -397,6 +424,26 @@ TrainResult train(const TrainOptions& o) {
   const double elapsed_before = s.elapsed_s;
   const int64_t first_step = s.step;
   auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto kept = [&] {
+    return last_saved > 0 ? cat("the last checkpoint, of step ", last_saved, ", is kept") : std::string("no checkpoint was saved yet");
+  };
+  // A record that cannot be written (a full disk) stops the run, after a checkpoint of this step
+  // if the disk still takes one: the training so far is not lost, nor the metrics silently.
+  auto log_metrics = [&](const nlohmann::json& record) {
+    try {
+      metrics.append(record);
+    } catch (const Error& e) {
+      std::string saved;
+      try {
+        s.elapsed_s = elapsed();
+        save_checkpoint(model, o, s, m, v, vocab.fingerprint());
+        saved = cat("; a checkpoint of step ", s.step, " was saved (continue with --resume once there is room)");
+      } catch (const Error& e2) {
+        saved = cat("; saving a checkpoint failed too (", e2.what(), "); ", kept());
+      }
+      throw Error(cat(e.what(), saved));
+    }
+  };
 
   while (true) {
     if (o.max_steps > 0 && s.step >= o.max_steps) { result.stop_reason = cat("reached max_steps ", o.max_steps); break; }
@@ -428,18 +475,20 @@ TrainResult train(const TrainOptions& o) {
     double step_loss = 0;
     for (const Batch& batch : step_batches)
       step_loss += batch_loss(model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(step_tokens), true).loss;
-    if (o.clip_norm > 0) {
-      const double norm = std::sqrt(ops::sum_squares(model.params().grads()));
-      if (norm > o.clip_norm) ops::scale(model.params().grads(), o.clip_norm / norm, model.params().grads());
-    }
+    // A non-finite loss or gradient stops the run before Adam spreads it into the weights, so that
+    // nothing saved (checkpoints, model-best) ever holds it.
+    result.last_loss = step_loss / static_cast<double>(step_tokens);
+    const double norm = std::sqrt(ops::sum_squares(model.params().grads()));
+    if (!std::isfinite(result.last_loss) || !std::isfinite(norm))
+      throw Error(cat("the training ", std::isfinite(result.last_loss) ? "gradient norm" : "loss", " became ",
+                      std::isfinite(result.last_loss) ? norm : result.last_loss, " at step ", s.step + 1,
+                      "; stopped before updating the weights; ", kept(), " (try a lower lr_factor, or clip_norm)"));
+    if (o.clip_norm > 0 && norm > o.clip_norm) ops::scale(model.params().grads(), o.clip_norm / norm, model.params().grads());
     ++s.step;
     const double lr = learning_rate(o, config.d_model, s.step);
     ops::adam_step(values, model.params().grads(), m, v, {lr, o.adam_beta1, o.adam_beta2, o.adam_eps, s.step});
     s.rng_counter = rng.counter();
     s.tokens_seen += step_tokens;
-    result.last_loss = step_loss / static_cast<double>(step_tokens);
-    TFM_CHECK(std::isfinite(result.last_loss), "the training loss became ", result.last_loss, " at step ", s.step,
-              " (try a lower lr_factor or clip_norm)");
     interval_loss += step_loss;
     interval_tokens += step_tokens;
 
@@ -458,8 +507,8 @@ TrainResult train(const TrainOptions& o) {
                   eta.c_str());
     progress.update(line, log_line);
     if (log_line) {
-      metrics.append({{"step", s.step}, {"epoch", s.epoch}, {"loss", interval_loss / static_cast<double>(interval_tokens)},
-                      {"lr", lr}, {"tokens_per_s", tok_s}, {"elapsed_s", elapsed()}});
+      log_metrics({{"step", s.step}, {"epoch", s.epoch}, {"loss", interval_loss / static_cast<double>(interval_tokens)},
+                   {"lr", lr}, {"tokens_per_s", tok_s}, {"elapsed_s", elapsed()}});
       interval_loss = 0;
       interval_tokens = 0;
       interval_src_tokens = 0;
@@ -480,8 +529,8 @@ TrainResult train(const TrainOptions& o) {
       } else {
         ++s.bad_validations;
       }
-      metrics.append({{"step", s.step}, {"valid_loss", r.loss}, {"valid_ppl", r.ppl}, {"valid_bleu", r.bleu},
-                      {"valid_exact", r.exact}});
+      log_metrics({{"step", s.step}, {"valid_loss", r.loss}, {"valid_ppl", r.ppl}, {"valid_bleu", r.bleu},
+                   {"valid_exact", r.exact}});
       char vline[256];
       std::snprintf(vline, sizeof vline, "validation at step %lld: loss %.4f | ppl %.2f | BLEU %.2f | exact %.1f%%%s",
                     static_cast<long long>(s.step), r.loss, r.ppl, r.bleu, 100 * r.exact, better ? " (best)" : "");
