@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/streams.h"
 #include "core/error.h"
 #include "eval/bleu.h"
 #include "eval/chrf.h"
@@ -43,6 +44,7 @@ int run_eval(const EvalOptions& o) {
   std::string hyp_name;
   if (o.hyp.empty()) {
     hyp_name = "stdin";
+    check_stdin();
     const std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
     TFM_CHECK(!std::cin.bad(), "cannot read the hypotheses from stdin");
     hyps = split_text_lines(text, hyp_name);

@@ -4,7 +4,7 @@
 #include <exception>
 
 #include "cli/commands.h"
-#include "cli/output.h"
+#include "cli/streams.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "ops/cpu/isa.h"

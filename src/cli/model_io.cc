@@ -1,5 +1,7 @@
 #include "cli/model_io.h"
 
+#include <cerrno>
+
 #include <filesystem>
 #include <sstream>
 
@@ -19,10 +21,12 @@ std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number, con
   std::string word;
   while (s >> word) {
     char* end = nullptr;
+    errno = 0;
     const long long v = std::strtoll(word.c_str(), &end, 10);
     TFM_CHECK(end && *end == '\0', "line ", line_number, ": '", word, "' is not a token id");
-    TFM_CHECK(v >= 0 && v < c.vocab_size, "line ", line_number, ": token id ", v, " is outside the vocabulary [0, ",
-              c.vocab_size, ")");
+    // Out of range for strtoll too (ERANGE clamps it): the id as written, not the clamped value.
+    TFM_CHECK(errno != ERANGE && v >= 0 && v < c.vocab_size, "line ", line_number, ": token id ", word,
+              " is outside the vocabulary [0, ", c.vocab_size, ")");
     // The model adds BOS and EOS itself; padding is not a token.
     TFM_CHECK(v != c.pad_id && v != c.bos_id && v != c.eos_id, "line ", line_number, ": token id ", v,
               " is the ", v == c.pad_id ? "padding" : v == c.bos_id ? "beginning-of-sentence" : "end-of-sentence",

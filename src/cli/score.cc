@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_io.h"
-#include "cli/output.h"
+#include "cli/streams.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "data/parallel_corpus.h"
@@ -41,6 +41,7 @@ int run(const Options& o) {
     if (!o.input.empty()) file.open(o.input);
     TFM_CHECK(o.input.empty() || (file && !std::filesystem::is_directory(o.input)), "cannot read --input '", o.input,
               "'");
+    if (o.input.empty()) check_stdin();
     std::istream& in = o.input.empty() ? std::cin : file;
     std::string line;
     for (int64_t n = 1; std::getline(in, line); ++n) {

@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_io.h"
-#include "cli/output.h"
+#include "cli/streams.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "data/text.h"
@@ -53,6 +53,7 @@ int run(const Options& o) {
     file.open(o.input, std::ios::binary);
     TFM_CHECK(file && !std::filesystem::is_directory(o.input), "cannot read --input '", o.input, "'");
   }
+  if (o.input.empty()) check_stdin();
   std::istream& in = o.input.empty() ? std::cin : file;
   std::ofstream attention;
   if (!o.attention_path.empty()) {

@@ -26,16 +26,17 @@ void MetricsLog::append(const nlohmann::json& record) const {
   TFM_CHECK(closed, "cannot close the metrics file '", path_, "': ", std::strerror(errno));
 }
 
-std::vector<nlohmann::json> MetricsLog::read(int64_t* unreadable) const {
-  std::vector<nlohmann::json> records;
+std::vector<MetricsLog::Record> MetricsLog::read(int64_t* unreadable) const {
+  std::vector<Record> records;
   std::ifstream in(path_);
   std::string line;
-  int64_t bad = 0;
+  int64_t bad = 0, number = 0;
   while (std::getline(in, line)) {
+    ++number;
     if (line.empty()) continue;
     // A line cut short by a kill or a full disk is skipped, not fatal.
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.is_object()) records.push_back(std::move(j));
+    if (!j.is_discarded() && j.is_object()) records.push_back({number, std::move(j)});
     else ++bad;
   }
   if (unreadable) *unreadable = bad;
@@ -45,10 +46,12 @@ std::vector<nlohmann::json> MetricsLog::read(int64_t* unreadable) const {
 int64_t MetricsLog::truncate_after(int64_t step) const {
   if (!std::filesystem::exists(path_)) return 0;
   int64_t unreadable = 0;
-  const std::vector<nlohmann::json> records = read(&unreadable);
+  const std::vector<Record> records = read(&unreadable);
   write_file_atomic(path_, [&](std::ostream& out) {
-    for (const auto& r : records)
-      if (r.value("step", int64_t{0}) <= step) out << r.dump() << '\n';
+    for (const auto& r : records) {
+      const nlohmann::json& s = r.fields["step"];
+      if (!s.is_number() || s.get<double>() <= static_cast<double>(step)) out << r.fields.dump() << '\n';
+    }
   });
   return unreadable;
 }

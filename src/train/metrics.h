@@ -18,8 +18,13 @@ class MetricsLog {
   // Keeps only records with step ≤ `step` (a resumed run rewrites what came after its checkpoint)
   // and drops lines that are not JSON records (cut by a kill or a full disk); returns how many.
   int64_t truncate_after(int64_t step) const;
-  // The records; lines that are not JSON records are skipped and counted in *unreadable.
-  std::vector<nlohmann::json> read(int64_t* unreadable = nullptr) const;
+  // The records, each with its line number (from 1); lines that are not JSON records are skipped
+  // and counted in *unreadable.
+  struct Record {
+    int64_t line;
+    nlohmann::json fields;
+  };
+  std::vector<Record> read(int64_t* unreadable = nullptr) const;
   const std::string& path() const { return path_; }
 
  private:

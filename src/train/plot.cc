@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/error.h"
 #include "io/atomic_file.h"
 
 namespace tfm {
@@ -35,14 +36,16 @@ void chart(std::ostringstream& svg, double x0, double y0, double w, double h, co
     svg << "<text x='" << x0 + w / 2 << "' y='" << y0 + h / 2 << "' text-anchor='middle' fill='#888'>no data</text>\n";
     return;
   }
-  if (hi - lo < 1e-9) hi = lo + 1, lo -= 1;
-  const double pad = 0.05 * (hi - lo);
+  // In halves: hi − lo overflows for values near ±1e308 (a diverged run's losses), halves do not.
+  if (hi / 2 - lo / 2 < 1e-9) hi = lo + 1, lo -= 1;
+  const double pad = 0.1 * (hi / 2 - lo / 2);
   lo -= pad, hi += pad;
+  const double half_span = hi / 2 - lo / 2;
   max_step = std::max(max_step, 1.0);
   auto px = [&](double x) { return x0 + w * x / max_step; };
-  auto py = [&](double y) { return y0 + h * (1 - (y - lo) / (hi - lo)); };
+  auto py = [&](double y) { return y0 + h * (1 - (y / 2 - lo / 2) / half_span); };
   for (int i = 0; i <= 4; ++i) {
-    const double yv = lo + (hi - lo) * i / 4, xv = max_step * i / 4;
+    const double yv = 2 * (lo / 2 + half_span / 4 * i), xv = max_step * i / 4;
     svg << "<line x1='" << x0 << "' x2='" << x0 + w << "' y1='" << py(yv) << "' y2='" << py(yv)
         << "' stroke='#eee'/>\n";
     svg << "<text x='" << x0 - 6 << "' y='" << py(yv) + 4 << "' text-anchor='end' font-size='11'>" << number(yv)
@@ -68,18 +71,25 @@ void chart(std::ostringstream& svg, double x0, double y0, double w, double h, co
 }  // namespace
 
 bool write_training_plot(const MetricsLog& metrics, const std::string& svg_path) {
-  const std::vector<nlohmann::json> records = metrics.read();
+  const std::vector<MetricsLog::Record> records = metrics.read();
   if (records.empty()) return false;
   Series train{"training loss (label-smoothed)", "#1f77b4", {}}, valid{"validation loss", "#d62728", {}},
       bleu{"validation BLEU", "#2ca02c", {}}, exact{"validation exact match (%)", "#9467bd", {}};
   double max_step = 0;
   for (const auto& r : records) {
-    const double step = r.value("step", 0.0);
+    // A field the plot reads must be a finite number: anything else names the file and line.
+    auto number_at = [&](const char* key) {
+      const nlohmann::json& v = r.fields[key];
+      TFM_CHECK(v.is_number() && std::isfinite(v.get<double>()), metrics.path(), " line ", r.line, ": '", key,
+                "' is ", v.dump(), ", not a finite number");
+      return v.get<double>();
+    };
+    const double step = r.fields.contains("step") ? number_at("step") : 0.0;
     max_step = std::max(max_step, step);
-    if (r.contains("loss")) train.points.emplace_back(step, r["loss"].get<double>());
-    if (r.contains("valid_loss")) valid.points.emplace_back(step, r["valid_loss"].get<double>());
-    if (r.contains("valid_bleu")) bleu.points.emplace_back(step, r["valid_bleu"].get<double>());
-    if (r.contains("valid_exact")) exact.points.emplace_back(step, 100 * r["valid_exact"].get<double>());
+    if (r.fields.contains("loss")) train.points.emplace_back(step, number_at("loss"));
+    if (r.fields.contains("valid_loss")) valid.points.emplace_back(step, number_at("valid_loss"));
+    if (r.fields.contains("valid_bleu")) bleu.points.emplace_back(step, number_at("valid_bleu"));
+    if (r.fields.contains("valid_exact")) exact.points.emplace_back(step, 100 * number_at("valid_exact"));
   }
   std::ostringstream svg;
   const double width = 900, height = 380;

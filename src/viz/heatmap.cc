@@ -1,6 +1,7 @@
 #include "viz/heatmap.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace tfm {
@@ -51,7 +52,8 @@ std::string heatmaps_svg(const std::vector<Heatmap>& maps, const std::vector<std
           << "</text>\n";
       for (size_t s = 0; s < source.size(); ++s) {
         const float w = t < maps[m].weights.size() && s < maps[m].weights[t].size() ? maps[m].weights[t][s] : 0.f;
-        const int shade = static_cast<int>(255 * (1 - std::clamp(w, 0.f, 1.f)));
+        // NaN (a model gone wrong) would make the cast undefined: drawn as white, like 0.
+        const int shade = std::isnan(w) ? 255 : static_cast<int>(255 * (1 - std::clamp(w, 0.f, 1.f)));
         svg << "<rect x='" << x0 + label + cell * static_cast<double>(s) << "' y='" << y << "' width='" << cell
             << "' height='" << cell << "' fill='rgb(" << shade << ',' << shade << ",255)' stroke='#ddd'><title>"
             << escape(target[t]) << " → " << escape(source[s]) << ": " << w << "</title></rect>\n";

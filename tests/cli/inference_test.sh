@@ -98,6 +98,14 @@ grep -q "token id 0 is the padding id" "$work/err" || fail "--ids padding messag
 printf 'one\ttwo\tthree\n' | "$bin" score -m "$model" 2>"$work/err" > /dev/null && fail "score accepted two tabs"
 grep -q "more than one tab" "$work/err" || fail "score two-tab message"
 expect_error "is a folder" "$bin" info "$work"
+# A folder as standard input reads as empty: refused, not "translated" into nothing with status 0.
+for cmd in "translate -m $model" "score -m $model" "eval --ref $fix/expected.beam4.de"; do
+  $bin $cmd < "$work" > /dev/null 2> "$work/err" && fail "$cmd accepted a folder as standard input"
+  grep -q "standard input is a folder" "$work/err" || fail "$cmd, folder on stdin: $(cat "$work/err")"
+done
+# An id beyond 64 bits is named as written, not as the clamped 9223372036854775807.
+echo "18446744073709551617 5" | "$bin" translate -m "$model" --ids 2> "$work/err" > /dev/null && fail "huge id accepted"
+grep -q "token id 18446744073709551617 is outside the vocabulary" "$work/err" || fail "huge id: $(cat "$work/err")"
 # The CPU report names the level in use and each library's choice; a level name this build does
 # not know, or one above this CPU's, is refused naming it.
 "$bin" info --cpu > "$work/cpu.txt"

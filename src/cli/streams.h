@@ -1,4 +1,5 @@
 #pragma once
+// The standard streams. Input: a folder given as standard input is an error, not empty input.
 // Output that cannot be lost silently. The commands write their results with printf; a failed write
 // (a full disk, /dev/full) only sets standard output's error flag, so the commands that stream
 // output check it as they go, and main checks it, flushes and closes it at the end: an error names
@@ -9,6 +10,9 @@
 #include <string>
 
 namespace tfm::cli {
+
+// Throws tfm::Error when standard input is a folder (`< some-folder` reads as empty input).
+void check_stdin();
 
 // Thrown when the reader of standard output went away; main ends quietly.
 struct BrokenPipe {};

@@ -1,5 +1,6 @@
-#include "cli/output.h"
+#include "cli/streams.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,6 +26,11 @@ std::string stdout_name() {
                   err ? std::strerror(err) : "a write to it failed"));
 }
 }  // namespace
+
+void check_stdin() {
+  struct stat st {};
+  TFM_CHECK(::fstat(0, &st) != 0 || !S_ISDIR(st.st_mode), "standard input is a folder, not a text file");
+}
 
 void check_stdout() {
   errno = 0;
