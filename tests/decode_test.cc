@@ -408,3 +408,34 @@ TEST(Decode, RejectsBadOptions) {
 
 }  // namespace
 }  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// The memory estimate that translation checks before it starts: beam search's top-k grows with
+// sentences · K · 2K, so with a small vocabulary (the beam of 10,000 ran on the tiny model)
+// doubling the beam more than doubles it (the caches, linear in K, are still comparable at 1,024);
+// twice the sentences, twice the
+// estimate; recorded attention adds to it; and an absurd beam or length saturates, not overflows.
+TEST(SearchMemory, EstimateGrowsAsTheSearchDoes) {
+  ModelConfig c = tiny(120);
+  SearchOptions o;
+  auto estimate = [&](int64_t sentences, int64_t beam) {
+    o.beam_size = beam;
+    return static_cast<double>(estimate_search_bytes(c, sentences, 25, o));
+  };
+  const double doubled = estimate(64, 1024) / estimate(64, 512);
+  EXPECT_GT(doubled, 2.5);
+  EXPECT_LT(doubled, 4.0);
+  EXPECT_NEAR(estimate(128, 4) / estimate(64, 4), 2.0, 0.05);
+  EXPECT_GT(estimate(64, 4), 64.0 * 4 * 120 * 4);  // at least one step's logits
+  o.beam_size = 4;
+  const double plain = static_cast<double>(estimate_search_bytes(c, 64, 25, o));
+  o.record_attention = true;
+  EXPECT_GT(static_cast<double>(estimate_search_bytes(c, 64, 25, o)), plain);
+  o.max_length_b = 1e18;
+  EXPECT_EQ(estimate_search_bytes(c, 64, 25, o), std::numeric_limits<int64_t>::max());
+}
+
+}  // namespace
+}  // namespace tfm

@@ -13,6 +13,7 @@
 #include "core/threads.h"
 #include "data/parallel_corpus.h"
 #include "data/text.h"
+#include "decode/translator.h"
 #include "ops/loss.h"
 
 namespace tfm::cli {
@@ -27,6 +28,11 @@ struct Options {
 };
 
 int run(const Options& o) {
+  // The same documented maxima as translate's, before any reading.
+  TFM_CHECK(o.batch_sentences >= 1 && o.batch_sentences <= kMaxBatchSentences, "--batch-size must be in [1, ",
+            kMaxBatchSentences, "], got ", o.batch_sentences);
+  TFM_CHECK(o.max_input_tokens >= 1 && o.max_input_tokens <= kMaxInputTokens, "--max-input-tokens must be in [1, ",
+            kMaxInputTokens, "], got ", o.max_input_tokens);
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
   const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
   const Transformer& model = *lm.model;
@@ -53,7 +59,6 @@ int run(const Options& o) {
     }
   }
   const int64_t V = model.config().vocab_size;
-  TFM_CHECK(o.max_input_tokens >= 1, "--max-input-tokens must be >= 1, got ", o.max_input_tokens);
   std::vector<std::vector<int32_t>> src, tgt;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const int64_t line = static_cast<int64_t>(i) + 1;
@@ -109,12 +114,11 @@ Action add_score(CLI::App& app) {
   cmd->add_option("--target", o->target, "target sentences, aligned with --source");
   cmd->add_option("-i,--input", o->input, "tab-separated 'source<TAB>target' lines (default: stdin)");
   cmd->add_flag("--ids", o->ids, "sentences are space-separated token ids");
-  cmd->add_option("--batch-size", o->batch_sentences, "pairs scored together")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-input-tokens", o->max_input_tokens, "longer sides are truncated (with a warning)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", o->batch_sentences, cat("pairs scored together (at most ", kMaxBatchSentences, ")"))
+      ->capture_default_str();
+  cmd->add_option("--max-input-tokens", o->max_input_tokens,
+                  cat("longer sides are truncated, with a warning (at most ", kMaxInputTokens, ")"))
+      ->capture_default_str();
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
   return [cmd, o] { return *cmd ? run(*o) : -1; };
 }

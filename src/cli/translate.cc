@@ -24,6 +24,7 @@ struct Options {
   TranslateOptions translate;
   bool scores = false, ids = false, int8 = false, stats = false, packed = true;
   int64_t threads = 0, chunk_lines = 10000;
+  double max_memory_gib = -1;  // -1: automatic
 };
 
 // Reads up to `max` lines; returns false at end of input with nothing read.
@@ -34,7 +35,10 @@ bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines) 
   return !lines.empty();
 }
 
-int run(const Options& o) {
+int run(Options o) {
+  TFM_CHECK(o.max_memory_gib == -1 || (o.max_memory_gib >= 0 && o.max_memory_gib < 1e9),
+            "--max-memory must be a number of GiB, or 0 (no limit), got ", o.max_memory_gib);
+  if (o.max_memory_gib >= 0) o.translate.max_memory = static_cast<int64_t>(o.max_memory_gib * (1 << 30));
   o.translate.validate();  // before reading any input: bad options fail at once
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
   const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
@@ -163,7 +167,8 @@ Action add_translate(CLI::App& app) {
   add_model_options(*cmd, o->paths);
   cmd->add_option("-i,--input", o->input, "input file (default: stdin)");
   SearchOptions& s = o->translate.search;
-  cmd->add_option("-b,--beam", s.beam_size, "beam size (1: greedy)")->capture_default_str();
+  cmd->add_option("-b,--beam", s.beam_size, cat("beam size (1: greedy; at most ", kMaxBeamSize, ")"))
+      ->capture_default_str();
   cmd->add_option("--length-penalty", s.length_penalty, "alpha of ((5+|Y|)/6)^alpha")->capture_default_str();
   cmd->add_option("--max-length-a", s.max_length_a, "at most a*source_tokens + b output tokens")->capture_default_str();
   cmd->add_option("--max-length-b", s.max_length_b, "see --max-length-a")->capture_default_str();
@@ -184,14 +189,20 @@ Action add_translate(CLI::App& app) {
                   "batch: faster, may change translations");
   cmd->add_option("--attention", o->attention_path,
                   "write encoder-decoder attention as JSON lines: [layer][head][target][source] per sentence");
-  cmd->add_option("--batch-size", o->translate.batch_sentences, "sentences decoded together")->capture_default_str();
+  cmd->add_option("--batch-size", o->translate.batch_sentences,
+                  cat("sentences decoded together (at most ", kMaxBatchSentences, ")"))
+      ->capture_default_str();
   cmd->add_option("--parallel-batches", o->translate.parallel_batches,
                   "batches decoded at the same time, one thread each, at most --threads (0: one per thread when "
                   "a chunk of input lines has at least two batches per thread; 1: one batch at a time on all "
                   "threads). Each batch in flight holds its own decoding caches: more memory")
       ->capture_default_str();
-  cmd->add_option("--max-input-tokens", o->translate.max_input_tokens, "longer inputs are truncated (with a warning)")
+  cmd->add_option("--max-input-tokens", o->translate.max_input_tokens,
+                  cat("longer inputs are truncated, with a warning (at most ", kMaxInputTokens, ")"))
       ->capture_default_str();
+  cmd->add_option("--max-memory", o->max_memory_gib,
+                  "refuse, before starting, a translation whose decoding is estimated to need more than this many "
+                  "GiB (default: 80% of the memory available at the start; 0: no limit)");
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
   return [cmd, o] { return *cmd ? run(*o) : -1; };
 }

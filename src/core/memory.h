@@ -1,5 +1,7 @@
 #pragma once
-// How the process's heap treats big blocks (glibc malloc).
+// How the process's heap treats big blocks (glibc malloc), and how much memory the machine has free.
+#include <cstdint>
+
 namespace tfm {
 
 // By default glibc serves big blocks (above 128 KB, a threshold it raises as it sees them freed)
@@ -10,5 +12,9 @@ namespace tfm {
 // quarter fewer page faults in the small training step, a third fewer in base (docs/performance.md;
 // until session 7 this function was compiled out by mistake). Call it once, first thing in main(). A no-op on other C libraries.
 void keep_freed_memory_for_reuse();
+
+// Bytes the machine can still give this process without swapping (Linux's MemAvailable), or, where
+// that is not known, its physical memory; 0 when neither is.
+int64_t available_memory_bytes();
 
 }  // namespace tfm

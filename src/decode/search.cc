@@ -9,13 +9,37 @@
 namespace tfm {
 
 void SearchOptions::validate() const {
-  TFM_CHECK(beam_size >= 1, "beam size must be at least 1, got ", beam_size);
+  TFM_CHECK(beam_size >= 1 && beam_size <= kMaxBeamSize, "beam size must be in [1, ", kMaxBeamSize, "], got ",
+            beam_size);
   TFM_CHECK(n_best >= 1 && n_best <= beam_size, "n-best must be in [1, beam size ", beam_size, "], got ", n_best);
   TFM_CHECK(std::isfinite(length_penalty), "length penalty must be finite, got ", length_penalty);
   TFM_CHECK(min_length >= 0, "the minimum output length must be >= 0, got ", min_length);
   TFM_CHECK(max_length_a >= 0 && max_length_b >= 0 && max_length_a + max_length_b >= 1,
             "the maximum output length a * source + b needs a, b >= 0 and a + b >= 1, got a = ", max_length_a,
             ", b = ", max_length_b);
+}
+
+int64_t estimate_search_bytes(const ModelConfig& c, int64_t sentences, int64_t source_tokens,
+                              const SearchOptions& o) {
+  // In doubles: a huge beam or length must give a huge estimate, not an overflowed one.
+  const double K = static_cast<double>(o.beam_size), B = static_cast<double>(sentences);
+  const double H = B * K;                                          // hypotheses decoded together
+  const double S = static_cast<double>(source_tokens) + 1;         // with EOS
+  const double cap = std::max(1.0, std::floor(o.max_length_a * static_cast<double>(source_tokens) + o.max_length_b));
+  const double D = static_cast<double>(c.d_model), F = static_cast<double>(c.d_ff), V = static_cast<double>(c.vocab_size);
+  const double heads = static_cast<double>(c.heads), Ld = static_cast<double>(c.decoder_layers);
+  const double f = 4;  // bytes of a float32
+  double bytes = Ld * 2 * cap * H * D * f                         // self-attention cache [cap, H, D] per layer
+                 + Ld * 2 * B * S * D * f                         // encoder keys and values per layer
+                 + B * S * (8 * D + F) * f + B * heads * S * S * f  // the encoder's activations
+                 + H * (8 * D + F) * f + H * heads * (cap + S) * f  // one step's activations
+                 + 2 * H * V * f                                  // its logits (and their copy in search)
+                 + H * (K > 1 ? 2 * K : 1) * 12                   // top-k: a double and an id per entry
+                 + (K > 1 ? 2 * K * K * 16 : 0)                   // one sentence's candidates
+                 + cap * H * 8                                    // each step's parents and tokens
+                 + B * K * cap * 8;                               // ended hypotheses' tokens
+  if (o.record_attention) bytes += 2 * cap * Ld * H * heads * S * f;  // each step's, then each hypothesis's
+  return bytes >= 9e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes);
 }
 
 double length_penalty(int64_t length, double alpha) {

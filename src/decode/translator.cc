@@ -2,21 +2,58 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <exception>
 #include <numeric>
 
 #include <omp.h>
 
+#include "core/error.h"
+#include "core/memory.h"
 #include "core/threads.h"
 
 namespace tfm {
 
 void TranslateOptions::validate() const {
   search.validate();
-  TFM_CHECK(batch_sentences >= 1, "batch size must be >= 1 sentence, got ", batch_sentences);
-  TFM_CHECK(max_input_tokens >= 1, "the input token limit must be >= 1, got ", max_input_tokens);
+  TFM_CHECK(batch_sentences >= 1 && batch_sentences <= kMaxBatchSentences, "batch size must be in [1, ",
+            kMaxBatchSentences, "] sentences, got ", batch_sentences);
+  TFM_CHECK(max_input_tokens >= 1 && max_input_tokens <= kMaxInputTokens, "the input token limit must be in [1, ",
+            kMaxInputTokens, "], got ", max_input_tokens);
+  TFM_CHECK(max_memory >= -1, "max_memory must be a number of bytes, 0 (no limit) or -1 (automatic), got ",
+            max_memory);
   TFM_CHECK(parallel_batches >= 0, "parallel batches must be >= 0 (0: automatic), got ", parallel_batches);
 }
+
+namespace {
+double gib(double bytes) { return bytes / (1 << 30); }
+
+// Refuses, before any work, a translation whose decoding is estimated (estimate_search_bytes) to
+// need more memory than the limit: the worst batch, times the batches decoded at once.
+void check_memory(const ModelConfig& c, const TranslateOptions& o, const std::vector<size_t>& order,
+                  const std::vector<Translation>& out, int64_t batches, int64_t in_flight) {
+  if (o.max_memory == 0 || batches == 0) return;
+  const int64_t limit = o.max_memory > 0 ? o.max_memory : available_memory_bytes() / 10 * 8;
+  if (limit <= 0) return;  // the machine's memory is not known
+  double worst = 0;
+  int64_t worst_sentences = 0, worst_tokens = 0;
+  for (int64_t i = 0; i < batches; ++i) {  // sorted by length: a batch's last sentence is its longest
+    const size_t begin = static_cast<size_t>(i * o.batch_sentences);
+    const size_t end = std::min(order.size(), begin + static_cast<size_t>(o.batch_sentences));
+    const int64_t tokens = static_cast<int64_t>(out[order[end - 1]].source_ids.size());
+    const double bytes = static_cast<double>(estimate_search_bytes(c, static_cast<int64_t>(end - begin), tokens, o.search));
+    if (bytes > worst) worst = bytes, worst_sentences = static_cast<int64_t>(end - begin), worst_tokens = tokens;
+  }
+  const double need = worst * static_cast<double>(in_flight);
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f GiB, more than the limit of %.2f GiB", gib(need), gib(static_cast<double>(limit)));
+  TFM_CHECK(need <= static_cast<double>(limit), "translating would need about ", text,
+            o.max_memory > 0 ? " (max_memory)" : " (80% of the memory available now)", ": a batch of ",
+            worst_sentences, " sentences of up to ", worst_tokens, " tokens with beam ", o.search.beam_size,
+            in_flight > 1 ? cat(", ", in_flight, " batches at a time") : std::string(),
+            ". Lower the beam size or the batch size, or raise the limit (0: none)");
+}
+}  // namespace
 
 std::vector<Translation> translate_ids(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
                                        const TranslateOptions& o) {
@@ -50,6 +87,7 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
   const int64_t threads = omp_in_parallel() ? 1 : num_threads();
   int64_t parallel = o.parallel_batches == 0 ? (batches >= 2 * threads ? threads : 1) : o.parallel_batches;
   parallel = std::min({parallel, threads, batches});
+  check_memory(model.config(), o, order, out, batches, std::max<int64_t>(parallel, 1));
   if (parallel <= 1) {
     for (int64_t i = 0; i < batches; ++i) decode(i);
     return out;

@@ -9,10 +9,18 @@
 
 namespace tfm {
 
+// The largest batch and input length accepted (with kMaxBeamSize, the documented maxima).
+inline constexpr int64_t kMaxBatchSentences = 4096;
+inline constexpr int64_t kMaxInputTokens = 16384;
+
 struct TranslateOptions {
   SearchOptions search;
-  int64_t batch_sentences = 64;  // sentences decoded together
-  int64_t max_input_tokens = 1024;  // longer inputs are cut to this many tokens
+  int64_t batch_sentences = 64;     // sentences decoded together, at most kMaxBatchSentences
+  int64_t max_input_tokens = 1024;  // longer inputs are cut to this many tokens, at most kMaxInputTokens
+  // A translation whose decoding is estimated (estimate_search_bytes, for the worst batch, times the
+  // batches in flight) to need more memory than this is refused before it starts, naming the
+  // estimate. Bytes; -1: 80% of the memory available when it starts; 0: no limit.
+  int64_t max_memory = -1;
   // Batches decoded at the same time, each by one thread (CTranslate2's inter_threads): a step of
   // one batch on one thread wastes none of its time waiting for the other threads, which a batch
   // split over threads does at every operation. 0: as many as there are threads when the input has

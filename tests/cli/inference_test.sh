@@ -133,6 +133,19 @@ grep -q "line 1 contains a NUL byte (at byte 4" "$work/err" || fail "score NUL m
 expect_error "batch-size.*0" "$bin" score -m "$model" --batch-size 0
 expect_error "max-input-tokens.*-3" "$bin" score -m "$model" --max-input-tokens -3
 expect_error "min.*length" "$bin" translate -m "$model" --min-length -2
+# Documented maxima, and a translation estimated to need more memory than --max-memory is refused
+# before it starts (beam search holds sentences · beam · 2 · beam top-k entries), naming the estimate.
+expect_error "beam size must be in \\[1, 1024\\], got 10000" "$bin" translate -m "$model" --beam 10000
+expect_error "batch size must be in \\[1, 4096\\] sentences, got 5000" "$bin" translate -m "$model" --batch-size 5000
+expect_error "max-input-tokens must be in \\[1, 16384\\], got 20000" "$bin" score -m "$model" --max-input-tokens 20000
+expect_error "max-memory must be a number of GiB" "$bin" translate -m "$model" --max-memory -3
+rc=0
+"$bin" translate -m "$model" --vocab "$fix/vocab.model" --beam 1000 --max-memory 0.05 --input "$fix/input.en" \
+  > "$work/mem.out" 2> "$work/err" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -s "$work/mem.out" ] || fail "--max-memory 0.05 with beam 1000: status $rc, output $(wc -c < "$work/mem.out")"
+grep -qE "translating would need about [0-9.]+ GiB, more than the limit of 0.05 GiB \(max_memory\): a batch of [0-9]+ sentences of up to [0-9]+ tokens with beam 1000" \
+  "$work/err" || fail "memory estimate message: $(cat "$work/err")"
+tr --beam 4 --max-memory 0.05 < "$fix/input.en" | diff "$fix/expected.beam4.de" - || fail "a small beam under the limit"
 # --min-length: no end of sentence before 8 tokens + EOS, so exactly 8 tokens when max is 9.
 echo "5 6 7" | tr --ids --beam 1 --min-length 9 --max-length-a 0 --max-length-b 9 > "$work/min.ids"
 [ "$(wc -w < "$work/min.ids")" -eq 8 ] || fail "--min-length 9 gave $(wc -w < "$work/min.ids") tokens"
