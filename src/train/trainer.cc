@@ -368,7 +368,10 @@ TrainResult train(const TrainOptions& o) {
     std::string changed;
     s = resume_from(path, o, model, m, v, vocab, &changed);
     metrics.truncate_after(s.step);
-    progress.message(cat("resumed from ", path, " at step ", s.step, ", epoch ", s.epoch));
+    progress.message(cat("resumed from ", path, " at step ", s.step, ", epoch ", s.epoch,
+                         SafetensorsFile::read(path).has_checksum()
+                             ? ""
+                             : " (unverified: the checkpoint records no checksum, model format version 1)"));
     if (!changed.empty())
       progress.message(cat("options changed since the checkpoint (the run continues with the new ones): ", changed));
   } else if (fs::exists(metrics.path())) {
