@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Damaged model files are refused, naming the file: a flipped bit in the data or the header (the
-# checksum), NaN and infinite weights (naming the tensor and the index). A model of an older
-# version (no checksum) loads with a note, --no-verify skips the checksum, and a model that records
-# no vocabulary fingerprint gets a warning naming both files.
+# Damaged files are refused, naming the file: a flipped bit in a model's data or header (the
+# checksum), NaN and infinite weights (naming the tensor and the index), a truncated or corrupted
+# shortlist. A model of an older version (no checksum) loads with a note, --no-verify skips the
+# checksum, and a model that records no vocabulary fingerprint gets a warning naming both files.
 # Usage: integrity_test.sh PATH/TO/transformer
 set -euo pipefail
 bin=$1
@@ -107,4 +107,21 @@ expect_error "inf.safetensors: checksum mismatch" "$bin" translate -m "$work/inf
 expect_error "inf.safetensors: tensor 'decoder.layers.0.self_attn.out_proj.bias' holds -Inf at index 3 of its" \
   "$bin" translate -m "$work/inf.safetensors" --vocab "$vocab" --no-verify
 
+# 5. Shortlists: one cut anywhere (inside a line or at a line's end) or with a changed byte is
+# refused naming the file; one of format version 1 is refused with the remedy.
+"$bin" demo-data --out "$work/demo" --train 500 --valid 1 --test 1 > /dev/null
+"$bin" shortlist --source "$work/demo/train.en" --target "$work/demo/train.de" --vocab "$vocab" -o "$work/sl" 2>/dev/null
+head -n 1 "$work/sl" | grep -qx "tfm-shortlist 2" || fail "shortlist header: $(head -n 1 "$work/sl")"
+tr -m "$model" --shortlist "$work/sl" > /dev/null 2>&1 || fail "a whole shortlist refused"
+head -c -7 "$work/sl" > "$work/cut.sl"
+expect_error "cut.sl: truncated: its last line \([0-9]+\) has no end" tr -m "$model" --shortlist "$work/cut.sl"
+head -n -2 "$work/sl" > "$work/cut.sl"
+expect_error "cut.sl: truncated: ([0-9]+) of the ([0-9]+) lines after the header are there" tr -m "$model" --shortlist "$work/cut.sl"
+cp "$work/sl" "$work/flipped.sl"
+flip "$work/flipped.sl" -3 0
+expect_error "flipped.sl: checksum mismatch: the header records xxh3-64:[0-9a-f]{16} but the file hashes to" \
+  tr -m "$model" --shortlist "$work/flipped.sl"
+printf 'tfm-shortlist 1\nvocab_size 120\nvocab_fingerprint -\nfrequent 5\n' > "$work/v1.sl"
+expect_error "v1.sl: a shortlist of format version 1.*rebuild it with \`transformer shortlist\`" \
+  tr -m "$model" --shortlist "$work/v1.sl"
 echo "integrity CLI checks passed"
