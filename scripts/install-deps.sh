@@ -20,6 +20,7 @@ packages=(
   ocl-icd-opencl-dev          # only a Recommends of libdnnl-dev, but its CMake config needs OpenCL
   libsentencepiece-dev        # subword vocabulary
   nlohmann-json3-dev          # config files, checkpoint headers, fixtures
+  libxxhash-dev               # XXH3-64 checksums of model and shortlist files
   libcli11-dev                # command line
   libgtest-dev libgmock-dev   # tests
   libbenchmark-dev            # micro-benchmarks (make bench)
@@ -35,6 +36,7 @@ for arg in "$@"; do
         crossbuild-essential-arm64               # aarch64-linux-gnu-g++ (qemu-aarch64, from qemu-user, runs the tests)
         libc6:arm64                              # /lib/ld-linux-aarch64.so.1: qemu-aarch64 runs with it
         libopenblas-openmp-dev:arm64
+        libxxhash-dev:arm64
         libgomp1:arm64                           # for libdnnl2:arm64, which is unpacked (below)
         libgtest-dev:arm64 libgmock-dev:arm64 libbenchmark-dev:arm64
       ) ;;  # nlohmann-json3-dev and libcli11-dev are header-only (Architecture: all): the host's serve

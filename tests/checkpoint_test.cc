@@ -1,14 +1,18 @@
 // Checkpoints: a saved and loaded model is bit-identical; saving is atomic; a malformed, truncated
-// or bit-flipped file is rejected with an error that names the problem, never a crash.
+// or bit-flipped file is rejected with an error that names the problem, never a crash; the checksum
+// catches every flip of header or data; NaN and infinite weights are refused naming the tensor.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "io/atomic_file.h"
+#include "io/checksum.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
 #include "testing/errors.h"
@@ -44,6 +48,7 @@ ModelConfig small_config() {
 }
 
 using testing::error_of;
+using testing::expect_error;
 
 TEST(Checkpoint, SavedAndLoadedModelIsBitIdentical) {
   TempDir dir;
@@ -270,6 +275,160 @@ TEST(Checkpoint, ModelLevelChecks) {
   EXPECT_NE(load_with(meta, t2), "");
   // The path is in the message of a file that does not exist.
   EXPECT_NE(error_of([&] { load_model(dir / "missing.safetensors"); }).find("missing.safetensors"), std::string::npos);
+}
+
+
+// The header's length n and where the data starts (8 + n).
+uint64_t data_start(const std::string& bytes) {
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  return 8 + n;
+}
+
+std::string flipped(std::string bytes, size_t pos, int bit) {
+  bytes[pos] = static_cast<char>(bytes[pos] ^ (1 << bit));
+  return bytes;
+}
+
+// The lowest bit of a weight's byte: the value changes slightly and stays finite, which nothing but
+// a checksum can notice.
+TEST(Checkpoint, FlipsInTheTensorDataAreCaughtByTheChecksum) {
+  TempDir dir;
+  const std::string bytes = valid_file_bytes(dir);
+  const size_t begin = data_start(bytes), end = bytes.size();
+  for (size_t pos : {begin, begin + 1, (begin + end) / 2, end - 2, end - 1}) {
+    expect_error([&] { load_model(SafetensorsFile::parse(flipped(bytes, pos, 0), "flipped.safetensors")); },
+                 {"flipped.safetensors: checksum mismatch: the file records xxh3-64:", "but its contents hash to xxh3-64:"});
+    // The same through a file on disk, which is read one tensor at a time.
+    { std::ofstream(dir / "flipped.safetensors", std::ios::binary) << flipped(bytes, pos, 0); }
+    expect_error([&] { load_model(dir / "flipped.safetensors"); }, {"flipped.safetensors: checksum mismatch"});
+  }
+}
+
+// Every byte of the header is covered: its length, the JSON (metadata, tensor entries, padding) and
+// the checksum's own digits. One bit per byte, a different one from byte to byte.
+TEST(Checkpoint, AFlipInAnyByteOfTheHeaderIsRejected) {
+  TempDir dir;
+  const std::string bytes = valid_file_bytes(dir);
+  for (size_t pos = 0; pos < data_start(bytes); ++pos) {
+    const int bit = static_cast<int>(pos % 8);
+    ASSERT_NE(try_load(flipped(bytes, pos, bit)), "") << "a flip of bit " << bit << " of header byte " << pos
+                                                      << " was accepted";
+  }
+}
+
+// The checksum is XXH3-64 of the whole file with its own 16 digits read as '0's
+// (docs/checkpoint-format.md): computed here independently of the reader.
+TEST(Checkpoint, TheChecksumIsXxh3OfTheFileWithItsDigitsAsZeros) {
+  TempDir dir;
+  std::string bytes = valid_file_bytes(dir);
+  const SafetensorsFile file = SafetensorsFile::parse(bytes, "valid");
+  ASSERT_TRUE(file.has_checksum());
+  const std::string recorded = file.metadata().at(kChecksumKey);
+  const size_t at = bytes.find(recorded);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at + kChecksumPrefix.size(), kChecksumDigits, std::string(kChecksumDigits, '0'));
+  EXPECT_EQ(format_checksum(checksum_of(bytes)), recorded);
+  EXPECT_EQ(file.metadata().at("format_version"), "2");
+  EXPECT_EQ(parse_checksum("xxh3-64:00000000000000ff", "x"), 255u);
+  expect_error([] { parse_checksum("xxh3-64:00000000000000FF", "m"); }, {"m: ", "'F' is not a lowercase hex digit"});
+  expect_error([] { parse_checksum("crc32:1234", "m"); }, {"'crc32:1234' is not a checksum of the form xxh3-64:"});
+}
+
+TEST(Checkpoint, VerificationCanBeSkipped) {
+  TempDir dir;
+  const std::string bytes = valid_file_bytes(dir);
+  const std::string bad = flipped(bytes, bytes.size() - 1, 0);
+  EXPECT_NE(error_of([&] { load_model(SafetensorsFile::parse(bad, "m"), DType::F32, Checksums::kVerify); }), "");
+  EXPECT_EQ(error_of([&] { load_model(SafetensorsFile::parse(bad, "m"), DType::F32, Checksums::kSkip); }), "");
+  const SafetensorsFile file = SafetensorsFile::parse(bytes, "m");
+  EXPECT_TRUE(file.read_tensors([](const std::string&) { return nullptr; }, true));
+  EXPECT_FALSE(file.read_tensors([](const std::string&) { return nullptr; }, false));
+}
+
+// A model file as version 1 wrote it: no checksum in the metadata.
+std::string version1_bytes(const std::string& valid) {
+  const SafetensorsFile file = SafetensorsFile::parse(valid, "valid");
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  std::map<std::string, std::string> meta = file.metadata();
+  meta.erase(kChecksumKey);
+  meta["format_version"] = "1";
+  header["__metadata__"] = meta;
+  std::string data;
+  for (const std::string& n : file.names()) {
+    const Tensor t = file.tensor(n);
+    header[n] = {{"dtype", "F32"}, {"shape", t.shape().to_vector()}, {"data_offsets", {data.size(), data.size() + t.bytes()}}};
+    data.append(static_cast<const char*>(t.raw()), t.bytes());
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  const uint64_t n = text.size();
+  std::string out(8, '\0');
+  std::memcpy(out.data(), &n, 8);
+  return out + text + data;
+}
+
+TEST(Checkpoint, FilesWithoutAChecksumLoadUnverified) {
+  TempDir dir;
+  const std::string old = version1_bytes(valid_file_bytes(dir));
+  const SafetensorsFile file = SafetensorsFile::parse(old, "old");
+  EXPECT_FALSE(file.has_checksum());
+  EXPECT_EQ(error_of([&] { load_model(file); }), "");
+  EXPECT_FALSE(file.read_tensors([](const std::string&) { return nullptr; }, true));
+  // The committed fixture was written by version 1.
+  const std::string fixture = std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors";
+  EXPECT_FALSE(SafetensorsFile::read(fixture).has_checksum());
+  EXPECT_EQ(error_of([&] { load_model(fixture); }), "");
+  // Version 2 requires its checksum: a file that lost it (its key damaged, say) is refused.
+  std::string v2 = old;
+  const size_t at = v2.find("\"format_version\":\"1\"");
+  ASSERT_NE(at, std::string::npos);
+  v2[at + std::strlen("\"format_version\":\"")] = '2';
+  expect_error([&] { load_model(SafetensorsFile::parse(v2, "lost")); },
+               {"lost: model format version 2 records a checksum, but this file has no 'checksum'"});
+}
+
+// A weight set to `value` after training (a diverged run, a bad conversion): the file is written
+// with a valid checksum, and loading refuses it naming the tensor and the index.
+std::string with_weight(const TempDir& dir, const std::string& name, int64_t index, float value) {
+  Transformer model(small_config());
+  model.init_parameters(1);
+  const ParamStore& p = model.params();
+  p.value(p.find(name)).data<float>()[index] = value;
+  save_model(model, dir / "weights.safetensors");
+  return dir / "weights.safetensors";
+}
+
+TEST(Checkpoint, NonFiniteWeightsAreRefusedNamingTheTensor) {
+  TempDir dir;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  expect_error([&] { load_model(with_weight(dir, "encoder.layers.0.ffn.fc1.weight", 13, nan)); },
+               {"weights.safetensors: tensor 'encoder.layers.0.ffn.fc1.weight' holds NaN at index 13 ([1, 5]) of its 48 "
+                "values"});
+  expect_error([&] { load_model(with_weight(dir, "decoder.layers.0.cross_attn.q_proj.bias", 0, inf)); },
+               {"tensor 'decoder.layers.0.cross_attn.q_proj.bias' holds +Inf at index 0 of its 8 values"});
+  expect_error([&] { load_model(with_weight(dir, "embed.weight", 71, -inf)); },
+               {"tensor 'embed.weight' holds -Inf at index 71 ([8, 7])"});
+  // Whatever the path: skipping the checksum, from memory, into a float64 model, one tensor alone.
+  const std::string path = with_weight(dir, "decoder.layers.0.ffn_norm.weight", 7, nan);
+  for (auto load : std::vector<std::function<void()>>{
+           [&] { load_model(path, DType::F32, Checksums::kSkip); },
+           [&] { load_model(SafetensorsFile::parse(read_file(path), "memory"), DType::F32); },
+           [&] { load_model(path, DType::F64); },
+           [&] { SafetensorsFile::read(path).tensor("decoder.layers.0.ffn_norm.weight"); }})
+    expect_error(load, {"tensor 'decoder.layers.0.ffn_norm.weight' holds NaN at index 7"});
+  // A NaN that damage put into a file with a checksum: the mismatch is what is reported.
+  std::string damaged = valid_file_bytes(dir);
+  const float nan_value = nan;
+  std::memcpy(damaged.data() + data_start(damaged) + 4 * 3, &nan_value, 4);
+  expect_error([&] { load_model(SafetensorsFile::parse(damaged, "damaged")); }, {"damaged: checksum mismatch"});
+  expect_error([&] { load_model(SafetensorsFile::parse(damaged, "damaged"), DType::F32, Checksums::kSkip); },
+               {"damaged: tensor '", "' holds NaN at index 3"});
+  // float64 tensors too.
+  write_safetensors(dir / "f64.safetensors", {},
+                    {{"t", Tensor::from<double>({2, 2}, {0.0, 1.0, -std::numeric_limits<double>::infinity(), 2.0})}});
+  expect_error([&] { SafetensorsFile::read(dir / "f64.safetensors").tensor("t"); },
+               {"tensor 't' holds -Inf at index 2 ([1, 0])"});
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // The vocabulary shortlist (decode/shortlist.h): what it selects from a corpus small enough to count
-// by hand, its file round trip, and the errors a malformed file or option gets. Decoding with a
-// shortlist is checked in decode_test.cc.
+// by hand, its file round trip, the errors a malformed file or option gets, and that a truncated or
+// corrupted file is refused. Decoding with a shortlist is checked in decode_test.cc.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "decode/shortlist.h"
+#include "io/atomic_file.h"
+#include "io/checksum.h"
 #include "testing/errors.h"
 #include "testing/fixture.h"
 
@@ -60,26 +62,98 @@ TEST(Shortlist, SavesAndLoadsTheSameShortlist) {
   std::filesystem::remove(path);
 }
 
+// A version-2 file of the given header fields and lines after the header, with the right number of
+// lines and checksum, as save() writes it: what the parser sees once the file is known to be whole.
+std::string v2_file(const std::string& fields, const std::string& lines) {
+  const int64_t count = std::count(lines.begin(), lines.end(), '\n');
+  std::string text = "tfm-shortlist 2\n" + fields + "lines " + std::to_string(count) + "\nchecksum " +
+                     format_checksum(0) + "\n" + lines;
+  const size_t digits = text.find("checksum xxh3-64:") + std::string("checksum xxh3-64:").size();
+  text.replace(digits, kChecksumDigits, format_checksum(checksum_of(text)).substr(kChecksumPrefix.size()));
+  return text;
+}
+
 TEST(Shortlist, RejectsMalformedFiles) {
   const std::string path = testing::temp_path("shortlist_bad.txt");
   auto with = [&](const std::string& text) {
     std::ofstream(path) << text;
     return path;
   };
-  const std::string head = "tfm-shortlist 1\nvocab_size 16\nvocab_fingerprint -\n";
-  expect_error([&] { Shortlist::load(with("hello\n")); }, {"not a shortlist file", "hello"});
-  expect_error([&] { Shortlist::load(with("tfm-shortlist 1\nvocab_size many\n")); }, {"'many' is not a vocabulary size"});
-  expect_error([&] { Shortlist::load(with("tfm-shortlist 1\nvocab_size 16\n")); }, {"ends before its vocab_fingerprint"});
-  expect_error([&] { Shortlist::load(with(head + "frequent 3 x\n")); }, {"line 4", "'x' is not a token id"});
-  expect_error([&] { Shortlist::load(with(head + "frequent 3\n5\t6 16\n")); }, {"line 5", "token id 16", "[0, 16)"});
-  expect_error([&] { Shortlist::load(with(head + "frequent 3\n5 6 7\n")); }, {"line 5 has no tab"});
-  expect_error([&] { Shortlist::load(with(head + "frequent 3\n5\t6\n5\t7\n")); }, {"line 6", "source id 5 has a second line"});
-  expect_error([&] { Shortlist::load(with(head + "frequent -1\n")); }, {"token id -1"});
-  expect_error([&] { Shortlist::load(with(head + "frequent 3\n5\t\n5\t7\n")); }, {"line 6", "source id 5 has a second line"});
+  const std::string head = "vocab_size 16\nvocab_fingerprint -\n";
+  expect_error([&] { Shortlist::load(with("hello\n")); }, {"not a shortlist file", "hello", "tfm-shortlist 2"});
+  expect_error([&] { Shortlist::load(with("tfm-shortlist 2\nvocab_size many\n")); }, {"'many' is not a vocabulary size"});
+  expect_error([&] { Shortlist::load(with("tfm-shortlist 2\nvocab_size 16\n")); }, {"ends before its vocab_fingerprint"});
+  expect_error([&] { Shortlist::load(with("tfm-shortlist 2\n" + head + "lines 2\n")); }, {"ends before its checksum"});
+  expect_error([&] { Shortlist::load(with("tfm-shortlist 2\n" + head + "lines 2\nchecksum 12\n")); },
+               {"line 5", "'12' is not a checksum"});
+  expect_error([&] { Shortlist::load(with(v2_file(head, "frequent 3 x\n"))); }, {"line 6", "'x' is not a token id"});
+  expect_error([&] { Shortlist::load(with(v2_file(head, "frequent 3\n5\t6 16\n"))); }, {"line 7", "token id 16", "[0, 16)"});
+  expect_error([&] { Shortlist::load(with(v2_file(head, "frequent 3\n5 6 7\n"))); }, {"line 7 has no tab"});
+  expect_error([&] { Shortlist::load(with(v2_file(head, "frequent 3\n5\t6\n5\t7\n"))); },
+               {"line 8", "source id 5 has a second line"});
+  expect_error([&] { Shortlist::load(with(v2_file(head, "frequent -1\n"))); }, {"token id -1"});
+  expect_error([&] { Shortlist::load(with(v2_file(head, "frequent 3\n5\t\n5\t7\n"))); },
+               {"line 8", "source id 5 has a second line"});
+  expect_error([&] { Shortlist::load(with(v2_file(head, "3 4\n"))); }, {"line 6 must be 'frequent ID...'"});
   expect_error([&] { Shortlist::load(path + ".missing"); }, {".missing"});
   // A size other than the model's is refused before the file's lists are allocated.
-  expect_error([&] { Shortlist::load(with("tfm-shortlist 1\nvocab_size 1000000000\n"), 32); },
+  expect_error([&] { Shortlist::load(with(v2_file("vocab_size 1000000000\nvocab_fingerprint -\n", "frequent\n")), 32); },
                {"vocabulary of 1000000000 tokens", "model has 32"});
+  std::filesystem::remove(path);
+}
+
+// A shortlist cut anywhere (a full disk, an interrupted copy) is refused naming the file: before the
+// number of lines and the checksum, a cut at a line's end was read as a shorter, valid shortlist.
+TEST(Shortlist, EveryTruncationIsRefused) {
+  const std::string path = testing::temp_path("shortlist_cut.txt");
+  hand_counted(2, 2).save(path);
+  const std::string text = read_file(path);
+  for (size_t n = 0; n < text.size(); ++n) {
+    { std::ofstream(path, std::ios::binary) << text.substr(0, n); }
+    const std::string msg = testing::error_of([&] { Shortlist::load(path); });
+    ASSERT_NE(msg, "") << "a shortlist cut to " << n << " of " << text.size() << " bytes was accepted";
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  }
+  // Cut at the end of a line of the lists: the message says so.
+  { std::ofstream(path, std::ios::binary) << text.substr(0, text.rfind('\n', text.size() - 2) + 1); }
+  expect_error([&] { Shortlist::load(path); }, {"truncated: 3 of the 4 lines after the header are there"});
+  { std::ofstream(path, std::ios::binary) << text.substr(0, text.size() - 3); }
+  expect_error([&] { Shortlist::load(path); }, {"truncated: its last line (9) has no end"});
+  { std::ofstream(path, std::ios::binary) << text.substr(0, text.find("\nfrequent")); }
+  expect_error([&] { Shortlist::load(path); }, {"truncated: its last line (5) has no end"});
+  std::filesystem::remove(path);
+}
+
+// A flipped bit anywhere is refused (in a list it would change a token id). One bit per byte, a
+// different one from byte to byte.
+TEST(Shortlist, AFlipInAnyByteIsRefused) {
+  const std::string path = testing::temp_path("shortlist_flip.txt");
+  hand_counted(2, 2).save(path);
+  const std::string text = read_file(path);
+  for (size_t pos = 0; pos < text.size(); ++pos) {
+    const int bit = static_cast<int>(pos % 8);
+    std::string b = text;
+    b[pos] = static_cast<char>(b[pos] ^ (1 << bit));
+    { std::ofstream(path, std::ios::binary) << b; }
+    ASSERT_NE(testing::error_of([&] { Shortlist::load(path); }), "")
+        << "a flip of bit " << bit << " of byte " << pos << " ('" << text[pos] << "') was accepted";
+  }
+  // A changed id in a list: the checksum names both values.
+  std::string b = text;
+  b[text.rfind('\t') + 1] ^= 1;  // 10 → 00 or similar, still a valid id
+  { std::ofstream(path, std::ios::binary) << b; }
+  expect_error([&] { Shortlist::load(path); },
+               {path.c_str(), "checksum mismatch: the header records xxh3-64:", "but the file hashes to xxh3-64:",
+                "rebuild it with `transformer shortlist`"});
+  std::filesystem::remove(path);
+}
+
+// Version-1 files record neither their length nor a checksum: refused, with the remedy.
+TEST(Shortlist, VersionOneFilesAreRefusedWithTheRemedy) {
+  const std::string path = testing::temp_path("shortlist_v1.txt");
+  std::ofstream(path) << "tfm-shortlist 1\nvocab_size 16\nvocab_fingerprint -\nfrequent 3\n5\t6\n";
+  expect_error([&] { Shortlist::load(path); },
+               {path.c_str(), "format version 1", "rebuild it with `transformer shortlist`"});
   std::filesystem::remove(path);
 }
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/model_io.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
 
@@ -15,11 +16,13 @@ Action add_average(CLI::App& app) {
   struct Options {
     std::vector<std::string> inputs;
     std::string output;
+    bool no_verify = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("average", "average the parameters of several checkpoints into one model");
   cmd->add_option("checkpoints", o->inputs, "model or checkpoint files (.safetensors)")->required();
   cmd->add_option("-o,--output", o->output, "the averaged model to write")->required();
+  add_no_verify_flag(*cmd, o->no_verify);
   return [cmd, o] {
     if (!*cmd) return -1;
     // Summed in double, one checkpoint at a time, so memory stays at one model plus the sum.
@@ -32,7 +35,7 @@ Action add_average(CLI::App& app) {
     std::unique_ptr<Transformer> first;
     {
       const SafetensorsFile file = SafetensorsFile::read(o->inputs[0]);
-      first = load_model(file);
+      first = load_model_noting(file, o->no_verify);
       vocab_fingerprint = fingerprint(file);
     }
     const nlohmann::json config = first->config();
@@ -46,7 +49,7 @@ Action add_average(CLI::App& app) {
                 o->inputs[i], "' with the earlier inputs: they were trained with different vocabularies (fingerprints ",
                 other_vocab, " and ", vocab_fingerprint, ")");
       if (vocab_fingerprint.empty()) vocab_fingerprint = other_vocab;
-      const std::unique_ptr<Transformer> m = load_model(file);
+      const std::unique_ptr<Transformer> m = load_model_noting(file, o->no_verify);
       const nlohmann::json other = m->config();
       TFM_CHECK(other == config, "cannot average '", o->inputs[i], "' with '", o->inputs[0],
                 "': their configurations differ (", other.dump(), " vs ", config.dump(), ")");

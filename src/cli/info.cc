@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/model_io.h"
 #include "model/checkpoint.h"
 #include "ops/cpu/isa.h"
 
@@ -25,13 +26,15 @@ namespace {
 Action add_info(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto cpu = std::make_shared<bool>(false);
+  auto no_verify = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "info", "print a model's configuration, parameter counts and file size; or, with --cpu, what runs on this CPU");
   cmd->add_option("model", *path, "model file (.safetensors)");
   cmd->add_flag("--cpu", *cpu,
                 "the CPU's instruction-set level (TFM_CPU_ISA forces a lower one), the kernels chosen for it, and "
                 "oneDNN's and OpenBLAS's choices");
-  return [cmd, path, cpu] {
+  add_no_verify_flag(*cmd, *no_verify);
+  return [cmd, path, cpu, no_verify] {
     if (!*cmd) return -1;
     if (*cpu) {
       std::printf("%s", cpu::cpu_report().c_str());
@@ -40,14 +43,19 @@ Action add_info(CLI::App& app) {
     }
     TFM_CHECK(!path->empty(), "info: give a model file, or --cpu");
     const SafetensorsFile file = SafetensorsFile::read(*path);
-    const auto model = load_model(file);  // validates everything the file claims
+    const auto model = load_model_noting(file, *no_verify);  // validates everything the file claims
     const ModelConfig& c = model->config();
     const auto bytes = std::filesystem::file_size(*path);
     std::printf("model      %s\n", path->c_str());
     std::printf("file size  %s bytes (%.1f MiB)\n", grouped(static_cast<int64_t>(bytes)).c_str(),
                 static_cast<double>(bytes) / (1 << 20));
     const auto fp = file.metadata().find(kVocabFingerprintKey);
-    std::printf("vocabulary %s\n\n", fp == file.metadata().end() ? "not recorded" : ("fingerprint " + fp->second).c_str());
+    std::printf("vocabulary %s\n", fp == file.metadata().end() ? "not recorded" : ("fingerprint " + fp->second).c_str());
+    const auto sum = file.metadata().find(kChecksumKey);
+    const std::string checksum = sum == file.metadata().end() ? "none (format version 1)"
+                                 : *no_verify                  ? sum->second + " (not verified: --no-verify)"
+                                                               : sum->second + " (verified)";
+    std::printf("checksum   %s\n\n", checksum.c_str());
     std::printf("configuration\n");
     const nlohmann::json j = c;
     for (const std::string& field : model_config_fields()) std::printf("  %-18s %s\n", field.c_str(), j[field].dump().c_str());
@@ -73,7 +81,8 @@ Action add_info(CLI::App& app) {
     std::printf("  %-12s %14s\n", "total", grouped(p.parameter_count()).c_str());
     const auto& meta = file.metadata();
     for (const auto& [k, v] : meta)
-      if (k != "config" && k != "format" && k != "format_version") std::printf("  meta %s = %s\n", k.c_str(), v.c_str());
+      if (k != "config" && k != "format" && k != "format_version" && k != kChecksumKey)
+        std::printf("  meta %s = %s\n", k.c_str(), v.c_str());
     return 0;
   };
 }

@@ -1,18 +1,34 @@
 #include "cli/model_io.h"
 
 #include <cerrno>
-
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
 #include "core/error.h"
-#include "model/checkpoint.h"
 
 namespace tfm::cli {
 
 void add_model_options(CLI::App& cmd, ModelPaths& paths) {
   cmd.add_option("-m,--model", paths.model, "model file (.safetensors)")->required();
   cmd.add_option("--vocab", paths.vocab, "SentencePiece model (default: vocab.model beside the model)");
+  add_no_verify_flag(cmd, paths.no_verify);
+}
+
+void add_no_verify_flag(CLI::App& cmd, bool& no_verify) {
+  cmd.add_flag("--no-verify", no_verify,
+               "skip the model file's checksum (loads faster; damaged weights then go unnoticed unless they are "
+               "not finite)");
+}
+
+std::unique_ptr<Transformer> load_model_noting(const SafetensorsFile& file, bool no_verify) {
+  auto model = load_model(file, DType::F32, no_verify ? Checksums::kSkip : Checksums::kVerify);
+  if (!no_verify && !file.has_checksum())
+    std::fprintf(stderr,
+                 "note: '%s' records no checksum (model format version 1), so damage to it goes unnoticed; "
+                 "`transformer average %s -o NEW` writes a copy with one\n",
+                 file.source().c_str(), file.source().c_str());
+  return model;
 }
 
 std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number, const ModelConfig& c) {
@@ -45,7 +61,7 @@ std::string join_ids(const std::vector<int32_t>& ids) {
 LoadedModel load_model_and_vocab(const ModelPaths& paths, bool need_vocab) {
   LoadedModel lm;
   const SafetensorsFile file = SafetensorsFile::read(paths.model);
-  lm.model = load_model(file);
+  lm.model = load_model_noting(file, paths.no_verify);
   if (const auto it = file.metadata().find(kVocabFingerprintKey); it != file.metadata().end())
     lm.vocab_fingerprint = it->second;
   if (need_vocab) {
@@ -59,6 +75,11 @@ LoadedModel load_model_and_vocab(const ModelPaths& paths, bool need_vocab) {
     TFM_CHECK(lm.vocab_fingerprint.empty() || lm.vocab_fingerprint == lm.vocab.fingerprint(), "the vocabulary '",
               vocab, "' is not the one '", paths.model, "' was trained with (fingerprint ", lm.vocab.fingerprint(),
               ", the model's ", lm.vocab_fingerprint, ")");
+    if (lm.vocab_fingerprint.empty())
+      std::fprintf(stderr,
+                   "warning: '%s' records no vocabulary fingerprint, so nothing checks that '%s' is the vocabulary "
+                   "it was trained with (one of the same size but other pieces translates garbage)\n",
+                   paths.model.c_str(), vocab.c_str());
   }
   return lm;
 }

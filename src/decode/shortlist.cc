@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "io/atomic_file.h"
+#include "io/checksum.h"
 
 namespace tfm {
 
@@ -18,7 +20,8 @@ void ShortlistOptions::validate() const {
 
 namespace {
 
-constexpr const char* kMagic = "tfm-shortlist 1";
+constexpr std::string_view kMagic = "tfm-shortlist 2";
+constexpr std::string_view kMagicVersion1 = "tfm-shortlist 1";  // no length or checksum: refused
 
 void check_ids(const std::vector<int32_t>& ids, int64_t vocab_size, const char* side, size_t sentence) {
   for (int32_t id : ids)
@@ -98,18 +101,25 @@ Shortlist Shortlist::build(const std::vector<std::vector<int32_t>>& sources,
 }
 
 void Shortlist::save(const std::string& path) const {
-  write_file_atomic(path, [&](std::ostream& out) {
-    out << kMagic << "\nvocab_size " << vocab_size_ << "\nvocab_fingerprint "
-        << (fingerprint_.empty() ? "-" : fingerprint_) << "\nfrequent";
-    for (int32_t t : frequent_) out << ' ' << t;
-    out << '\n';
-    for (size_t s = 0; s < by_source_.size(); ++s) {
-      if (by_source_[s].empty()) continue;
-      out << s << '\t';
-      for (size_t j = 0; j < by_source_[s].size(); ++j) out << (j ? " " : "") << by_source_[s][j];
-      out << '\n';
-    }
-  });
+  std::ostringstream body;
+  int64_t lines = 1;
+  body << "frequent";
+  for (int32_t t : frequent_) body << ' ' << t;
+  body << '\n';
+  for (size_t s = 0; s < by_source_.size(); ++s) {
+    if (by_source_[s].empty()) continue;
+    body << s << '\t';
+    for (size_t j = 0; j < by_source_[s].size(); ++j) body << (j ? " " : "") << by_source_[s][j];
+    body << '\n';
+    ++lines;
+  }
+  // The checksum's digits are '0's while the text is hashed, then replaced by its value.
+  const std::string head = cat(kMagic, "\nvocab_size ", vocab_size_, "\nvocab_fingerprint ",
+                               fingerprint_.empty() ? "-" : fingerprint_, "\nlines ", lines, "\nchecksum ");
+  std::string text = head + format_checksum(0) + "\n" + body.str();
+  const size_t digits = head.size() + kChecksumPrefix.size();
+  text.replace(digits, kChecksumDigits, format_checksum(checksum_of(text)).substr(kChecksumPrefix.size()));
+  write_file_atomic(path, [&](std::ostream& out) { out << text; });
 }
 
 const std::vector<int32_t>& Shortlist::targets_of(int32_t s) const {
@@ -119,53 +129,87 @@ const std::vector<int32_t>& Shortlist::targets_of(int32_t s) const {
 }
 
 Shortlist Shortlist::load(const std::string& path, int64_t expected_vocab_size) {
-  std::istringstream in(read_file(path));
+  const std::string text = read_file(path);
+  size_t pos = 0;  // where the next line starts
+  int64_t n = 0;   // the number of the line last read
   std::string line;
-  int64_t n = 0;
   auto next = [&](const char* what) {
-    TFM_CHECK(std::getline(in, line), path, ": ends before its ", what, " line (line ", n + 1, ")");
+    TFM_CHECK(pos < text.size(), path, ": ends before its ", what, " line (line ", n + 1, ")");
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    line = text.substr(pos, end - pos);
+    pos = end + 1;
     ++n;
   };
-  next("header");
-  TFM_CHECK(line == kMagic, path, ": not a shortlist file: its first line is '", line.substr(0, 60),
-            "', expected '", kMagic, "'");
-  Shortlist out;
-  next("vocab_size");
-  {
+  // Splits a header line "KEY VALUE" and checks the key; returns the value.
+  auto field = [&](const char* key, const char* form) {
     std::istringstream f(line);
-    std::string key, value, extra;
-    f >> key >> value;
-    TFM_CHECK(key == "vocab_size" && !(f >> extra), path, ": line 2 must be 'vocab_size N', got '",
+    std::string k, value, extra;
+    f >> k >> value;
+    TFM_CHECK(k == key && !value.empty() && !(f >> extra), path, ": line ", n, " must be '", form, "', got '",
               line.substr(0, 60), "'");
+    return value;
+  };
+  auto count = [&](const std::string& value, const char* what, long long max) {
     char* end = nullptr;
     const long long v = std::strtoll(value.c_str(), &end, 10);
-    TFM_CHECK(!value.empty() && *end == '\0' && v >= 1 && v <= (1LL << 30), path, ": line 2: '", value,
-              "' is not a vocabulary size");
-    out.vocab_size_ = v;
-    TFM_CHECK(expected_vocab_size <= 0 || v == expected_vocab_size, path, ": the shortlist was built for a vocabulary of ",
-              v, " tokens but the model has ", expected_vocab_size);
-  }
+    TFM_CHECK(!value.empty() && *end == '\0' && v >= 1 && v <= max, path, ": line ", n, ": '", value,
+              "' is not ", what);
+    return static_cast<int64_t>(v);
+  };
+
+  next("header");
+  TFM_CHECK(line != kMagicVersion1, path, ": a shortlist of format version 1, which records neither its length nor a "
+            "checksum and is no longer read: rebuild it with `transformer shortlist` (it takes seconds)");
+  TFM_CHECK(line == kMagic, path, ": not a shortlist file: its first line is '", line.substr(0, 60), "', expected '",
+            kMagic, "'");
+  Shortlist out;
+  next("vocab_size");
+  out.vocab_size_ = count(field("vocab_size", "vocab_size N"), "a vocabulary size", 1LL << 30);
   next("vocab_fingerprint");
-  {
-    std::istringstream f(line);
-    std::string key, value, extra;
-    f >> key >> value;
-    TFM_CHECK(key == "vocab_fingerprint" && !value.empty() && !(f >> extra), path,
-              ": line 3 must be 'vocab_fingerprint F' (or '-'), got '", line.substr(0, 60), "'");
-    out.fingerprint_ = value == "-" ? "" : value;
-  }
+  const std::string fingerprint = field("vocab_fingerprint", "vocab_fingerprint F (or -)");
+  out.fingerprint_ = fingerprint == "-" ? "" : fingerprint;
+  next("lines");
+  const int64_t lines = count(field("lines", "lines N"), "a number of lines", 1LL << 40);
+  next("checksum");
+  constexpr std::string_view kChecksumField = "checksum ";
+  TFM_CHECK(line.starts_with(kChecksumField), path, ": line ", n, " must be 'checksum ", kChecksumPrefix, "HEX', got '",
+            line.substr(0, 60), "'");
+  const uint64_t recorded = parse_checksum(std::string_view(line).substr(kChecksumField.size()), cat(path, ": line ", n));
+  const size_t digits = pos - line.size() - 1 + kChecksumField.size() + kChecksumPrefix.size();
+
+  // The whole file is checked before any of its lists is read: the number of lines after the header,
+  // then the checksum of every byte, the checksum's own digits read as '0's.
+  const int64_t body_lines =
+      pos >= text.size() ? 0 : std::count(text.begin() + static_cast<std::ptrdiff_t>(pos), text.end(), '\n');
+  TFM_CHECK(!text.ends_with('\n') || body_lines >= lines, path, ": truncated: ", body_lines, " of the ", lines,
+            " lines after the header are there");
+  TFM_CHECK(text.ends_with('\n'), path, ": truncated: its last line (", pos > text.size() ? n : n + body_lines + 1,
+            ") has no end; the header records ", lines, " lines after it");
+  TFM_CHECK(body_lines == lines, path, ": ", body_lines, " lines after the header, which records ", lines,
+            ": the file was changed after it was written");
+  Checksum sum;
+  sum.update(std::string_view(text).substr(0, digits));
+  sum.update(std::string(kChecksumDigits, '0'));
+  sum.update(std::string_view(text).substr(digits + kChecksumDigits));
+  TFM_CHECK(sum.value() == recorded, path, ": checksum mismatch: the header records ", format_checksum(recorded),
+            " but the file hashes to ", format_checksum(sum.value()),
+            ": it was corrupted after it was written; rebuild it with `transformer shortlist`");
+  TFM_CHECK(expected_vocab_size <= 0 || out.vocab_size_ == expected_vocab_size, path,
+            ": the shortlist was built for a vocabulary of ", out.vocab_size_, " tokens but the model has ",
+            expected_vocab_size);
+
   next("frequent");
   {
     std::istringstream f(line);
     std::string word;
     f >> word;
-    TFM_CHECK(word == "frequent", path, ": line 4 must be 'frequent ID...', got '", line.substr(0, 60), "'");
+    TFM_CHECK(word == "frequent", path, ": line ", n, " must be 'frequent ID...', got '", line.substr(0, 60), "'");
     while (f >> word) out.frequent_.push_back(parse_id(word, out.vocab_size_, path, n));
   }
   out.by_source_.resize(static_cast<size_t>(out.vocab_size_));
   std::vector<char> listed(static_cast<size_t>(out.vocab_size_), 0);
-  while (std::getline(in, line)) {
-    ++n;
+  while (pos < text.size()) {
+    next("source");
     if (line.empty()) continue;
     const size_t tab = line.find('\t');
     TFM_CHECK(tab != std::string::npos, path, ": line ", n, " has no tab: expected 'SOURCE_ID<TAB>TARGET_ID...'");

@@ -29,10 +29,14 @@ class Shortlist {
                          const std::vector<std::vector<int32_t>>& targets, int64_t vocab_size,
                          const ShortlistOptions& options, const std::string& vocab_fingerprint);
 
-  // Text file: a header ("tfm-shortlist 1", "vocab_size N", "vocab_fingerprint F|-"), a line
-  // "frequent ID...", then one line "SOURCE_ID<TAB>TARGET_ID..." per source token with a list.
-  // save writes atomically; load throws tfm::Error naming the file, the line and the bad value.
-  // With vocab_size > 0, a file for another vocabulary size is refused before anything is allocated.
+  // Text file (docs/checkpoint-format.md): a header ("tfm-shortlist 2", "vocab_size N",
+  // "vocab_fingerprint F|-", "lines L", "checksum xxh3-64:HEX"), then L lines: "frequent ID...",
+  // and one line "SOURCE_ID<TAB>TARGET_ID..." per source token with a list. The checksum is the
+  // XXH3-64 (io/checksum.h) of the whole file with its own 16 digits read as '0's. save writes
+  // atomically; load checks the number of lines and the checksum before it reads any list, refuses
+  // version-1 files (no checksum; rebuilding takes seconds), and throws tfm::Error naming the file
+  // (and the line and the bad value). With vocab_size > 0, a file for another vocabulary size is
+  // refused before anything is allocated.
   void save(const std::string& path) const;
   static Shortlist load(const std::string& path, int64_t vocab_size = 0);
 

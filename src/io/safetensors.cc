@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "io/atomic_file.h"
+#include "io/checksum.h"
 
 namespace tfm {
 
@@ -38,12 +41,83 @@ uint64_t read_u64_le(const char* p) {
   std::memcpy(&v, p, 8);
   return v;
 }
+
+// Tensors are read, hashed and checked in pieces of this many bytes (a multiple of every dtype's
+// size), each while it is in cache.
+constexpr uint64_t kPiece = uint64_t{1} << 20;
+
+// The position in a header's text of the checksum's 16 digits: just after the one occurrence of
+// "checksum":"xxh3-64: — a quote inside a JSON string is escaped, so the pattern can only be a key
+// with its string value. npos if it does not occur; an error if it occurs twice.
+size_t find_checksum_digits(std::string_view header, const std::string& source) {
+  const std::string pattern = cat('"', kChecksumKey, "\":\"", kChecksumPrefix);
+  const size_t at = header.find(pattern);
+  if (at == std::string_view::npos) return at;
+  TFM_CHECK(header.find(pattern, at + 1) == std::string_view::npos, source, ": the header holds two checksums");
+  return at + pattern.size();
+}
+
+// The index of the first NaN or infinity among the float values (dtype F32 or F64) of p[0, n), or -1.
+template <class Bits, Bits kExponent>
+int64_t first_non_finite(const char* p, size_t n) {
+  const size_t count = n / sizeof(Bits);
+  // A value is not finite when its exponent bits are all ones. The flag is or-ed over every value
+  // (a loop the compiler vectorizes); only a file that has one looks for where it is.
+  Bits bad = 0;
+  for (size_t i = 0; i < count; ++i) {
+    Bits b;
+    std::memcpy(&b, p + i * sizeof(Bits), sizeof(Bits));
+    bad |= static_cast<Bits>((b & kExponent) == kExponent);
+  }
+  if (!bad) return -1;
+  for (size_t i = 0; i < count; ++i) {
+    Bits b;
+    std::memcpy(&b, p + i * sizeof(Bits), sizeof(Bits));
+    if ((b & kExponent) == kExponent) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+int64_t first_non_finite(const char* p, size_t n, DType dtype) {
+  if (dtype == DType::F32) return first_non_finite<uint32_t, 0x7f800000u>(p, n);
+  if (dtype == DType::F64) return first_non_finite<uint64_t, 0x7ff0000000000000u>(p, n);
+  return -1;
+}
+
+// "NaN", "+Inf" or "-Inf": the value at p (dtype F32 or F64).
+std::string non_finite_name(const char* p, DType dtype) {
+  double v;
+  if (dtype == DType::F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    v = f;
+  } else {
+    std::memcpy(&v, p, 8);
+  }
+  return std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf";
+}
+
+// " ([2, 5])": a flat index as a position in `shape`, for tensors of two dimensions or more.
+std::string position(int64_t index, const Shape& shape) {
+  if (shape.rank() < 2) return "";
+  std::vector<int64_t> at(static_cast<size_t>(shape.rank()));
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    at[static_cast<size_t>(d)] = index % shape[d];
+    index /= shape[d];
+  }
+  std::string out = " ([";
+  for (size_t d = 0; d < at.size(); ++d) out += (d ? ", " : "") + std::to_string(at[d]);
+  return out + "])";
+}
 }  // namespace
 
 void write_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
                        const std::vector<NamedTensor>& tensors) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  // The checksum's digits are '0's while the file is hashed, then replaced by its value.
+  std::map<std::string, std::string> with_checksum = metadata;
+  with_checksum[kChecksumKey] = format_checksum(0);
+  header["__metadata__"] = with_checksum;
   uint64_t offset = 0;
   for (const NamedTensor& nt : tensors) {
     TFM_CHECK(nt.name != "__metadata__" && !header.contains(nt.name), "write_safetensors: tensor name '", nt.name,
@@ -56,10 +130,17 @@ void write_safetensors(const std::string& path, const std::map<std::string, std:
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
+  const uint64_t n = text.size();
+  char len[8];
+  std::memcpy(len, &n, 8);
+  const size_t digits = find_checksum_digits(text, path);
+  TFM_CHECK(digits != std::string::npos, "write_safetensors: no checksum in the header of '", path, "'");
+  Checksum sum;
+  sum.update(len, 8);
+  sum.update(text);
+  for (const NamedTensor& nt : tensors) sum.update(nt.tensor.raw(), nt.tensor.bytes());
+  text.replace(digits, kChecksumDigits, format_checksum(sum.value()).substr(kChecksumPrefix.size()));
   write_file_atomic(path, [&](std::ostream& out) {
-    const uint64_t n = text.size();
-    char len[8];
-    std::memcpy(len, &n, 8);
     out.write(len, 8);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     for (const NamedTensor& nt : tensors)
@@ -114,6 +195,7 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& sou
 void SafetensorsFile::index(const char* header_text, uint64_t n, uint64_t size, const std::string& source) {
   SafetensorsFile& f = *this;
   f.source_ = source;
+  f.header_.assign(header_text, n);
   f.data_start_ = 8 + n;
   const uint64_t data_size = size - f.data_start_;
 
@@ -131,6 +213,16 @@ void SafetensorsFile::index(const char* header_text, uint64_t n, uint64_t size, 
       for (const auto& [mk, mv] : value.items()) {
         TFM_CHECK(mv.is_string(), source, ": metadata '", mk, "' must be a string, got ", mv.type_name());
         f.metadata_[mk] = mv.get<std::string>();
+      }
+      if (const auto it = f.metadata_.find(kChecksumKey); it != f.metadata_.end()) {
+        f.checksum_ = parse_checksum(it->second, cat(source, ": metadata '", kChecksumKey, "'"));
+        f.checksum_at_ = find_checksum_digits(f.header_, source);
+        TFM_CHECK(f.checksum_at_ != std::string::npos &&
+                      std::string_view(f.header_).substr(f.checksum_at_ - kChecksumPrefix.size(),
+                                                         kChecksumPrefix.size() + kChecksumDigits + 1) ==
+                          it->second + '"',
+                  source, ": the checksum is not written in the header as this program writes it (\"",
+                  kChecksumKey, "\":\"", kChecksumPrefix, "...\")");
       }
       continue;
     }
@@ -210,17 +302,75 @@ void SafetensorsFile::read_into(const std::string& name, const Tensor& t) const 
   const Entry& e = entry(name);
   TFM_CHECK(t.shape() == e.shape && t.dtype() == e.dtype && t.device() == Device::CPU, source_, ": tensor '", name,
             "' is ", tfm::name(e.dtype), " ", e.shape, ", cannot read it into ", tfm::name(t.dtype()), " ", t.shape());
+  stream(e, static_cast<char*>(t.raw()), nullptr, nullptr);
+}
+
+void SafetensorsFile::stream(const Entry& e, char* dst, Checksum* sum, std::string* non_finite) const {
   const uint64_t len = e.end - e.begin;
   if (len == 0) return;
-  if (!file_) {
-    std::memcpy(t.raw(), bytes_.data() + data_start_ + e.begin, len);
-    return;
+  std::vector<char> scratch(dst ? 0 : std::min(len, kPiece));
+  if (file_) {
+    file_->clear();
+    file_->seekg(static_cast<std::streamoff>(data_start_ + e.begin));
   }
-  file_->clear();
-  file_->seekg(static_cast<std::streamoff>(data_start_ + e.begin));
-  file_->read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(len));
-  TFM_CHECK(file_->good() && static_cast<uint64_t>(file_->gcount()) == len, source_, ": could not read tensor '", name,
-            "' (", len, " bytes at offset ", data_start_ + e.begin, "): the file was truncated while open?");
+  for (uint64_t off = 0; off < len; off += kPiece) {
+    const uint64_t n = std::min(kPiece, len - off);
+    char* piece = dst ? dst + off : scratch.data();
+    if (file_) {
+      file_->read(piece, static_cast<std::streamsize>(n));
+      TFM_CHECK(file_->good() && static_cast<uint64_t>(file_->gcount()) == n, source_, ": could not read tensor '",
+                e.name, "' (", len, " bytes at offset ", data_start_ + e.begin,
+                "): the file was truncated while open?");
+    } else {
+      std::memcpy(piece, bytes_.data() + data_start_ + e.begin + off, n);
+    }
+    if (sum) sum->update(piece, n);
+    if (!dst || (non_finite && !non_finite->empty())) continue;
+    const int64_t bad = first_non_finite(piece, n, e.dtype);
+    if (bad < 0) continue;
+    const int64_t index = static_cast<int64_t>(off / size_of(e.dtype)) + bad;
+    std::string what = cat(source_, ": tensor '", e.name, "' holds ",
+                           non_finite_name(piece + static_cast<size_t>(bad) * size_of(e.dtype), e.dtype), " at index ",
+                           index, position(index, e.shape), " of its ", e.shape.numel(),
+                           " values: a model file must hold finite numbers");
+    if (!non_finite) throw Error(what);
+    *non_finite = std::move(what);
+  }
+}
+
+bool SafetensorsFile::read_tensors(const Destination& destination, bool verify) const {
+  const bool check = verify && checksum_.has_value();
+  Checksum sum;
+  if (check) {
+    const uint64_t n = header_.size();
+    char len[8];
+    std::memcpy(len, &n, 8);
+    sum.update(len, 8);
+    sum.update(header_.data(), checksum_at_);
+    sum.update(std::string(kChecksumDigits, '0'));
+    sum.update(std::string_view(header_).substr(checksum_at_ + kChecksumDigits));
+  }
+  // A non-finite value is reported after the checksum: in a file that does not match it, it is a
+  // symptom of the damage, and the mismatch is the message that says so.
+  std::string non_finite;
+  for (const Entry& e : entries_) {
+    const Tensor* dst = destination(e.name);
+    if (dst) {
+      TFM_CHECK(dst->shape() == e.shape && dst->dtype() == e.dtype && dst->device() == Device::CPU, source_,
+                ": tensor '", e.name, "' is ", tfm::name(e.dtype), " ", e.shape, ", cannot read it into ",
+                tfm::name(dst->dtype()), " ", dst->shape());
+      stream(e, static_cast<char*>(dst->raw()), check ? &sum : nullptr, &non_finite);
+    } else if (check) {
+      stream(e, nullptr, &sum, nullptr);
+    }
+  }
+  if (check) {
+    const uint64_t got = sum.value();
+    TFM_CHECK(got == *checksum_, source_, ": checksum mismatch: the file records ", format_checksum(*checksum_),
+              " but its contents hash to ", format_checksum(got), ": it was corrupted after it was written");
+  }
+  if (!non_finite.empty()) throw Error(non_finite);
+  return check;
 }
 
 Shape SafetensorsFile::shape(const std::string& name) const { return entry(name).shape; }

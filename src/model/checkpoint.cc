@@ -27,9 +27,13 @@ ModelConfig read_model_config(const SafetensorsFile& file) {
             format == meta.end() ? std::string("missing") : "'" + format->second + "'", ", expected '", kModelFormat,
             "'");
   auto version = meta.find("format_version");
-  TFM_CHECK(version != meta.end() && version->second == kModelFormatVersion, "unsupported model format version ",
+  TFM_CHECK(version != meta.end() && (version->second == kModelFormatVersion || version->second == "1"),
+            "unsupported model format version ",
             version == meta.end() ? std::string("(missing)") : "'" + version->second + "'", ", expected '",
-            kModelFormatVersion, "'");
+            kModelFormatVersion, "' (or '1', of older versions)");
+  // From version 2 on, a file without its checksum has lost it (its key damaged, say).
+  TFM_CHECK(version->second == "1" || file.has_checksum(), "model format version ", version->second,
+            " records a checksum, but this file has no '", kChecksumKey, "' in its metadata: it is corrupt");
   auto text = meta.find("config");
   TFM_CHECK(text != meta.end(), "the model file has no 'config' in its metadata");
   ModelConfig c;
@@ -50,7 +54,7 @@ Error naming(const std::string& source, const Error& e) {
   return Error(what.starts_with(source) ? what : cat(source, ": ", what));
 }
 
-std::unique_ptr<Transformer> build_and_load(const SafetensorsFile& file, DType dtype) {
+std::unique_ptr<Transformer> build_and_load(const SafetensorsFile& file, DType dtype, Checksums checksums) {
   const ModelConfig c = read_model_config(file);
   // Check the size the configuration implies against the file before allocating anything.
   int64_t in_file = 0;
@@ -69,28 +73,40 @@ std::unique_ptr<Transformer> build_and_load(const SafetensorsFile& file, DType d
     const DType dt = file.dtype(n);
     TFM_CHECK(dt == DType::F32 || dt == DType::F64, "tensor '", n, "' has dtype ", name(dt),
               ", expected float32");
-    if (dt == dtype) file.read_into(n, p.value(id));
-    else p.value(id).copy_from(file.tensor(n).to(dtype));
   }
   for (const std::string& n : file.names())
     TFM_CHECK(n.starts_with("optimizer.") || p.find(n) >= 0, "the model file has a tensor '", n,
               "' that is not a parameter of this model");
+  // One pass over the file in its order: each parameter straight into the model (or, in another
+  // dtype, into a copy converted afterwards), hashed and checked on the way.
+  std::map<int, Tensor> converted;
+  Tensor target;
+  file.read_tensors(
+      [&](const std::string& n) -> const Tensor* {
+        const int id = p.find(n);
+        if (id < 0) return nullptr;  // optimizer state
+        if (file.dtype(n) != dtype) return &(converted[id] = Tensor::empty(p.shape(id), file.dtype(n)));
+        target = p.value(id);
+        return &target;
+      },
+      checksums == Checksums::kVerify);
+  for (const auto& [id, t] : converted) p.value(id).copy_from(t.to(dtype));
   return model;
 }
 
 }  // namespace
 
-std::unique_ptr<Transformer> load_model(const SafetensorsFile& file, DType dtype) {
+std::unique_ptr<Transformer> load_model(const SafetensorsFile& file, DType dtype, Checksums checksums) {
   try {
-    return build_and_load(file, dtype);
+    return build_and_load(file, dtype, checksums);
   } catch (const Error& e) {
     throw naming(file.source(), e);
   }
 }
 
-std::unique_ptr<Transformer> load_model(const std::string& path, DType dtype) {
+std::unique_ptr<Transformer> load_model(const std::string& path, DType dtype, Checksums checksums) {
   try {
-    return load_model(SafetensorsFile::read(path), dtype);
+    return load_model(SafetensorsFile::read(path), dtype, checksums);
   } catch (const Error& e) {
     throw naming(path, e);
   }

@@ -189,8 +189,9 @@ std::string changed_options(const std::map<std::string, std::string>& meta, cons
 
 // `changed` receives changed_options() of the checkpoint against `o`.
 TrainState resume_from(const std::string& path, const TrainOptions& o, Transformer& model, const Tensor& m,
-                       const Tensor& v, const Vocab& vocab, std::string* changed) {
+                       const Tensor& v, const Vocab& vocab, std::string* changed, bool* verified) {
   const SafetensorsFile file = SafetensorsFile::read(path);
+  *verified = file.has_checksum();
   const auto fp = file.metadata().find(kVocabFingerprintKey);  // absent in checkpoints of older versions
   TFM_CHECK(fp == file.metadata().end() || fp->second == vocab.fingerprint(), path,
             ": the checkpoint was trained with another vocabulary (fingerprint ", fp->second, ", this run's ",
@@ -377,14 +378,15 @@ TrainResult train(const TrainOptions& o) {
 
   TrainState s;
   if (o.resume) {
-    // The newest checkpoint that loads: one cut short (a full disk, a file copied in part) is
-    // passed over, saying so, for the one before it.
+    // The newest checkpoint that loads: one cut short (a full disk, a file copied in part) or
+    // damaged (its checksum) is passed over, saying so, for the one before it.
     const std::vector<std::string> all = checkpoints(o.run_dir);
     TFM_CHECK(!all.empty(), "--resume: no checkpoint in '", o.run_dir, "'");
     std::string changed, path;
+    bool verified = false;
     for (auto it = all.rbegin(); it != all.rend() && path.empty(); ++it) {
       try {
-        s = resume_from(*it, o, model, m, v, vocab, &changed);
+        s = resume_from(*it, o, model, m, v, vocab, &changed, &verified);
         path = *it;
       } catch (const Error& e) {
         TFM_CHECK(std::next(it) != all.rend(), "--resume: no checkpoint in '", o.run_dir, "' can be read; the oldest: ",
@@ -395,7 +397,8 @@ TrainResult train(const TrainOptions& o) {
     if (const int64_t torn = metrics.truncate_after(s.step))
       progress.message(cat("warning: dropped ", torn, " unreadable line", torn == 1 ? "" : "s", " of ", metrics.path(),
                            " (cut short by an interrupted write)"));
-    progress.message(cat("resumed from ", path, " at step ", s.step, ", epoch ", s.epoch));
+    progress.message(cat("resumed from ", path, " at step ", s.step, ", epoch ", s.epoch,
+                         verified ? "" : " (unverified: the checkpoint records no checksum, model format version 1)"));
     if (!changed.empty())
       progress.message(cat("options changed since the checkpoint (the run continues with the new ones): ", changed));
   } else if (fs::exists(metrics.path())) {

@@ -55,5 +55,7 @@ for i in $(seq 300); do cat "$fix/input.en"; done > "$work/big.en"
 status=$( (trap '' PIPE; "$bin" translate -m "$model" --vocab "$fix/vocab.model" --threads 1 --beam 1 \
   --input "$work/big.en" 2> "$work/err" | head -n 1 > /dev/null; echo "${PIPESTATUS[0]}") )
 [ "$status" = 141 ] || fail "EPIPE: status $status, expected 141"
-[ ! -s "$work/err" ] || fail "EPIPE: not quiet: $(cat "$work/err")"
+# Quiet: nothing but the fixture's own note (no checksum) and warning (no vocabulary fingerprint).
+grep -v "^note: '.*' records no checksum\|^warning: '.*' records no vocabulary fingerprint" "$work/err" > "$work/rest" || true
+[ ! -s "$work/rest" ] || fail "EPIPE: not quiet: $(cat "$work/rest")"
 echo "output checks passed"

@@ -56,6 +56,9 @@ printf 'one hundred two\n\nseventy-one\nbad \xff byte\n' > "$work/in.txt"
 [ "$(wc -l <"$work/out.txt")" -eq 4 ] || fail "translate wrote $(wc -l <"$work/out.txt") lines for 4"
 [ -z "$(sed -n 2p "$work/out.txt")" ] || fail "empty line not translated to an empty line"
 grep -q "line 4 is not valid UTF-8" "$work/tr.log" || fail "no warning for invalid UTF-8"
+# A trained model records its checksum and its vocabulary: no note, no fingerprint warning.
+! grep -qE "^note:|no vocabulary fingerprint" "$work/tr.log" || fail "note or warning for a trained model: $(cat "$work/tr.log")"
+"$bin" info "$work/a/model.safetensors" | grep -qE "^checksum   xxh3-64:[0-9a-f]{16} \(verified\)$" || fail "no checksum"
 "$bin" info "$work/a/model.safetensors" | grep -q "total" || fail "info"
 
 # The model records its vocabulary: another vocabulary of the same size is refused; averaging keeps it.
