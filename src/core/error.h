@@ -5,12 +5,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "transformer/error.h"
+
 namespace tfm {
 
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// The public API's exception type (include/transformer/error.h), thrown by the whole library.
+using Error = transformer::Error;
 
 // Concatenates any streamable values into one string: cat("shape ", s, " has ", n, " dims").
 template <class... Args>
