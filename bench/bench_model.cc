@@ -140,13 +140,13 @@ void BM_Translate(benchmark::State& state, int64_t beam, Weights weights, int64_
   for (int32_t id = 4; static_cast<int64_t>(listed.size()) + 1 < shortlist; id += 10) listed.push_back(id);
   const Shortlist fixed = Shortlist::build({{4}}, {listed}, c.vocab_size,
                                            {.per_source = 0, .frequent = std::max<int64_t>(1, shortlist)}, "");
-  if (shortlist > 0) o.shortlist = &fixed;
+  const Shortlist* selection = shortlist > 0 ? &fixed : nullptr;
   auto translate = [&] {
     int64_t n = 0;
     if (beam == 1) {
-      for (const Hypothesis& h : greedy_search(model, sources, o)) n += static_cast<int64_t>(h.tokens.size());
+      for (const Hypothesis& h : greedy_search(model, sources, o, selection)) n += static_cast<int64_t>(h.tokens.size());
     } else {
-      for (const auto& best : beam_search(model, sources, o)) n += static_cast<int64_t>(best[0].tokens.size());
+      for (const auto& best : beam_search(model, sources, o, selection)) n += static_cast<int64_t>(best[0].tokens.size());
     }
     return n;
   };

@@ -278,8 +278,7 @@ TEST(Decode, ShortlistRestrictsSearchToItsTokensAndRenormalizes) {
     o.max_length_a = 0;
     o.max_length_b = 8;
     o.min_length = min_length;
-    o.shortlist = &shortlist;
-    const std::vector<Hypothesis> greedy = greedy_search(*m, kSources, o);
+    const std::vector<Hypothesis> greedy = greedy_search(*m, kSources, o, &shortlist);
     bool outside = false;  // would the unrestricted model have produced a token outside the list?
     for (size_t b = 0; b < kSources.size(); ++b) {
       const Recomputed r = recompute_greedy(*m, kSources[b], 8, allowed, min_length);
@@ -291,7 +290,7 @@ TEST(Decode, ShortlistRestrictsSearchToItsTokensAndRenormalizes) {
     EXPECT_TRUE(outside) << "the shortlist never mattered: the test checks nothing";
     o.beam_size = 4;
     o.n_best = 4;
-    const auto beam = beam_search(*m, kSources, o);
+    const auto beam = beam_search(*m, kSources, o, &shortlist);
     for (size_t b = 0; b < kSources.size(); ++b) {
       for (const Hypothesis& h : beam[b]) {
         for (int32_t t : h.tokens) EXPECT_TRUE(t == 4 || t == 6 || t == 9 || t == 11) << "token " << t;
@@ -310,10 +309,9 @@ TEST(Decode, ShortlistWithNothingAllowedEndsWithEos) {
   ASSERT_EQ(only_eos.select({{5}}, {3}), (std::vector<int32_t>{3}));
   SearchOptions o;
   o.min_length = 4;
-  o.shortlist = &only_eos;
-  for (const Hypothesis& h : greedy_search(*m, kSources, o)) EXPECT_TRUE(h.tokens.empty());
+  for (const Hypothesis& h : greedy_search(*m, kSources, o, &only_eos)) EXPECT_TRUE(h.tokens.empty());
   o.beam_size = 3;
-  for (const auto& n : beam_search(*m, kSources, o)) {
+  for (const auto& n : beam_search(*m, kSources, o, &only_eos)) {
     ASSERT_FALSE(n.empty());
     EXPECT_TRUE(n[0].tokens.empty());
     EXPECT_NEAR(n[0].score, 0.0, 1e-12);  // log p(EOS) = 0 when EOS is all there is
@@ -329,9 +327,8 @@ TEST(Decode, ShortlistOfTheWholeVocabularyChangesNothing) {
   o.n_best = 2;
   const auto plain = beam_search(*m, kSources, o);
   const auto plain_greedy = greedy_search(*m, kSources, o);
-  o.shortlist = &shortlist;
-  const auto listed = beam_search(*m, kSources, o);
-  const auto listed_greedy = greedy_search(*m, kSources, o);
+  const auto listed = beam_search(*m, kSources, o, &shortlist);
+  const auto listed_greedy = greedy_search(*m, kSources, o, &shortlist);
   for (size_t b = 0; b < kSources.size(); ++b) {
     for (size_t h = 0; h < 2; ++h) {
       EXPECT_EQ(listed[b][h].tokens, plain[b][h].tokens) << "sentence " << b;
@@ -373,9 +370,8 @@ TEST(Decode, RestrictedOutputScoresTheSelectedColumns) {
   testing::expect_error([&] { m->restrict_output(m->context(), s, {4, 4}); }, {"sorted, unique", "got 4"});
   testing::expect_error([&] { m->restrict_output(m->context(), s, {4, 29}); }, {"got 29"});
   const Shortlist other = allowing_4_6_9_11(30);
-  SearchOptions o;
-  o.shortlist = &other;
-  testing::expect_error([&] { greedy_search(*m, kSources, o); }, {"vocabulary of 30 tokens", "has 29"});
+  testing::expect_error([&] { greedy_search(*m, kSources, SearchOptions{}, &other); },
+                        {"vocabulary of 30 tokens", "has 29"});
 }
 
 // The decoding cache holds start_decoding's hypotheses per sentence: widening past them is refused

@@ -3,8 +3,8 @@
 #include "cli/commands.h"
 #include "cli/model_io.h"
 #include "core/error.h"
-#include "data/text.h"
-#include "decode/translator.h"
+#include "transformer/text.h"
+#include "transformer/translator.h"
 #include "io/atomic_file.h"
 #include "viz/heatmap.h"
 
@@ -20,28 +20,34 @@ struct Options {
 };
 
 int run(const Options& o) {
-  const LoadedModel lm = load_model_and_vocab(o.paths, true);
-  TFM_CHECK(valid_utf8(o.sentence), "the sentence is not valid UTF-8");
-  TFM_CHECK(!trim(o.sentence).empty(), "the sentence is empty");
-  TranslateOptions to;
+  transformer::TranslatorOptions lo;
+  lo.vocab = o.paths.vocab;
+  lo.verify = !o.paths.no_verify;
+  const transformer::Translator translator(o.paths.model, lo);
+  print_notes(translator.load_notes());
+  const transformer::CleanText clean = transformer::clean_input(o.sentence);
+  for (const std::string& w : transformer::repair_warnings(clean.repairs, "the sentence"))
+    std::fprintf(stderr, "warning: %s\n", w.c_str());
+  TFM_CHECK(!clean.text.empty(), "the sentence is empty");
+  transformer::TranslateOptions to;
   to.search.beam_size = o.beam;
   to.search.record_attention = true;
-  const Translation t = translate_lines(*lm.model, lm.vocab, {std::string(trim(o.sentence))}, to)[0];
-  const Hypothesis& h = t.hypotheses.at(0);
-  const Tensor& a = h.attention;  // [layers, heads, T, S]
-  const int64_t L = a.size(0), H = a.size(1), T = a.size(2), S = a.size(3);
+  const transformer::Translation t = translator.translate({clean.text}, to)[0];
+  const transformer::Hypothesis& h = t.best();
+  const transformer::Attention& a = h.attention;  // [layers, heads, T, S]
+  const int64_t L = a.layers, H = a.heads, T = a.target_length, S = a.source_length;
   const int64_t layer = o.layer < 0 ? L - 1 : o.layer;
   TFM_CHECK(layer >= 0 && layer < L, "--layer ", o.layer, " is outside [0, ", L, ")");
   TFM_CHECK(o.head < H, "--head ", o.head, " is outside [0, ", H, ")");
   std::vector<std::string> src, tgt;
-  for (int32_t id : t.source_ids) src.push_back(lm.vocab.piece(id));
+  for (int32_t id : t.source_ids) src.push_back(translator.piece(id));
   src.push_back("</s>");
-  for (int32_t id : h.tokens) tgt.push_back(lm.vocab.piece(id));
+  for (int32_t id : h.ids) tgt.push_back(translator.piece(id));
   tgt.push_back("</s>");
   auto head_map = [&](int64_t hd) {
     Heatmap m{cat("layer ", layer, ", head ", hd), std::vector<std::vector<float>>(T, std::vector<float>(S))};
     for (int64_t i = 0; i < T; ++i)
-      for (int64_t s = 0; s < S; ++s) m.weights[i][s] = a.data<float>()[((layer * H + hd) * T + i) * S + s];
+      for (int64_t s = 0; s < S; ++s) m.weights[i][s] = a.at(layer, hd, i, s);
     return m;
   };
   std::vector<Heatmap> maps;
@@ -60,7 +66,7 @@ int run(const Options& o) {
   }
   const std::string svg = heatmaps_svg(maps, src, tgt, 4);
   write_file_atomic(o.output, [&](std::ostream& out) { out << svg; });
-  std::printf("%s\n%s\n", lm.vocab.decode(h.tokens).c_str(), o.output.c_str());
+  std::printf("%s\n%s\n", h.text.c_str(), o.output.c_str());
   return 0;
 }
 

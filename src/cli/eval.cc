@@ -15,6 +15,7 @@
 #include "eval/bleu.h"
 #include "eval/chrf.h"
 #include "eval/text.h"
+#include "transformer/metrics.h"
 
 namespace tfm::cli {
 
@@ -112,16 +113,9 @@ int run_eval(const EvalOptions& o) {
   }
   if (want_exact) {
     // Exact match: the share of segments identical to one of their references (after --lowercase).
-    int64_t same = 0;
-    for (size_t i = 0; i < hyps.size(); ++i)
-      for (const auto& stream : refs)
-        if (o.lowercase ? unicode_lower(decode_utf8(hyps[i], "hypothesis")) ==
-                              unicode_lower(decode_utf8(stream[i], "reference"))
-                        : hyps[i] == stream[i]) {
-          ++same;
-          break;
-        }
-    const double share = hyps.empty() ? 0.0 : 100.0 * static_cast<double>(same) / static_cast<double>(hyps.size());
+    const transformer::ExactMatch m = transformer::exact_match(hyps, refs, o.lowercase);
+    const int64_t same = m.matches;
+    const double share = m.score;
     if (o.json) j["exact"] = {{"score", share}, {"matches", same}, {"segments", hyps.size()}};
     else std::printf("exact match = %.2f%% (%lld of %zu)\n", share, static_cast<long long>(same), hyps.size());
   }

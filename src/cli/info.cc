@@ -1,12 +1,10 @@
 // transformer info MODEL: the configuration, the parameter count per component and the file size.
 // transformer info --cpu: the CPU, its instruction-set level and what each library runs on it.
-#include <filesystem>
-#include <nlohmann/json.hpp>
-
 #include "cli/commands.h"
 #include "cli/model_io.h"
-#include "model/checkpoint.h"
+#include "core/error.h"
 #include "ops/cpu/isa.h"
+#include "transformer/model.h"
 
 namespace tfm::cli {
 
@@ -42,47 +40,30 @@ Action add_info(CLI::App& app) {
       std::printf("\n");
     }
     TFM_CHECK(!path->empty(), "info: give a model file, or --cpu");
-    const SafetensorsFile file = SafetensorsFile::read(*path);
-    const auto model = load_model_noting(file, *no_verify);  // validates everything the file claims
-    const ModelConfig& c = model->config();
-    const auto bytes = std::filesystem::file_size(*path);
+    const transformer::ModelInfo info = transformer::model_info(*path, !*no_verify);
+    print_notes(info.notes);
     std::printf("model      %s\n", path->c_str());
-    std::printf("file size  %s bytes (%.1f MiB)\n", grouped(static_cast<int64_t>(bytes)).c_str(),
-                static_cast<double>(bytes) / (1 << 20));
-    const auto fp = file.metadata().find(kVocabFingerprintKey);
-    std::printf("vocabulary %s\n", fp == file.metadata().end() ? "not recorded" : ("fingerprint " + fp->second).c_str());
-    const auto sum = file.metadata().find(kChecksumKey);
-    const std::string checksum = sum == file.metadata().end() ? "none (format version 1)"
-                                 : *no_verify                  ? sum->second + " (not verified: --no-verify)"
-                                                               : sum->second + " (verified)";
+    std::printf("file size  %s bytes (%.1f MiB)\n", grouped(info.file_bytes).c_str(),
+                static_cast<double>(info.file_bytes) / (1 << 20));
+    std::printf("vocabulary %s\n",
+                info.vocab_fingerprint.empty() ? "not recorded" : ("fingerprint " + info.vocab_fingerprint).c_str());
+    const std::string checksum = info.checksum.empty() ? "none (format version 1)"
+                                 : info.checksum_verified ? info.checksum + " (verified)"
+                                                          : info.checksum + " (not verified: --no-verify)";
     std::printf("checksum   %s\n\n", checksum.c_str());
     std::printf("configuration\n");
-    const nlohmann::json j = c;
-    for (const std::string& field : model_config_fields()) std::printf("  %-18s %s\n", field.c_str(), j[field].dump().c_str());
-    std::printf("  %-18s %lld\n", "head_dim", static_cast<long long>(c.head_dim()));
-
-    int64_t embeddings = 0, encoder = 0, decoder = 0;
-    const ParamStore& p = model->params();
-    for (int id = 0; id < p.size(); ++id) {
-      const std::string& n = p.name(id);
-      const int64_t count = p.shape(id).numel();
-      if (n.find("embed.") != std::string::npos) embeddings += count;
-      else if (n.starts_with("encoder.")) encoder += count;
-      else decoder += count;
-    }
+    for (const auto& [field, value] : info.config) std::printf("  %-18s %s\n", field.c_str(), value.c_str());
+    std::printf("  %-18s %lld\n", "head_dim", static_cast<long long>(info.head_dim));
     std::printf("\nparameters\n");
-    std::printf("  %-12s %14s  (%s)\n", "embeddings", grouped(embeddings).c_str(),
-                c.tie_source_target ? "shared by source, target and output projection"
-                                    : "source; target shared with output projection");
-    std::printf("  %-12s %14s  (%lld layers)\n", "encoder", grouped(encoder).c_str(),
-                static_cast<long long>(c.encoder_layers));
-    std::printf("  %-12s %14s  (%lld layers)\n", "decoder", grouped(decoder).c_str(),
-                static_cast<long long>(c.decoder_layers));
-    std::printf("  %-12s %14s\n", "total", grouped(p.parameter_count()).c_str());
-    const auto& meta = file.metadata();
-    for (const auto& [k, v] : meta)
-      if (k != "config" && k != "format" && k != "format_version" && k != kChecksumKey)
-        std::printf("  meta %s = %s\n", k.c_str(), v.c_str());
+    std::printf("  %-12s %14s  (%s)\n", "embeddings", grouped(info.embedding_parameters).c_str(),
+                info.tied_embeddings ? "shared by source, target and output projection"
+                                     : "source; target shared with output projection");
+    std::printf("  %-12s %14s  (%lld layers)\n", "encoder", grouped(info.encoder_parameters).c_str(),
+                static_cast<long long>(info.encoder_layers));
+    std::printf("  %-12s %14s  (%lld layers)\n", "decoder", grouped(info.decoder_parameters).c_str(),
+                static_cast<long long>(info.decoder_layers));
+    std::printf("  %-12s %14s\n", "total", grouped(info.total_parameters).c_str());
+    for (const auto& [k, v] : info.metadata) std::printf("  meta %s = %s\n", k.c_str(), v.c_str());
     return 0;
   };
 }

@@ -10,11 +10,9 @@
 #include "cli/model_io.h"
 #include "cli/streams.h"
 #include "core/error.h"
-#include "core/threads.h"
 #include "data/parallel_corpus.h"
-#include "data/text.h"
-#include "decode/translator.h"
-#include "ops/loss.h"
+#include "transformer/text.h"
+#include "transformer/translator.h"
 
 namespace tfm::cli {
 
@@ -28,23 +26,32 @@ struct Options {
 };
 
 int run(const Options& o) {
-  // The same documented maxima as translate's, before any reading.
-  TFM_CHECK(o.batch_sentences >= 1 && o.batch_sentences <= kMaxBatchSentences, "--batch-size must be in [1, ",
-            kMaxBatchSentences, "], got ", o.batch_sentences);
-  TFM_CHECK(o.max_input_tokens >= 1 && o.max_input_tokens <= kMaxInputTokens, "--max-input-tokens must be in [1, ",
-            kMaxInputTokens, "], got ", o.max_input_tokens);
-  if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
-  const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
-  const Transformer& model = *lm.model;
-  std::vector<std::pair<std::string, std::string>> pairs;
+  // The same documented maxima as translate's, named by their flags, before any reading.
+  TFM_CHECK(o.batch_sentences >= 1 && o.batch_sentences <= transformer::kMaxBatchSentences, "--batch-size must be in [1, ",
+            transformer::kMaxBatchSentences, "], got ", o.batch_sentences);
+  TFM_CHECK(o.max_input_tokens >= 1 && o.max_input_tokens <= transformer::kMaxInputTokens,
+            "--max-input-tokens must be in [1, ", transformer::kMaxInputTokens, "], got ", o.max_input_tokens);
+  transformer::ScoreOptions so;
+  so.batch_sentences = o.batch_sentences;
+  so.max_input_tokens = o.max_input_tokens;
+  transformer::TranslatorOptions lo;
+  lo.vocab = o.paths.vocab;
+  lo.need_vocab = !o.ids;
+  lo.verify = !o.paths.no_verify;
+  lo.weights = transformer::TranslatorOptions::Weights::kPlain;  // scoring runs the training-time forward pass
+  lo.threads = static_cast<int>(o.threads);
+  const transformer::Translator translator(o.paths.model, lo);
+  print_notes(translator.load_notes());
+  std::vector<std::string> sources, targets;
   if (!o.source.empty() || !o.target.empty()) {
     TFM_CHECK(!o.source.empty() && !o.target.empty(), "give both --source and --target, or tab-separated input");
-    const std::vector<std::string> s = read_lines(o.source), t = read_lines(o.target);
-    TFM_CHECK(s.size() == t.size(), "'", o.source, "' has ", s.size(), " lines but '", o.target, "' has ", t.size());
-    for (size_t i = 0; i < s.size(); ++i) pairs.emplace_back(s[i], t[i]);
+    sources = read_lines(o.source);
+    targets = read_lines(o.target);
+    TFM_CHECK(sources.size() == targets.size(), "'", o.source, "' has ", sources.size(), " lines but '", o.target,
+              "' has ", targets.size());
   } else {
     std::ifstream file;
-    if (!o.input.empty()) file.open(o.input);
+    if (!o.input.empty()) file.open(o.input, std::ios::binary);
     TFM_CHECK(o.input.empty() || (file && !std::filesystem::is_directory(o.input)), "cannot read --input '", o.input,
               "'");
     if (o.input.empty()) check_stdin();
@@ -55,50 +62,40 @@ int run(const Options& o) {
       TFM_CHECK(tab != std::string::npos, "line ", n, " has no tab between source and target");
       TFM_CHECK(line.find('\t', tab + 1) == std::string::npos, "line ", n,
                 " has more than one tab: expected 'source<TAB>target'");
-      pairs.emplace_back(std::string(trim(line.substr(0, tab))), std::string(trim(line.substr(tab + 1))));
+      sources.push_back(line.substr(0, tab));
+      targets.push_back(line.substr(tab + 1));
     }
   }
-  const int64_t V = model.config().vocab_size;
-  std::vector<std::vector<int32_t>> src, tgt;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const int64_t line = static_cast<int64_t>(i) + 1;
+  // One batch at a time (the translator's batches: pairs in input order), each printed as soon as
+  // it is scored, so that output that cannot be written stops the run at once.
+  const auto batch = static_cast<size_t>(o.batch_sentences);
+  for (size_t begin = 0; begin < sources.size(); begin += batch) {
+    const size_t end = std::min(sources.size(), begin + batch);
+    std::vector<transformer::Score> scores;
     if (o.ids) {
-      src.push_back(parse_ids(pairs[i].first, line, model.config()));
-      tgt.push_back(parse_ids(pairs[i].second, line, model.config()));
+      std::vector<std::vector<int32_t>> src, tgt;
+      for (size_t i = begin; i < end; ++i) {
+        const int64_t line = static_cast<int64_t>(i) + 1;
+        src.push_back(translator.parse_ids(transformer::clean_input(sources[i]).text, line));
+        tgt.push_back(translator.parse_ids(transformer::clean_input(targets[i]).text, line));
+      }
+      scores = translator.score_ids(src, tgt, so);
     } else {
-      for (const std::string* side : {&pairs[i].first, &pairs[i].second}) {
-        TFM_CHECK(valid_utf8(*side), "line ", line, " is not valid UTF-8");
-        TFM_CHECK(side->find('\0') == std::string::npos, "line ", line, " contains a NUL byte (at byte ",
-                  side->find('\0') + 1, " of its side)");
-      }
-      src.push_back(lm.vocab.encode(pairs[i].first));
-      tgt.push_back(lm.vocab.encode(pairs[i].second));
+      scores = translator.score({sources.begin() + begin, sources.begin() + end},
+                                {targets.begin() + begin, targets.begin() + end}, so);
     }
-    for (auto* side : {&src.back(), &tgt.back()})
-      if (static_cast<int64_t>(side->size()) > o.max_input_tokens) {
-        std::fprintf(stderr, "warning: line %lld has more than %lld tokens on a side; scored its first %lld\n",
-                     static_cast<long long>(line), static_cast<long long>(o.max_input_tokens),
+    for (size_t k = 0; k < scores.size(); ++k) {
+      const transformer::Score& s = scores[k];
+      const std::string line = cat("line ", begin + k + 1);
+      for (const std::string& w : transformer::repair_warnings(s.source_repairs, line + ", source side"))
+        std::fprintf(stderr, "warning: %s\n", w.c_str());
+      for (const std::string& w : transformer::repair_warnings(s.target_repairs, line + ", target side"))
+        std::fprintf(stderr, "warning: %s\n", w.c_str());
+      if (s.truncated)
+        std::fprintf(stderr, "warning: line %zu has more than %lld tokens on a side; scored its first %lld\n",
+                     begin + k + 1, static_cast<long long>(o.max_input_tokens),
                      static_cast<long long>(o.max_input_tokens));
-        side->resize(static_cast<size_t>(o.max_input_tokens));
-      }
-  }
-  for (size_t begin = 0; begin < src.size(); begin += static_cast<size_t>(o.batch_sentences)) {
-    const size_t end = std::min(src.size(), begin + static_cast<size_t>(o.batch_sentences));
-    const Batch batch = make_batch({src.begin() + begin, src.begin() + end}, {tgt.begin() + begin, tgt.begin() + end},
-                                   model.config());
-    const Tensor logits = model.forward(model.context(), batch, nullptr);
-    const Tensor flat = logits.view({logits.shape().rows(), V});
-    const Tensor lse = Tensor::empty({flat.size(0)}, flat.dtype());
-    ops::cross_entropy(flat, batch.tgt_out.view({batch.tgt_out.numel()}), {0.0, model.config().pad_id}, lse);
-    const int64_t T = batch.tgt_out.size(1);
-    for (size_t b = 0; b < end - begin; ++b) {
-      const int32_t len = batch.tgt_lengths.data<int32_t>()[b];
-      double total = 0;
-      for (int64_t t = 0; t < len; ++t) {
-        const int64_t row = static_cast<int64_t>(b) * T + t;
-        total += flat.data<float>()[row * V + batch.tgt_out.data<int32_t>()[row]] - lse.data<float>()[row];
-      }
-      std::printf("%.6f\t%.6f\n", total, total / len);
+      std::printf("%.6f\t%.6f\n", s.total, s.per_token);
     }
     check_stdout();  // stop at the first batch that cannot be written
   }
@@ -114,10 +111,10 @@ Action add_score(CLI::App& app) {
   cmd->add_option("--target", o->target, "target sentences, aligned with --source");
   cmd->add_option("-i,--input", o->input, "tab-separated 'source<TAB>target' lines (default: stdin)");
   cmd->add_flag("--ids", o->ids, "sentences are space-separated token ids");
-  cmd->add_option("--batch-size", o->batch_sentences, cat("pairs scored together (at most ", kMaxBatchSentences, ")"))
+  cmd->add_option("--batch-size", o->batch_sentences, cat("pairs scored together (at most ", transformer::kMaxBatchSentences, ")"))
       ->capture_default_str();
   cmd->add_option("--max-input-tokens", o->max_input_tokens,
-                  cat("longer sides are truncated, with a warning (at most ", kMaxInputTokens, ")"))
+                  cat("longer sides are truncated, with a warning (at most ", transformer::kMaxInputTokens, ")"))
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
   return [cmd, o] { return *cmd ? run(*o) : -1; };

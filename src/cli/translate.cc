@@ -10,9 +10,8 @@
 #include "cli/model_io.h"
 #include "cli/streams.h"
 #include "core/error.h"
-#include "core/threads.h"
-#include "data/text.h"
-#include "decode/translator.h"
+#include "transformer/text.h"
+#include "transformer/translator.h"
 
 namespace tfm::cli {
 
@@ -21,7 +20,7 @@ namespace {
 struct Options {
   ModelPaths paths;
   std::string input, attention_path, shortlist_path;
-  TranslateOptions translate;
+  transformer::TranslateOptions translate;
   bool scores = false, ids = false, int8 = false, stats = false, packed = true;
   int64_t threads = 0, chunk_lines = 10000;
   double max_memory_gib = -1;  // -1: automatic
@@ -35,23 +34,60 @@ bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines) 
   return !lines.empty();
 }
 
+std::string join_ids(const std::vector<int32_t>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size(); ++i) out += (i ? " " : "") + std::to_string(ids[i]);
+  return out;
+}
+
+// One attention record of --attention: {"line", "source", "target", "attention"}.
+nlohmann::json attention_record(const transformer::Translator& t, const transformer::Translation& r, int64_t line,
+                                bool ids) {
+  nlohmann::json j = {{"line", line}};
+  auto token = [&](int32_t id) { return ids ? std::to_string(id) : t.piece(id); };
+  std::vector<std::string> src, tgt;
+  for (int32_t id : r.source_ids) src.push_back(token(id));
+  src.push_back("</s>");
+  if (!r.hypotheses.empty()) {
+    const transformer::Hypothesis& h = r.hypotheses[0];
+    for (int32_t id : h.ids) tgt.push_back(token(id));
+    tgt.push_back("</s>");
+    const transformer::Attention& a = h.attention;  // [layers][heads][target][source]
+    nlohmann::json layers = nlohmann::json::array();
+    for (int64_t l = 0; l < a.layers; ++l) {
+      nlohmann::json heads = nlohmann::json::array();
+      for (int64_t hd = 0; hd < a.heads; ++hd) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (int64_t i = 0; i < a.target_length; ++i) {
+          const float* row = &a.weights[static_cast<size_t>(((l * a.heads + hd) * a.target_length + i) * a.source_length)];
+          rows.push_back(std::vector<float>(row, row + a.source_length));
+        }
+        heads.push_back(rows);
+      }
+      layers.push_back(heads);
+    }
+    j["attention"] = layers;
+  }
+  j["source"] = src;
+  j["target"] = tgt;
+  return j;
+}
+
 int run(Options o) {
   TFM_CHECK(o.max_memory_gib == -1 || (o.max_memory_gib >= 0 && o.max_memory_gib < 1e9),
             "--max-memory must be a number of GiB, or 0 (no limit), got ", o.max_memory_gib);
   if (o.max_memory_gib >= 0) o.translate.max_memory = static_cast<int64_t>(o.max_memory_gib * (1 << 30));
   o.translate.validate();  // before reading any input: bad options fail at once
-  if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
-  const LoadedModel lm = load_model_and_vocab(o.paths, !o.ids);
-  // Translation never reads the float32 weights again once they have their copies.
-  if (o.int8) lm.model->quantize_int8(Transformer::PlainWeights::kRelease);
-  else if (o.packed) lm.model->pack_weights(Transformer::PlainWeights::kRelease);
-  Shortlist shortlist;
-  if (!o.shortlist_path.empty()) {
-    shortlist = Shortlist::load(o.shortlist_path, lm.model->config().vocab_size);
-    shortlist.check_vocabulary(lm.model->config().vocab_size,
-                               lm.vocab_fingerprint.empty() && !o.ids ? lm.vocab.fingerprint() : lm.vocab_fingerprint,
-                               o.paths.model);
-  }
+  transformer::TranslatorOptions lo;
+  lo.vocab = o.paths.vocab;
+  lo.need_vocab = !o.ids;
+  lo.verify = !o.paths.no_verify;
+  using W = transformer::TranslatorOptions::Weights;
+  lo.weights = o.int8 ? W::kInt8 : o.packed ? W::kPacked : W::kPlain;
+  lo.shortlist = o.shortlist_path;
+  lo.threads = static_cast<int>(o.threads);
+  const transformer::Translator translator(o.paths.model, lo);
+  print_notes(translator.load_notes());
   std::ifstream file;
   if (!o.input.empty()) {
     file.open(o.input, std::ios::binary);
@@ -64,49 +100,45 @@ int run(Options o) {
     attention.open(o.attention_path);
     TFM_CHECK(attention, "cannot write --attention '", o.attention_path, "'");
   }
-  TranslateOptions to = o.translate;
+  transformer::TranslateOptions to = o.translate;
   to.search.record_attention = !o.attention_path.empty();
-  if (!o.shortlist_path.empty()) to.search.shortlist = &shortlist;
   std::vector<std::string> lines;
   int64_t line_number = 0, output_tokens = 0;
-  double seconds = 0;  // in translate_ids: loading, reading, tokenizing and writing excluded
+  double seconds = 0;  // in the translator: loading, reading and writing excluded
   while (read_chunk(in, o.chunk_lines, lines)) {
-    std::vector<std::vector<int32_t>> sources;
-    for (std::string& raw : lines) {
-      ++line_number;
-      if (raw.find('\0') != std::string::npos) {  // the tokenizer would stop at the first one
-        std::fprintf(stderr, "warning: line %lld contains NUL bytes; replaced by spaces\n",
-                     static_cast<long long>(line_number));
-        std::replace(raw.begin(), raw.end(), '\0', ' ');
-      }
-      std::string line(trim(raw));
-      if (o.ids) {
-        sources.push_back(parse_ids(line, line_number, lm.model->config()));
-        continue;
-      }
-      if (!valid_utf8(line)) {
-        std::fprintf(stderr, "warning: line %lld is not valid UTF-8; invalid bytes replaced by U+FFFD\n",
-                     static_cast<long long>(line_number));
-        line = repair_utf8(line);
-      }
-      sources.push_back(lm.vocab.encode(line));
-    }
+    const int64_t first = line_number + 1;
+    line_number += static_cast<int64_t>(lines.size());
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<Translation> out = translate_ids(*lm.model, sources, to);
+    std::vector<transformer::Translation> out;
+    if (o.ids) {
+      std::vector<std::vector<int32_t>> sources;
+      std::vector<transformer::Repairs> repairs;
+      for (size_t i = 0; i < lines.size(); ++i) {
+        const transformer::CleanText clean = transformer::clean_input(lines[i]);
+        sources.push_back(translator.parse_ids(clean.text, first + static_cast<int64_t>(i)));
+        repairs.push_back(clean.repairs);
+      }
+      out = translator.translate_ids(sources, to);
+      for (size_t i = 0; i < out.size(); ++i) out[i].repairs = repairs[i];
+    } else {
+      out = translator.translate(lines, to);
+    }
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (const Translation& t : out)
-      if (!t.hypotheses.empty()) output_tokens += static_cast<int64_t>(t.hypotheses[0].tokens.size());
-    const int64_t first = line_number - static_cast<int64_t>(lines.size()) + 1;
+    for (size_t i = 0; i < out.size(); ++i)
+      for (const std::string& w : transformer::repair_warnings(out[i].repairs, cat("line ", first + static_cast<int64_t>(i))))
+        std::fprintf(stderr, "warning: %s\n", w.c_str());
+    for (const transformer::Translation& t : out)
+      if (!t.hypotheses.empty()) output_tokens += static_cast<int64_t>(t.hypotheses[0].ids.size());
     for (size_t i = 0; i < out.size(); ++i) {
-      const Translation& t = out[i];
+      const transformer::Translation& t = out[i];
       const int64_t n = first + static_cast<int64_t>(i);
       if (t.truncated)
         std::fprintf(stderr, "warning: line %lld has more than %lld tokens; translated its first %lld\n",
                      static_cast<long long>(n), static_cast<long long>(to.max_input_tokens),
                      static_cast<long long>(to.max_input_tokens));
-      auto text = [&](const Hypothesis& h) { return o.ids ? join_ids(h.tokens) : lm.vocab.decode(h.tokens); };
+      auto text = [&](const transformer::Hypothesis& h) { return o.ids ? join_ids(h.ids) : h.text; };
       if (to.search.n_best > 1) {
-        for (const Hypothesis& h : t.hypotheses)
+        for (const transformer::Hypothesis& h : t.hypotheses)
           std::printf("%lld ||| %s ||| %.6f\n", static_cast<long long>(n - 1), text(h).c_str(), h.normalized);
         if (t.hypotheses.empty()) std::printf("%lld ||| ||| 0\n", static_cast<long long>(n - 1));
       } else {
@@ -115,35 +147,7 @@ int run(Options o) {
         else std::printf("%s\n", best.c_str());
       }
       if (attention.is_open()) {
-        nlohmann::json j = {{"line", n}};
-        std::vector<std::string> src, tgt;
-        for (int32_t id : t.source_ids) src.push_back(o.ids ? std::to_string(id) : lm.vocab.piece(id));
-        src.push_back("</s>");
-        if (!t.hypotheses.empty()) {
-          const Hypothesis& h = t.hypotheses[0];
-          for (int32_t id : h.tokens) tgt.push_back(o.ids ? std::to_string(id) : lm.vocab.piece(id));
-          tgt.push_back("</s>");
-          // [layers][heads][target][source]
-          const Tensor& a = h.attention;
-          nlohmann::json layers = nlohmann::json::array();
-          const float* p = a.data<float>();
-          for (int64_t l = 0; l < a.size(0); ++l) {
-            nlohmann::json heads = nlohmann::json::array();
-            for (int64_t hd = 0; hd < a.size(1); ++hd) {
-              nlohmann::json rows = nlohmann::json::array();
-              for (int64_t r = 0; r < a.size(2); ++r) {
-                const float* row = p + ((l * a.size(1) + hd) * a.size(2) + r) * a.size(3);
-                rows.push_back(std::vector<float>(row, row + a.size(3)));
-              }
-              heads.push_back(rows);
-            }
-            layers.push_back(heads);
-          }
-          j["attention"] = layers;
-        }
-        j["source"] = src;
-        j["target"] = tgt;
-        attention << j.dump() << '\n';
+        attention << attention_record(translator, t, n, o.ids).dump() << '\n';
         if (!attention.good()) check_stream(attention, cat("--attention '", o.attention_path, "'"));
       }
     }
@@ -166,8 +170,8 @@ Action add_translate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("translate", "translate sentences from stdin (or --input) to stdout");
   add_model_options(*cmd, o->paths);
   cmd->add_option("-i,--input", o->input, "input file (default: stdin)");
-  SearchOptions& s = o->translate.search;
-  cmd->add_option("-b,--beam", s.beam_size, cat("beam size (1: greedy; at most ", kMaxBeamSize, ")"))
+  transformer::SearchOptions& s = o->translate.search;
+  cmd->add_option("-b,--beam", s.beam_size, cat("beam size (1: greedy; at most ", transformer::kMaxBeamSize, ")"))
       ->capture_default_str();
   cmd->add_option("--length-penalty", s.length_penalty, "alpha of ((5+|Y|)/6)^alpha")->capture_default_str();
   cmd->add_option("--max-length-a", s.max_length_a, "at most a*source_tokens + b output tokens")->capture_default_str();
@@ -190,7 +194,7 @@ Action add_translate(CLI::App& app) {
   cmd->add_option("--attention", o->attention_path,
                   "write encoder-decoder attention as JSON lines: [layer][head][target][source] per sentence");
   cmd->add_option("--batch-size", o->translate.batch_sentences,
-                  cat("sentences decoded together (at most ", kMaxBatchSentences, ")"))
+                  cat("sentences decoded together (at most ", transformer::kMaxBatchSentences, ")"))
       ->capture_default_str();
   cmd->add_option("--parallel-batches", o->translate.parallel_batches,
                   "batches decoded at the same time, one thread each, at most --threads (0: one per thread when "
@@ -198,7 +202,7 @@ Action add_translate(CLI::App& app) {
                   "threads). Each batch in flight holds its own decoding caches: more memory")
       ->capture_default_str();
   cmd->add_option("--max-input-tokens", o->translate.max_input_tokens,
-                  cat("longer inputs are truncated, with a warning (at most ", kMaxInputTokens, ")"))
+                  cat("longer inputs are truncated, with a warning (at most ", transformer::kMaxInputTokens, ")"))
       ->capture_default_str();
   cmd->add_option("--max-memory", o->max_memory_gib,
                   "refuse, before starting, a translation whose decoding is estimated to need more than this many "

@@ -16,4 +16,15 @@ void set_num_threads(int n) {
 
 int num_threads() { return omp_get_max_threads(); }
 
+ScopedThreads::ScopedThreads(int n) {
+  TFM_CHECK(n >= 0, "number of threads must be at least 0 (0: unchanged), got ", n);
+  if (n == 0) return;
+  previous_ = omp_get_max_threads();
+  omp_set_num_threads(n);
+}
+
+ScopedThreads::~ScopedThreads() {
+  if (previous_ > 0) omp_set_num_threads(previous_);
+}
+
 }  // namespace tfm

@@ -7,4 +7,18 @@ namespace tfm {
 void set_num_threads(int n);
 int num_threads();
 
+// For its lifetime, the calling thread's OpenMP kernels and BLAS calls use n threads (n >= 1; 0:
+// unchanged). OpenMP's thread count is per calling thread, and Debian's OpenMP OpenBLAS follows
+// it, so two threads may each hold their own.
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int n);
+  ~ScopedThreads();
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 }  // namespace tfm

@@ -6,9 +6,8 @@
 #include <cmath>
 #include <limits>
 
-namespace tfm {
-
-void SearchOptions::validate() const {
+void transformer::SearchOptions::validate() const {
+  using tfm::kMaxBeamSize;
   TFM_CHECK(beam_size >= 1 && beam_size <= kMaxBeamSize, "beam size must be in [1, ", kMaxBeamSize, "], got ",
             beam_size);
   TFM_CHECK(n_best >= 1 && n_best <= beam_size, "n-best must be in [1, beam size ", beam_size, "], got ", n_best);
@@ -18,6 +17,8 @@ void SearchOptions::validate() const {
             "the maximum output length a * source + b needs a, b >= 0 and a + b >= 1, got a = ", max_length_a,
             ", b = ", max_length_b);
 }
+
+namespace tfm {
 
 int64_t estimate_search_bytes(const ModelConfig& c, int64_t sentences, int64_t source_tokens,
                               const SearchOptions& o) {
@@ -84,12 +85,12 @@ struct Columns {
 
 // With a shortlist, restricts the state's output to the batch's selection (which always holds EOS).
 Columns restrict_output(const Transformer& model, const Context& ctx, DecodeState& state,
-                        const std::vector<std::vector<int32_t>>& sources, const SearchOptions& o) {
+                        const std::vector<std::vector<int32_t>>& sources, const Shortlist* shortlist) {
   Columns cols;
-  if (!o.shortlist) return cols;
+  if (!shortlist) return cols;
   const ModelConfig& c = model.config();
-  o.shortlist->check_vocabulary(c.vocab_size, "", "being decoded");
-  cols.token = o.shortlist->select(sources, {c.eos_id});
+  shortlist->check_vocabulary(c.vocab_size, "", "being decoded");
+  cols.token = shortlist->select(sources, {c.eos_id});
   model.restrict_output(ctx, state, cols.token);
   cols.column.assign(static_cast<size_t>(c.vocab_size), -1);
   for (size_t j = 0; j < cols.token.size(); ++j) cols.column[cols.token[j]] = static_cast<int32_t>(j);
@@ -172,12 +173,12 @@ StepRecord record_of(const std::vector<int32_t>& parent, const std::vector<int32
 }  // namespace
 
 std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
-                                      const SearchOptions& o) {
+                                      const SearchOptions& o, const Shortlist* shortlist) {
   const Context ctx = model.context();
   const ModelConfig& c = model.config();
   Encoded e = encode_batch(model, ctx, sources, o);
   DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention);
-  const Columns cols = restrict_output(model, ctx, state, sources, o);
+  const Columns cols = restrict_output(model, ctx, state, sources, shortlist);
   const int64_t B = static_cast<int64_t>(sources.size());
   std::vector<Hypothesis> out(static_cast<size_t>(B));
   std::vector<int32_t> rows(B), parent(B), token(B, c.bos_id);  // row → sentence
@@ -223,14 +224,14 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
 
 std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
                                                  const std::vector<std::vector<int32_t>>& sources,
-                                                 const SearchOptions& o) {
+                                                 const SearchOptions& o, const Shortlist* shortlist) {
   o.validate();
   const Context ctx = model.context();
   const ModelConfig& c = model.config();
   const int64_t K = o.beam_size, B = static_cast<int64_t>(sources.size());
   Encoded e = encode_batch(model, ctx, sources, o);
   DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention, K);
-  const Columns cols = restrict_output(model, ctx, state, sources, o);
+  const Columns cols = restrict_output(model, ctx, state, sources, shortlist);
 
   // Rows are grouped by sentence, `width` per active sentence: one at the first step (every beam
   // would start from the same BOS, so one row per sentence is computed and expanded), then K.

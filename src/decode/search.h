@@ -8,28 +8,14 @@
 
 #include "decode/shortlist.h"
 #include "model/transformer.h"
+#include "transformer/translator.h"
 
 namespace tfm {
 
-// The largest beam accepted: beam search keeps each hypothesis's best 2·K continuations, so its
-// memory grows with sentences · K²; estimate_search_bytes says how much before a search starts.
-inline constexpr int64_t kMaxBeamSize = 1024;
-
-struct SearchOptions {
-  int64_t beam_size = 4;        // 1 = greedy; at most kMaxBeamSize
-  double length_penalty = 0.6;  // α of GNMT's lp(Y) = ((5 + |Y|) / 6)^α (Wu et al., 2016); 0 = none
-  double max_length_a = 1.0;    // at most a · (source tokens) + b output tokens, end of sentence included
-  double max_length_b = 50.0;
-  int64_t n_best = 1;           // hypotheses returned per sentence (≤ beam_size)
-  int64_t min_length = 0;       // no EOS before this many output tokens (EOS included); benchmarks
-                                //   force a fixed length with min_length = max length
-  bool record_attention = false;  // keep the encoder-decoder attention of every output token
-  const Shortlist* shortlist = nullptr;  // when set, each batch's output is restricted to its selection
-                                         //   (not owned; must outlive the search)
-
-  // Throws tfm::Error naming the first option out of range.
-  void validate() const;
-};
+// The options (beam size, length penalty, limits, attention) are the public API's
+// (include/transformer/translator.h); kMaxBeamSize is the largest beam accepted.
+using transformer::kMaxBeamSize;
+using transformer::SearchOptions;
 
 struct Hypothesis {
   std::vector<int32_t> tokens;  // without BOS and EOS
@@ -52,11 +38,12 @@ int64_t estimate_search_bytes(const ModelConfig& config, int64_t sentences, int6
 double length_penalty(int64_t length, double alpha);
 
 // n-best hypotheses per sentence (best first), for a batch of source sentences (ids without EOS).
+// With a shortlist, the output is restricted to the batch's selection (not owned).
 std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
                                                  const std::vector<std::vector<int32_t>>& sources,
-                                                 const SearchOptions& options);
+                                                 const SearchOptions& options, const Shortlist* shortlist = nullptr);
 // The most probable token at each step until EOS (ranks by score, not normalized score).
 std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
-                                      const SearchOptions& options);
+                                      const SearchOptions& options, const Shortlist* shortlist = nullptr);
 
 }  // namespace tfm

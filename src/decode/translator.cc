@@ -14,7 +14,10 @@
 
 namespace tfm {
 
-void TranslateOptions::validate() const {
+}  // namespace tfm
+
+void transformer::TranslateOptions::validate() const {
+  using namespace tfm;
   search.validate();
   TFM_CHECK(batch_sentences >= 1 && batch_sentences <= kMaxBatchSentences, "batch size must be in [1, ",
             kMaxBatchSentences, "] sentences, got ", batch_sentences);
@@ -24,6 +27,8 @@ void TranslateOptions::validate() const {
             max_memory);
   TFM_CHECK(parallel_batches >= 0, "parallel batches must be >= 0 (0: automatic), got ", parallel_batches);
 }
+
+namespace tfm {
 
 namespace {
 double gib(double bytes) { return bytes / (1 << 30); }
@@ -56,7 +61,7 @@ void check_memory(const ModelConfig& c, const TranslateOptions& o, const std::ve
 }  // namespace
 
 std::vector<Translation> translate_ids(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
-                                       const TranslateOptions& o) {
+                                       const TranslateOptions& o, const Shortlist* shortlist) {
   o.validate();
   std::vector<Translation> out(sources.size());
   std::vector<size_t> order;
@@ -77,10 +82,10 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
     std::vector<std::vector<int32_t>> batch;
     for (size_t j = begin; j < end; ++j) batch.push_back(out[order[j]].source_ids);
     if (o.search.beam_size == 1 && o.search.n_best == 1) {
-      std::vector<Hypothesis> best = greedy_search(model, batch, o.search);
+      std::vector<Hypothesis> best = greedy_search(model, batch, o.search, shortlist);
       for (size_t j = begin; j < end; ++j) out[order[j]].hypotheses = {std::move(best[j - begin])};
     } else {
-      std::vector<std::vector<Hypothesis>> nbest = beam_search(model, batch, o.search);
+      std::vector<std::vector<Hypothesis>> nbest = beam_search(model, batch, o.search, shortlist);
       for (size_t j = begin; j < end; ++j) out[order[j]].hypotheses = std::move(nbest[j - begin]);
     }
   };
@@ -115,11 +120,12 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
 }
 
 std::vector<Translation> translate_lines(const Transformer& model, const Vocab& vocab,
-                                         const std::vector<std::string>& lines, const TranslateOptions& o) {
+                                         const std::vector<std::string>& lines, const TranslateOptions& o,
+                                         const Shortlist* shortlist) {
   std::vector<std::vector<int32_t>> ids;
   ids.reserve(lines.size());
   for (const std::string& line : lines) ids.push_back(vocab.encode(line));
-  return translate_ids(model, ids, o);
+  return translate_ids(model, ids, o, shortlist);
 }
 
 }  // namespace tfm

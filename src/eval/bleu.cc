@@ -9,7 +9,9 @@
 #include "core/error.h"
 #include "eval/text.h"
 
-namespace tfm {
+namespace transformer {
+
+using namespace tfm;
 
 namespace {
 
@@ -263,4 +265,4 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<st
   return compute_bleu(total);
 }
 
-}  // namespace tfm
+}  // namespace transformer

@@ -7,7 +7,9 @@
 #include "core/error.h"
 #include "eval/text.h"
 
-namespace tfm {
+namespace transformer {
+
+using namespace tfm;
 
 namespace {
 
@@ -203,4 +205,4 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps, const std::vector<st
   return compute_chrf(total, options);
 }
 
-}  // namespace tfm
+}  // namespace transformer

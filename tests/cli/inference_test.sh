@@ -123,13 +123,21 @@ if [ "$detected" != amx ] && [[ "$known" == *", amx)"* ]]; then
   TFM_CPU_ISA=amx expect_error "TFM_CPU_ISA=amx: this CPU \\(.*\\) does not have it; its highest level is $detected" \
     "$bin" info --cpu
 fi
-# NUL bytes: translate warns and reads them as spaces (the same translation as with a space);
-# score refuses the line.
+# One input policy (transformer/text.h): NUL bytes are read as spaces and invalid UTF-8 as U+FFFD,
+# each with a warning naming the line, by translate, score and attention alike.
 printf 'three\0hundred\n' | tr --beam 1 2>"$work/err" > "$work/nul.de"
 grep -q "line 1 contains NUL bytes" "$work/err" || fail "no warning for a NUL byte: $(cat "$work/err")"
 printf 'three hundred\n' | tr --beam 1 2>/dev/null | diff - "$work/nul.de" || fail "NUL not read as a space"
-printf 'one\0two\tzwei\n' | "$bin" score -m "$model" 2>"$work/err" > /dev/null && fail "score accepted a NUL byte"
-grep -q "line 1 contains a NUL byte (at byte 4" "$work/err" || fail "score NUL message: $(cat "$work/err")"
+printf 'three\0hundred\tdrei\377hundert\n' | "$bin" score -m "$model" 2>"$work/err" > "$work/nul.score" ||
+  fail "score refused a NUL byte: $(cat "$work/err")"
+grep -q "line 1, source side contains NUL bytes; replaced by spaces" "$work/err" || fail "score NUL: $(cat "$work/err")"
+grep -q "line 1, target side is not valid UTF-8" "$work/err" || fail "score UTF-8: $(cat "$work/err")"
+printf 'three hundred\tdrei\357\277\275hundert\n' | "$bin" score -m "$model" 2>/dev/null | diff - "$work/nul.score" ||
+  fail "score did not read NUL as a space and the bad byte as U+FFFD"
+"$bin" attention -m "$model" $'three\377hundred' -o "$work/repaired.svg" 2>"$work/err" > /dev/null ||
+  fail "attention refused invalid UTF-8: $(cat "$work/err")"
+grep -q "the sentence is not valid UTF-8; invalid bytes replaced by U+FFFD" "$work/err" ||
+  fail "attention UTF-8 warning: $(cat "$work/err")"
 expect_error "batch-size.*0" "$bin" score -m "$model" --batch-size 0
 expect_error "max-input-tokens.*-3" "$bin" score -m "$model" --max-input-tokens -3
 expect_error "min.*length" "$bin" translate -m "$model" --min-length -2

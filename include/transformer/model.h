@@ -1,0 +1,41 @@
+#pragma once
+// Model files as a whole (docs/checkpoint-format.md): what one holds, and checkpoint averaging.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "transformer/error.h"
+#include "transformer/translator.h"
+
+namespace transformer {
+
+struct ModelInfo {
+  std::string path;
+  int64_t file_bytes = 0;
+  std::string vocab_fingerprint;  // "" if the file records none
+  std::string checksum;           // "" if the file records none (format version 1)
+  bool checksum_verified = false;
+  // The configuration, field by field as in JSON ("d_model" → "512"), in the documented order.
+  std::vector<std::pair<std::string, std::string>> config;
+  int64_t head_dim = 0;
+  bool tied_embeddings = true;  // one embedding matrix for source and target
+  int64_t encoder_layers = 0, decoder_layers = 0;
+  // Parameter counts: the embeddings (source, target and output projection), the encoder's and the
+  // decoder's layers, and all of them.
+  int64_t embedding_parameters = 0, encoder_parameters = 0, decoder_parameters = 0, total_parameters = 0;
+  std::map<std::string, std::string> metadata;  // the file's other metadata (e.g. averaged_from)
+  LoadNotes notes;
+};
+
+// Reads and validates a model or checkpoint file (every check of loading; the checksum unless
+// `verify` is false) and describes it.
+ModelInfo model_info(const std::string& path, bool verify = true);
+
+// The element-wise mean of the parameters of several model or checkpoint files of one configuration
+// (the paper averaged the last 5 checkpoints, §6.1), written atomically to `output` as a model file.
+// Inputs of different configurations or vocabularies are refused. Returns the loader's notes.
+LoadNotes average_checkpoints(const std::vector<std::string>& inputs, const std::string& output, bool verify = true);
+
+}  // namespace transformer

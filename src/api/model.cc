@@ -1,0 +1,104 @@
+// Model files as a whole (include/transformer/model.h) and the loading shared by the API.
+#include "transformer/model.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "api/loading.h"
+#include "core/error.h"
+#include "model/checkpoint.h"
+
+namespace transformer {
+
+using tfm::cat;
+
+namespace api {
+
+std::unique_ptr<tfm::Transformer> load_model_noting(const tfm::SafetensorsFile& file, bool verify, LoadNotes& notes) {
+  auto model = tfm::load_model(file, tfm::DType::F32, verify ? tfm::Checksums::kVerify : tfm::Checksums::kSkip);
+  if (verify && !file.has_checksum())
+    notes.notes.push_back(cat("'", file.source(), "' records no checksum (model format version 1), so damage to it ",
+                              "goes unnoticed; `transformer average ", file.source(),
+                              " -o NEW` writes a copy with one"));
+  return model;
+}
+
+std::string vocab_fingerprint(const tfm::SafetensorsFile& file) {
+  const auto it = file.metadata().find(tfm::kVocabFingerprintKey);
+  return it == file.metadata().end() ? std::string() : it->second;
+}
+
+}  // namespace api
+
+ModelInfo model_info(const std::string& path, bool verify) {
+  ModelInfo info;
+  const tfm::SafetensorsFile file = tfm::SafetensorsFile::read(path);
+  const auto model = api::load_model_noting(file, verify, info.notes);  // validates everything the file claims
+  const tfm::ModelConfig& c = model->config();
+  info.path = path;
+  info.file_bytes = static_cast<int64_t>(std::filesystem::file_size(path));
+  info.vocab_fingerprint = api::vocab_fingerprint(file);
+  if (const auto sum = file.metadata().find(tfm::kChecksumKey); sum != file.metadata().end()) {
+    info.checksum = sum->second;
+    info.checksum_verified = verify;
+  }
+  const nlohmann::json j = c;
+  for (const std::string& field : tfm::model_config_fields()) info.config.emplace_back(field, j[field].dump());
+  info.head_dim = c.head_dim();
+  info.tied_embeddings = c.tie_source_target;
+  info.encoder_layers = c.encoder_layers;
+  info.decoder_layers = c.decoder_layers;
+  const tfm::ParamStore& p = model->params();
+  for (int id = 0; id < p.size(); ++id) {
+    const std::string& n = p.name(id);
+    const int64_t count = p.shape(id).numel();
+    if (n.find("embed.") != std::string::npos) info.embedding_parameters += count;
+    else if (n.starts_with("encoder.")) info.encoder_parameters += count;
+    else info.decoder_parameters += count;
+  }
+  info.total_parameters = p.parameter_count();
+  for (const auto& [k, v] : file.metadata())
+    if (k != "config" && k != "format" && k != "format_version" && k != tfm::kChecksumKey) info.metadata[k] = v;
+  return info;
+}
+
+LoadNotes average_checkpoints(const std::vector<std::string>& inputs, const std::string& output, bool verify) {
+  TFM_CHECK(!inputs.empty(), "average: give at least one model or checkpoint file");
+  LoadNotes notes;
+  // Summed in double, one checkpoint at a time, so memory stays at one model plus the sum.
+  // The vocabulary fingerprint, if recorded, must be the same in every input; the output keeps it.
+  std::string fingerprint;
+  std::unique_ptr<tfm::Transformer> first;
+  {
+    const tfm::SafetensorsFile file = tfm::SafetensorsFile::read(inputs[0]);
+    first = api::load_model_noting(file, verify, notes);
+    fingerprint = api::vocab_fingerprint(file);
+  }
+  const nlohmann::json config = first->config();
+  const tfm::Tensor& values = first->params().values();
+  std::vector<double> sum = values.to_doubles();
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    const tfm::SafetensorsFile file = tfm::SafetensorsFile::read(inputs[i]);
+    // A file without a fingerprint (older versions, init) is of unknown vocabulary: not a conflict.
+    const std::string other_vocab = api::vocab_fingerprint(file);
+    TFM_CHECK(other_vocab.empty() || fingerprint.empty() || other_vocab == fingerprint, "cannot average '", inputs[i],
+              "' with the earlier inputs: they were trained with different vocabularies (fingerprints ", other_vocab,
+              " and ", fingerprint, ")");
+    if (fingerprint.empty()) fingerprint = other_vocab;
+    const std::unique_ptr<tfm::Transformer> m = api::load_model_noting(file, verify, notes);
+    const nlohmann::json other = m->config();
+    TFM_CHECK(other == config, "cannot average '", inputs[i], "' with '", inputs[0], "': their configurations differ (",
+              other.dump(), " vs ", config.dump(), ")");
+    const std::vector<double> v = m->params().values().to_doubles();
+    for (size_t k = 0; k < sum.size(); ++k) sum[k] += v[k];
+  }
+  const double n = static_cast<double>(inputs.size());
+  float* out = values.data<float>();
+  for (size_t k = 0; k < sum.size(); ++k) out[k] = static_cast<float>(sum[k] / n);
+  std::map<std::string, std::string> meta = {{"averaged_from", std::to_string(inputs.size()) + " checkpoints"}};
+  if (!fingerprint.empty()) meta[tfm::kVocabFingerprintKey] = fingerprint;
+  tfm::save_model(*first, output, meta);
+  return notes;
+}
+
+}  // namespace transformer

@@ -1,0 +1,274 @@
+// transformer::Translator (include/transformer/translator.h): a model, its vocabulary and its
+// inference weights, over decode/ (search and batching) and the model's teacher-forced forward pass.
+#include "transformer/translator.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+
+#include "api/loading.h"
+#include "core/error.h"
+#include "core/threads.h"
+#include "data/vocab.h"
+#include "decode/shortlist.h"
+#include "decode/translator.h"
+#include "model/batch.h"
+#include "model/checkpoint.h"
+#include "ops/loss.h"
+
+namespace transformer {
+
+using tfm::cat;
+
+const Hypothesis& Translation::best() const {
+  TFM_CHECK(!hypotheses.empty(), "an empty input has no translation");
+  return hypotheses.front();
+}
+
+void ScoreOptions::validate() const {
+  TFM_CHECK(batch_sentences >= 1 && batch_sentences <= kMaxBatchSentences, "batch size must be in [1, ",
+            kMaxBatchSentences, "] pairs, got ", batch_sentences);
+  TFM_CHECK(max_input_tokens >= 1 && max_input_tokens <= kMaxInputTokens, "the input token limit must be in [1, ",
+            kMaxInputTokens, "], got ", max_input_tokens);
+}
+
+struct Translator::Impl {
+  std::string path;
+  TranslatorOptions options;
+  std::unique_ptr<tfm::Transformer> model;
+  tfm::Vocab vocab;
+  bool has_vocab = false;
+  std::string fingerprint;  // recorded in the model file
+  tfm::Shortlist shortlist;
+  bool has_shortlist = false;
+  LoadNotes notes;
+
+  const tfm::Vocab& need_vocab() const {
+    TFM_CHECK(has_vocab, "the translator was loaded without a vocabulary (need_vocab = false): give token ids");
+    return vocab;
+  }
+  Hypothesis convert(tfm::Hypothesis& h, bool text) const {
+    Hypothesis out;
+    out.ids = std::move(h.tokens);
+    if (text) out.text = vocab.decode(out.ids);
+    out.score = h.score;
+    out.normalized = h.normalized;
+    if (h.attention.defined()) {  // [layers, heads, target, source]
+      const tfm::Tensor& a = h.attention;
+      out.attention.layers = a.size(0);
+      out.attention.heads = a.size(1);
+      out.attention.target_length = a.size(2);
+      out.attention.source_length = a.size(3);
+      const float* p = a.data<float>();
+      out.attention.weights.assign(p, p + a.numel());
+    }
+    return out;
+  }
+  std::vector<Translation> translate(const std::vector<std::vector<int32_t>>& sources, const TranslateOptions& o,
+                                     bool text) const {
+    tfm::ScopedThreads threads(options.threads);
+    std::vector<tfm::Translation> done =
+        tfm::translate_ids(*model, sources, o, has_shortlist ? &shortlist : nullptr);
+    std::vector<Translation> out(done.size());
+    for (size_t i = 0; i < done.size(); ++i) {
+      out[i].source_ids = std::move(done[i].source_ids);
+      out[i].truncated = done[i].truncated;
+      for (tfm::Hypothesis& h : done[i].hypotheses) out[i].hypotheses.push_back(convert(h, text));
+    }
+    return out;
+  }
+  void check_ids(const std::vector<int32_t>& ids, size_t sentence) const {
+    const tfm::ModelConfig& c = model->config();
+    for (int32_t v : ids) {
+      TFM_CHECK(v >= 0 && v < c.vocab_size, "sentence ", sentence, ": token id ", v, " is outside the vocabulary [0, ",
+                c.vocab_size, ")");
+      TFM_CHECK(v != c.pad_id && v != c.bos_id && v != c.eos_id, "sentence ", sentence, ": token id ", v, " is the ",
+                v == c.pad_id ? "padding" : v == c.bos_id ? "beginning-of-sentence" : "end-of-sentence",
+                " id, which input may not contain");
+    }
+  }
+};
+
+Translator::Translator(const std::string& model_path, const TranslatorOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.path = model_path;
+  m.options = options;
+  TFM_CHECK(options.threads >= 0, "threads must be >= 0 (0: the process's default), got ", options.threads);
+  tfm::ScopedThreads threads(options.threads);
+  const tfm::SafetensorsFile file = tfm::SafetensorsFile::read(model_path);
+  m.model = api::load_model_noting(file, options.verify, m.notes);
+  m.fingerprint = api::vocab_fingerprint(file);
+  if (options.need_vocab) {
+    const std::string vocab =
+        options.vocab.empty() ? (std::filesystem::path(model_path).parent_path() / "vocab.model").string() : options.vocab;
+    TFM_CHECK(std::filesystem::exists(vocab), "no vocabulary: '", vocab, "' does not exist (give --vocab)");
+    m.vocab = tfm::Vocab::load(vocab);
+    m.has_vocab = true;
+    TFM_CHECK(m.vocab.size() == m.model->config().vocab_size, "the vocabulary '", vocab, "' has ", m.vocab.size(),
+              " pieces but the model has ", m.model->config().vocab_size);
+    TFM_CHECK(m.fingerprint.empty() || m.fingerprint == m.vocab.fingerprint(), "the vocabulary '", vocab,
+              "' is not the one '", model_path, "' was trained with (fingerprint ", m.vocab.fingerprint(),
+              ", the model's ", m.fingerprint, ")");
+    if (m.fingerprint.empty())
+      m.notes.warnings.push_back(cat("'", model_path, "' records no vocabulary fingerprint, so nothing checks that '",
+                                     vocab,
+                                     "' is the vocabulary it was trained with (one of the same size but other pieces "
+                                     "translates garbage)"));
+  }
+  // Translation never reads the float32 weights again once they have their copies.
+  using W = TranslatorOptions::Weights;
+  if (options.weights == W::kInt8) m.model->quantize_int8(tfm::Transformer::PlainWeights::kRelease);
+  else if (options.weights == W::kPacked) m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease);
+  if (!options.shortlist.empty()) {
+    m.shortlist = tfm::Shortlist::load(options.shortlist, m.model->config().vocab_size);
+    m.shortlist.check_vocabulary(m.model->config().vocab_size,
+                                 m.fingerprint.empty() && m.has_vocab ? m.vocab.fingerprint() : m.fingerprint,
+                                 model_path);
+    m.has_shortlist = true;
+  }
+}
+
+Translator::~Translator() = default;
+Translator::Translator(Translator&&) noexcept = default;
+Translator& Translator::operator=(Translator&&) noexcept = default;
+
+std::vector<Translation> Translator::translate(const std::vector<std::string>& lines,
+                                               const TranslateOptions& options) const {
+  options.validate();  // before any tokenizing
+  const tfm::Vocab& vocab = impl_->need_vocab();
+  std::vector<std::vector<int32_t>> sources;
+  std::vector<Repairs> repairs;
+  sources.reserve(lines.size());
+  for (const std::string& line : lines) {
+    CleanText clean = clean_input(line);
+    sources.push_back(vocab.encode(clean.text));
+    repairs.push_back(clean.repairs);
+  }
+  std::vector<Translation> out = impl_->translate(sources, options, true);
+  for (size_t i = 0; i < out.size(); ++i) out[i].repairs = repairs[i];
+  return out;
+}
+
+std::vector<Translation> Translator::translate_ids(const std::vector<std::vector<int32_t>>& sources,
+                                                   const TranslateOptions& options) const {
+  options.validate();
+  for (size_t i = 0; i < sources.size(); ++i) impl_->check_ids(sources[i], i);
+  return impl_->translate(sources, options, false);
+}
+
+std::vector<Score> Translator::score(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
+                                     const ScoreOptions& options) const {
+  options.validate();
+  TFM_CHECK(sources.size() == targets.size(), "there are ", sources.size(), " sources but ", targets.size(),
+            " targets");
+  const tfm::Vocab& vocab = impl_->need_vocab();
+  std::vector<std::vector<int32_t>> src, tgt;
+  std::vector<Repairs> src_repairs, tgt_repairs;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    CleanText s = clean_input(sources[i]), t = clean_input(targets[i]);
+    src.push_back(vocab.encode(s.text));
+    tgt.push_back(vocab.encode(t.text));
+    src_repairs.push_back(s.repairs);
+    tgt_repairs.push_back(t.repairs);
+  }
+  std::vector<Score> out = score_ids(src, tgt, options);
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].source_repairs = src_repairs[i];
+    out[i].target_repairs = tgt_repairs[i];
+  }
+  return out;
+}
+
+std::vector<Score> Translator::score_ids(const std::vector<std::vector<int32_t>>& sources,
+                                         const std::vector<std::vector<int32_t>>& targets,
+                                         const ScoreOptions& options) const {
+  options.validate();
+  TFM_CHECK(sources.size() == targets.size(), "there are ", sources.size(), " sources but ", targets.size(),
+            " targets");
+  TFM_CHECK(impl_->options.weights == TranslatorOptions::Weights::kPlain,
+            "scoring runs the model's teacher-forced forward pass, which needs the float32 weights as trained: load "
+            "the Translator with weights = plain (this one holds ",
+            impl_->options.weights == TranslatorOptions::Weights::kInt8 ? "int8" : "packed", " ones)");
+  const tfm::Transformer& model = *impl_->model;
+  const tfm::ModelConfig& c = model.config();
+  std::vector<Score> out(sources.size());
+  std::vector<std::vector<int32_t>> src(sources), tgt(targets);
+  for (size_t i = 0; i < src.size(); ++i) {
+    impl_->check_ids(src[i], i);
+    impl_->check_ids(tgt[i], i);
+    for (auto* side : {&src[i], &tgt[i]})
+      if (static_cast<int64_t>(side->size()) > options.max_input_tokens) {
+        side->resize(static_cast<size_t>(options.max_input_tokens));
+        out[i].truncated = true;
+      }
+  }
+  tfm::ScopedThreads threads(impl_->options.threads);
+  const int64_t V = c.vocab_size;
+  const auto batch_size = static_cast<size_t>(options.batch_sentences);
+  for (size_t begin = 0; begin < src.size(); begin += batch_size) {
+    const size_t end = std::min(src.size(), begin + batch_size);
+    const tfm::Batch batch = tfm::make_batch({src.begin() + begin, src.begin() + end},
+                                             {tgt.begin() + begin, tgt.begin() + end}, c);
+    const tfm::Tensor logits = model.forward(model.context(), batch, nullptr);  // [B, T, V]
+    const tfm::Tensor flat = logits.view({logits.shape().rows(), V});        // [B·T, V]
+    const tfm::Tensor lse = tfm::Tensor::empty({flat.size(0)}, flat.dtype());  // [B·T]
+    tfm::ops::cross_entropy(flat, batch.tgt_out.view({batch.tgt_out.numel()}), {0.0, c.pad_id}, lse);
+    const int64_t T = batch.tgt_out.size(1);
+    for (size_t b = 0; b < end - begin; ++b) {
+      const int32_t len = batch.tgt_lengths.data<int32_t>()[b];
+      double total = 0;
+      for (int64_t t = 0; t < len; ++t) {
+        const int64_t row = static_cast<int64_t>(b) * T + t;
+        total += flat.data<float>()[row * V + batch.tgt_out.data<int32_t>()[row]] - lse.data<float>()[row];
+      }
+      Score& s = out[begin + b];
+      s.total = total;
+      s.tokens = len;
+      s.per_token = total / len;
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> Translator::encode(std::string_view text) const {
+  return impl_->need_vocab().encode(std::string(text));
+}
+std::string Translator::decode(const std::vector<int32_t>& ids) const { return impl_->need_vocab().decode(ids); }
+std::string Translator::piece(int32_t id) const { return impl_->need_vocab().piece(id); }
+bool Translator::has_vocab() const { return impl_->has_vocab; }
+int64_t Translator::vocab_size() const { return impl_->model->config().vocab_size; }
+const std::string& Translator::model_path() const { return impl_->path; }
+const std::string& Translator::vocab_fingerprint() const { return impl_->fingerprint; }
+const LoadNotes& Translator::load_notes() const { return impl_->notes; }
+
+std::vector<int32_t> Translator::parse_ids(std::string_view line, int64_t line_number) const {
+  const tfm::ModelConfig& c = impl_->model->config();
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos < line.size()) {
+    while (pos < line.size() && std::isspace(static_cast<unsigned char>(line[pos]))) ++pos;
+    if (pos == line.size()) break;
+    size_t end = pos;
+    while (end < line.size() && !std::isspace(static_cast<unsigned char>(line[end]))) ++end;
+    const std::string word(line.substr(pos, end - pos));
+    pos = end;
+    char* stop = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(word.c_str(), &stop, 10);
+    TFM_CHECK(stop && *stop == '\0', "line ", line_number, ": '", word, "' is not a token id");
+    // Out of range for strtoll too (ERANGE clamps it): the id as written, not the clamped value.
+    TFM_CHECK(errno != ERANGE && v >= 0 && v < c.vocab_size, "line ", line_number, ": token id ", word,
+              " is outside the vocabulary [0, ", c.vocab_size, ")");
+    // The model adds BOS and EOS itself; padding is not a token.
+    TFM_CHECK(v != c.pad_id && v != c.bos_id && v != c.eos_id, "line ", line_number, ": token id ", v, " is the ",
+              v == c.pad_id ? "padding" : v == c.bos_id ? "beginning-of-sentence" : "end-of-sentence",
+              " id, which input may not contain");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+}  // namespace transformer

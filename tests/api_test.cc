@@ -1,0 +1,205 @@
+// The public C++ API (include/transformer): a Translator on the committed tiny model gives the
+// committed translations; its scores by teacher forcing agree with the search's own; attention,
+// n-best, the input policy, id checks, model files and metrics behave as documented.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testing/errors.h"
+#include "transformer/metrics.h"
+#include "transformer/model.h"
+#include "transformer/text.h"
+#include "transformer/translator.h"
+
+namespace {
+
+using namespace transformer;
+
+const std::string kDir = std::string(TFM_FIXTURE_DIR) + "/tiny_model";
+const std::string kModel = kDir + "/model.safetensors";
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(Api, TranslatesAsTheCommittedOutputs) {
+  const Translator t(kModel);
+  const std::vector<std::string> input = lines_of(kDir + "/input.en");
+  ASSERT_EQ(input.size(), 10u);
+  for (const auto& [beam, file] : {std::pair<int64_t, const char*>{1, "expected.greedy.de"}, {4, "expected.beam4.de"}}) {
+    SCOPED_TRACE(file);
+    TranslateOptions o;
+    o.search.beam_size = beam;
+    const std::vector<Translation> out = t.translate(input, o);
+    const std::vector<std::string> expected = lines_of(kDir + "/" + file);
+    ASSERT_EQ(out.size(), expected.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      const std::string got = out[i].hypotheses.empty() ? "" : out[i].best().text;
+      EXPECT_EQ(got, expected[i]) << "line " << i + 1;
+      EXPECT_EQ(out[i].hypotheses.empty(), input[i].empty());
+    }
+  }
+}
+
+// The search's score of a hypothesis (incremental decoding, Σ log p) is what teacher forcing gives
+// the same pair: two different code paths through the model.
+TEST(Api, ScoresAgreeWithTheSearch) {
+  const Translator t(kModel, {.weights = TranslatorOptions::Weights::kPlain});
+  TranslateOptions o;
+  o.search.beam_size = 4;
+  o.search.n_best = 3;
+  const std::vector<Translation> out = t.translate({"three hundred forty-two", "seventy-one", "one"}, o);
+  std::vector<std::vector<int32_t>> src, tgt;
+  std::vector<double> expected;
+  for (const Translation& r : out) {
+    ASSERT_EQ(r.hypotheses.size(), 3u);
+    for (size_t h = 1; h < r.hypotheses.size(); ++h)
+      EXPECT_GE(r.hypotheses[h - 1].normalized, r.hypotheses[h].normalized) << "n-best not sorted";
+    for (const Hypothesis& h : r.hypotheses) {
+      src.push_back(r.source_ids);
+      tgt.push_back(h.ids);
+      expected.push_back(h.score);
+    }
+  }
+  const std::vector<Score> scores = t.score_ids(src, tgt);
+  ASSERT_EQ(scores.size(), expected.size());
+  for (size_t i = 0; i < scores.size(); ++i) {
+    EXPECT_NEAR(scores[i].total, expected[i], 1e-4) << "pair " << i;
+    EXPECT_EQ(scores[i].tokens, static_cast<int64_t>(tgt[i].size()) + 1);
+    EXPECT_NEAR(scores[i].per_token, scores[i].total / static_cast<double>(scores[i].tokens), 1e-12);
+  }
+  // The text form encodes both sides first: the same numbers for the same ids.
+  const std::vector<Score> text = t.score({"three hundred forty-two"}, {out[0].best().text});
+  EXPECT_EQ(t.encode(out[0].best().text), out[0].best().ids);
+  EXPECT_NEAR(text[0].total, out[0].best().score, 1e-4);
+}
+
+TEST(Api, AttentionIsAProbabilityOverTheSource) {
+  const Translator t(kModel);
+  TranslateOptions o;
+  o.search.record_attention = true;
+  const Translation r = t.translate({"three hundred forty-two"}, o)[0];
+  const Attention& a = r.best().attention;
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a.target_length, static_cast<int64_t>(r.best().ids.size()) + 1);
+  EXPECT_EQ(a.source_length, static_cast<int64_t>(r.source_ids.size()) + 1);
+  EXPECT_EQ(a.weights.size(), static_cast<size_t>(a.layers * a.heads * a.target_length * a.source_length));
+  for (int64_t l = 0; l < a.layers; ++l)
+    for (int64_t h = 0; h < a.heads; ++h)
+      for (int64_t i = 0; i < a.target_length; ++i) {
+        double sum = 0;
+        for (int64_t s = 0; s < a.source_length; ++s) sum += a.at(l, h, i, s);
+        EXPECT_NEAR(sum, 1.0, 1e-5);
+      }
+  o.search.record_attention = false;
+  EXPECT_TRUE(t.translate({"one"}, o)[0].best().attention.empty());
+}
+
+TEST(Api, InputPolicyRepairsAndReports) {
+  const CleanText nul = clean_input(std::string("  three\0hundred \n", 17));
+  EXPECT_EQ(nul.text, "three hundred");
+  EXPECT_TRUE(nul.repairs.nul_bytes);
+  EXPECT_FALSE(nul.repairs.invalid_utf8);
+  const CleanText bad = clean_input("drei\xffhundert");
+  EXPECT_EQ(bad.text, "drei\xEF\xBF\xBDhundert");
+  EXPECT_TRUE(bad.repairs.invalid_utf8);
+  EXPECT_FALSE(clean_input("vier").repairs.any());
+  EXPECT_EQ(repair_warnings(bad.repairs, "line 7"),
+            std::vector<std::string>{"line 7 is not valid UTF-8; invalid bytes replaced by U+FFFD"});
+  // translate and score apply it and say so.
+  const Translator t(kModel);
+  TranslateOptions o;
+  o.search.beam_size = 1;
+  const auto out = t.translate({std::string("three\0hundred", 13), "three hundred"}, o);
+  EXPECT_TRUE(out[0].repairs.nul_bytes);
+  EXPECT_FALSE(out[1].repairs.any());
+  EXPECT_EQ(out[0].best().text, out[1].best().text);
+  const Translator plain(kModel, {.weights = TranslatorOptions::Weights::kPlain});
+  const auto s = plain.score({"three hundred"}, {"drei\xffhundert"});
+  tfm::testing::expect_error([&] { t.score({"three hundred"}, {"drei"}); }, {"weights = plain", "packed"});
+  EXPECT_TRUE(s[0].target_repairs.invalid_utf8);
+  EXPECT_FALSE(s[0].source_repairs.any());
+}
+
+TEST(Api, BadIdsAndOptionsAreErrorsNamingTheValue) {
+  const Translator t(kModel, {.need_vocab = false});
+  EXPECT_FALSE(t.has_vocab());
+  tfm::testing::expect_error([&] { t.translate({"one"}); }, {"without a vocabulary"});
+  tfm::testing::expect_error([&] { t.translate_ids({{5, 6}, {5, 100000}}); }, {"sentence 1", "100000", "outside"});
+  tfm::testing::expect_error([&] { t.translate_ids({{0}}); }, {"padding"});
+  EXPECT_EQ(t.parse_ids(" 5  6\t7 ", 3), (std::vector<int32_t>{5, 6, 7}));
+  tfm::testing::expect_error([&] { t.parse_ids("5 x", 3); }, {"line 3", "'x' is not a token id"});
+  tfm::testing::expect_error([&] { t.parse_ids("99999999999999999999", 4); }, {"line 4", "99999999999999999999"});
+  TranslateOptions o;
+  o.search.beam_size = 0;
+  tfm::testing::expect_error([&] { t.translate_ids({{5}}, o); }, {"beam size", "got 0"});
+  tfm::testing::expect_error([&] { t.score_ids({{5}}, {}); }, {"1 sources but 0 targets"});
+  tfm::testing::expect_error([&] { Translator("/nonexistent/model.safetensors"); }, {"/nonexistent/model.safetensors"});
+  tfm::testing::expect_error([&] { Translator(kModel, {.vocab = "/nonexistent.model"}); }, {"/nonexistent.model"});
+}
+
+// Each translator's calls run on its own thread count; the results do not depend on it, and two
+// threads may translate with one translator at once.
+TEST(Api, ThreadsPerTranslatorAndConcurrentCalls) {
+  const std::vector<std::string> input = lines_of(kDir + "/input.en");
+  const Translator one(kModel, {.threads = 1}), two(kModel, {.threads = 2});
+  const auto a = one.translate(input), b = two.translate(input);
+  std::vector<Translation> c, d;
+  std::thread x([&] { c = two.translate(input); }), y([&] { d = two.translate(input); });
+  x.join();
+  y.join();
+  for (size_t i = 0; i < input.size(); ++i) {
+    if (a[i].hypotheses.empty()) continue;
+    EXPECT_EQ(a[i].best().ids, b[i].best().ids);
+    EXPECT_EQ(c[i].best().ids, b[i].best().ids);
+    EXPECT_EQ(d[i].best().ids, b[i].best().ids);
+  }
+}
+
+TEST(Api, ModelInfoAndAveraging) {
+  const ModelInfo info = model_info(kModel);
+  EXPECT_GT(info.total_parameters, 0);
+  EXPECT_EQ(info.total_parameters, info.embedding_parameters + info.encoder_parameters + info.decoder_parameters);
+  EXPECT_EQ(info.file_bytes, static_cast<int64_t>(std::filesystem::file_size(kModel)));
+  ASSERT_FALSE(info.config.empty());
+  EXPECT_EQ(info.config[0].first, "vocab_size");
+  // The fixture predates checksums: loading it says so.
+  EXPECT_TRUE(info.checksum.empty());
+  ASSERT_EQ(info.notes.notes.size(), 1u);
+  EXPECT_NE(info.notes.notes[0].find("records no checksum"), std::string::npos);
+  // The average of a model with itself is the model; it is written with a checksum.
+  const std::string out = (std::filesystem::temp_directory_path() / "api_test_average.safetensors").string();
+  average_checkpoints({kModel, kModel}, out);
+  const ModelInfo avg = model_info(out);
+  EXPECT_FALSE(avg.checksum.empty());
+  EXPECT_TRUE(avg.checksum_verified);
+  EXPECT_EQ(avg.metadata.at("averaged_from"), "2 checkpoints");
+  const Translator a(kModel), b(out, {.vocab = kDir + "/vocab.model"});
+  EXPECT_EQ(a.translate({"seventy-one"})[0].best().ids, b.translate({"seventy-one"})[0].best().ids);
+  std::filesystem::remove(out);
+  tfm::testing::expect_error([&] { average_checkpoints({}, out); }, {"at least one"});
+}
+
+TEST(Api, Metrics) {
+  const ExactMatch m = exact_match({"a", "B", "c"}, {{"a", "b", "x"}, {"y", "y", "c"}});
+  EXPECT_EQ(m.matches, 2);
+  EXPECT_EQ(m.segments, 3);
+  EXPECT_NEAR(m.score, 200.0 / 3, 1e-12);
+  EXPECT_EQ(exact_match({"a", "B", "c"}, {{"a", "b", "x"}}, true).matches, 2);
+  tfm::testing::expect_error([&] { exact_match({"a"}, {{"a", "b"}}); }, {"1 hypotheses", "2 segments"});
+  const BleuScore b = corpus_bleu({"the cat sat on the mat"}, {{"the cat sat on the mat"}});
+  EXPECT_NEAR(b.score, 100.0, 1e-9);
+  const ChrfScore c = corpus_chrf({"the cat"}, {{"the dog"}});
+  EXPECT_GT(c.score, 0.0);
+  EXPECT_LT(c.score, 100.0);
+}
+
+}  // namespace
