@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 
-.PHONY: all deps configure build test test-sanitize deps-arm64 test-arm64 bench demo fixtures fuzz clean
+.PHONY: all deps configure build install test test-sanitize deps-arm64 test-arm64 bench demo fixtures fuzz clean
 
 all: build
 
@@ -16,6 +16,11 @@ configure: deps $(BUILD)/build.ninja
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The library, its headers and package config, and the command (docs/api.md): PREFIX=/usr/local.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # Every test through ctest. Each test program runs its OpenMP kernels on 1 thread so that ctest can
 # run $(JOBS) programs side by side; the thread-count tests set their own counts.

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The installed library as another project uses it (examples/cpp): `cmake --install` into a fresh
+# prefix, then find_package(Transformer) builds the example against the shared and the static
+# library, and it translates the tiny model as the command line does. Also: only the public headers
+# are installed, each compiles alone as C++17 without the project's dependencies, and no compile
+# option of the project reaches the example's compile commands.
+# usage: install_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" > "$work/install.log" || fail "cmake --install: $(cat "$work/install.log")"
+for f in include/transformer/translator.h bin/transformer; do
+  [ -e "$prefix/$f" ] || fail "$f was not installed"
+done
+ls "$prefix"/lib*/libtransformer.a "$prefix"/lib*/libtransformer.so > /dev/null || fail "no libtransformer.a and .so"
+ls "$prefix"/lib*/cmake/Transformer/TransformerConfig.cmake > /dev/null || fail "no package config"
+others=$(find "$prefix/include" -type f ! -path "$prefix/include/transformer/*")
+[ -z "$others" ] || fail "headers outside include/transformer: $others"
+
+# Each public header alone, C++17, nothing but the standard library on the include path.
+for h in "$prefix"/include/transformer/*.h; do
+  name=$(basename "$h")
+  echo "#include <transformer/$name>" | g++ -std=c++17 -fsyntax-only -Wall -Wextra -I "$prefix/include" -x c++ - \
+    2> "$work/header.log" || fail "transformer/$name does not compile alone: $(cat "$work/header.log")"
+done
+grep -l -E '#include ["<](nlohmann|CLI|core/|ops/|model/|decode/|data/)' "$prefix"/include/transformer/*.h &&
+  fail "a public header includes a dependency or an internal header"
+
+model=$src/tests/fixtures/tiny_model
+for mode in shared static; do
+  static=OFF
+  [ $mode = static ] && static=ON
+  ex=$work/example-$mode
+  cmake -S "$src/examples/cpp" -B "$ex" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DLINK_STATIC=$static \
+    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON > "$work/configure.log" 2>&1 || fail "$mode: configure: $(cat "$work/configure.log")"
+  cmake --build "$ex" > "$work/build.log" 2>&1 || fail "$mode: build: $(cat "$work/build.log")"
+  # The project's own options (warnings, -march, OpenMP, its src/ folder) stay with it.
+  if grep -E -e '-march|-fopenmp|-Wall|/src"?( |$)|-I[^ ]*/src ' "$ex/compile_commands.json"; then
+    fail "$mode: a compile option of the project reached the example"
+  fi
+  "$ex/translate" "$model/model.safetensors" 4 < "$model/input.en" > "$work/out.$mode" 2> "$work/err" ||
+    fail "$mode: translate: $(cat "$work/err")"
+  cut -f1 "$work/out.$mode" | diff - "$model/expected.beam4.de" > "$work/diff" ||
+    fail "$mode: translations differ from the committed ones: $(cat "$work/diff")"
+  [ ! -s "$work/err" ] || fail "$mode: the library wrote to stderr: $(cat "$work/err")"
+  ldd "$ex/translate" > "$work/ldd"
+  if [ $mode = shared ]; then
+    grep -q "libtransformer.so" "$work/ldd" || fail "shared: not linked to libtransformer.so: $(cat "$work/ldd")"
+  else
+    grep -q "libtransformer.so" "$work/ldd" && fail "static: linked to libtransformer.so"
+  fi
+  "$ex/translate" /nonexistent.safetensors < /dev/null 2> "$work/err" && fail "$mode: a missing model was accepted"
+  grep -q "/nonexistent.safetensors" "$work/err" || fail "$mode: the error does not name the file: $(cat "$work/err")"
+done
+echo "install test: OK"
