@@ -31,6 +31,15 @@ done
 grep -l -E '#include ["<](nlohmann|CLI|core/|ops/|model/|decode/|data/)' "$prefix"/include/transformer/*.h &&
   fail "a public header includes a dependency or an internal header"
 
+# docs/api.md shows the examples: each block after "<!-- example: PATH -->" must be that file.
+examples=$(sed -n 's/^<!-- example: \(.*\) -->$/\1/p' "$src/docs/api.md")
+[ -n "$examples" ] || fail "docs/api.md shows no example"
+for path in $examples; do
+  awk -v marker="<!-- example: $path -->" '$0 == marker { getline; on = 1; next } on && /^```$/ { exit } on' \
+    "$src/docs/api.md" > "$work/doc-example"
+  diff "$work/doc-example" "$src/$path" > "$work/diff" || fail "docs/api.md's copy of $path differs: $(cat "$work/diff")"
+done
+
 model=$src/tests/fixtures/tiny_model
 for mode in shared static; do
   static=OFF
@@ -54,6 +63,12 @@ for mode in shared static; do
   else
     grep -q "libtransformer.so" "$work/ldd" && fail "static: linked to libtransformer.so"
   fi
+  "$ex/nbest" "$model/model.safetensors" "three hundred forty-two" > "$work/nbest" 2> "$work/err" ||
+    fail "$mode: nbest: $(cat "$work/err")"
+  [ "$(grep -c . "$work/nbest")" = 3 ] || fail "$mode: nbest printed: $(cat "$work/nbest")"
+  # The teacher-forced score of the best translation is the search's score of it.
+  awk -F'\t' 'NR == 1 { s = $2 } /^teacher-forced/ { d = s - $2; if (d < -1e-3 || d > 1e-3) exit 1 }' "$work/nbest" ||
+    fail "$mode: the search's and the teacher-forced scores differ: $(cat "$work/nbest")"
   "$ex/translate" /nonexistent.safetensors < /dev/null 2> "$work/err" && fail "$mode: a missing model was accepted"
   grep -q "/nonexistent.safetensors" "$work/err" || fail "$mode: the error does not name the file: $(cat "$work/err")"
 done
