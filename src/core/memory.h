@@ -9,8 +9,8 @@ namespace tfm {
 // kernel, so buffers made anew at every decoding step, such as the [rows, vocabulary] logits
 // (31 MiB for 256 rows × 32,000), cost a page fault and a page clearing per 4 KB, every step. This
 // keeps blocks of up to 32 MiB on the heap and freed memory in the process for reuse: about a
-// quarter fewer page faults in the small training step, a third fewer in base (docs/performance.md;
-// until session 7 this function was compiled out by mistake). Call it once, first thing in main(). A no-op on other C libraries.
+// quarter fewer page faults in the small training step, a third fewer in base (docs/performance.md).
+// Call it once, first thing in main(). A no-op on other C libraries.
 void keep_freed_memory_for_reuse();
 
 // Bytes the machine can still give this process without swapping (Linux's MemAvailable), or, where

@@ -38,7 +38,7 @@ struct AttentionArgs {
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args, const Tensor& probs,
                const Tensor& out);
 
-// With P̃ = dropout(P): dV += P̃ᵀ·dO; dP̃ = dO·Vᵀ; dP = dropout_backward(dP̃);
+// With P̃ = dropout(P): dV += P̃ᵀ·dO; dP̃ = dO·Vᵀ; dP = dropout(dP̃) with the same mask;
 // dZ = P ⊙ (dP − Σ_s dP ⊙ P); dQ += dZ·K / √d_k; dK += dZᵀ·Q / √d_k. Accumulates into dq, dk, dv.
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args,
                         const Tensor& probs, const Tensor& dout, const Tensor& dq, const Tensor& dk,

@@ -95,16 +95,6 @@ void dropout(const Tensor& x, double p, const RngStream& rng, const Tensor& y) {
   });
 }
 
-void dropout_backward(const Tensor& dy, double p, const RngStream& rng, const Tensor& dx) {
-  check_rate("dropout_backward", p);
-  check_same_shape("dropout_backward", "dy", dy, "dx", dx);
-  check_all("dropout_backward", dx.dtype(), dx.device(), {{"dy", &dy}});
-  dispatch("dropout_backward", dx.dtype(), dx.device(), [&](auto t) {
-    using T = decltype(t);
-    cpu::dropout_backward<T>(dx.numel(), dy.data<T>(), p, rng, dx.data<T>());
-  });
-}
-
 double sum_squares(const Tensor& x) {
   double result = 0;
   dispatch("sum_squares", x.dtype(), x.device(), [&](auto t) {

@@ -25,11 +25,10 @@ void relu(const Tensor& x, const Tensor& y);
 void relu_backward(const Tensor& y, const Tensor& dy, const Tensor& dx);
 
 // Inverted dropout: y = x · keep / (1 − p), keep = [uniform(i) ≥ p] from `rng`, element i of the
-// flat tensor; p in [0, 1). The mask is a pure function of (rng, i): nothing is stored, the
-// backward recomputes it, and the result does not depend on the thread count. y may alias x.
+// flat tensor; p in [0, 1). The mask is a pure function of (rng, i): nothing is stored, and the
+// result does not depend on the thread count. y may alias x. The backward is the same call on the
+// gradient with the same rng: dx = dy · keep / (1 − p).
 void dropout(const Tensor& x, double p, const RngStream& rng, const Tensor& y);
-// dx += dy · keep / (1 − p), with the same rng as the forward.
-void dropout_backward(const Tensor& dy, double p, const RngStream& rng, const Tensor& dx);
 
 // Σ x² over all elements, in double precision (for gradient-norm clipping).
 double sum_squares(const Tensor& x);

@@ -21,6 +21,4 @@ void add_positional_encoding(const Tensor& x, int64_t start) {
   });
 }
 
-void add_positional_encoding_backward(const Tensor& dy, const Tensor& dx) { add_to(dy, dx); }
-
 }  // namespace tfm::ops

@@ -12,7 +12,6 @@ namespace tfm::ops {
 void positional_encoding(const Tensor& pe, int64_t start = 0);
 // x: [B, T, D]; x[b, t, :] += PE(start + t, :).
 void add_positional_encoding(const Tensor& x, int64_t start = 0);
-// The encoding is a constant: dx += dy.
-void add_positional_encoding_backward(const Tensor& dy, const Tensor& dx);
+// The encoding is a constant: its backward passes the gradient through unchanged.
 
 }  // namespace tfm::ops

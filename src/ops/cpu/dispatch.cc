@@ -73,10 +73,6 @@ void dropout(int64_t n, const T* x, double p, const RngStream& rng, T* y) {
   TFM_SIMD_CALL(dropout<T>, n, x, p, rng, y);
 }
 template <class T>
-void dropout_backward(int64_t n, const T* dy, double p, const RngStream& rng, T* dx) {
-  TFM_SIMD_CALL(dropout_backward<T>, n, dy, p, rng, dx);
-}
-template <class T>
 double sum_squares(int64_t n, const T* x) {
   TFM_SIMD_CALL(sum_squares<T>, n, x);
 }

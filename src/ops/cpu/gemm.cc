@@ -44,7 +44,7 @@ bool large_float_gemm(int64_t, int64_t, int64_t, double, const double*, int64_t,
 // The weight gradient of a layer that widens (dW = dyᵀ·x with out ≥ 2·in, the feed-forward
 // network's first layer: 2048 × 512 in base, 1024 × 256 in small): oneDNN's kernel for this
 // transposed-A shape ran 1.15–1.6× slower than for the same product transposed, dWᵀ = xᵀ·dy
-// (docs/performance.md, session 7; not so for 8000 × 512 or 512 × 2048, where the transposed one
+// (docs/performance.md; not so for 8000 × 512 or 512 × 2048, where the transposed one
 // was slower, hence the bounds). So compute dWᵀ into scratch and add it back transposed, in cache-sized tiles.
 bool widening_weight_gradient(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, bool ta,
                               const float* b, int64_t ldb, bool tb, float beta, float* c, int64_t ldc) {

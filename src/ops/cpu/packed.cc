@@ -132,21 +132,21 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
 }
 
 // BM_DecodeProduct against BM_DecodeProductPacked (2 threads): packed 1.3–1.9× at 64 rows for every
-// shape in two sessions; at 256 rows the two sessions disagreed. Whole beam-4 translations of 64
-// sentences (256 rows), alternated in one session 8 times each (BM_Translate/beam4 and
+// shape in two runs; at 256 rows the two runs disagreed. Whole beam-4 translations of 64
+// sentences (256 rows), alternated 8 times each (BM_Translate/beam4 and
 // beam4_shortlist3200): packed at 256 rows faster in 14 of 16 pairs, median 1.20×
-// (docs/performance.md). Session 10, the encoder's products (64 sentences of 25 tokens: 1,600 rows),
+// (docs/performance.md). The encoder's products (64 sentences of 25 tokens: 1,600 rows),
 // medians of 3: 512 → 512 233 against 204 GFLOP/s, 2048 → 512 204 against 190, 512 → 2048 209
 // against 226 (without the bias, which the packed product adds in the same pass and sgemm's path
 // in a pass of its own over the 13 MB of output); the encoder of 640 sentences (10 batches) took
 // 3.46–4.19 s packed against 3.70–4.71 s, faster in 3 of 4 alternated pairs. So every product is
 // packed but the wide output projection beyond 256 rows (512 × 512 → 32,000: 177 against 202).
-// Those sessions ran on AVX-512 CPUs. Without AVX-512, oneDNN 2.6 has no brgemm matmul, and its
+// Those runs were on AVX-512 CPUs. Without AVX-512, oneDNN 2.6 has no brgemm matmul, and its
 // packed products fall back to kernels slower than OpenBLAS's: forced to the avx2 level on an AMD
 // EPYC (Zen 4), packed against BLAS in GFLOP/s, 1 thread, 64 rows: 512 → 512 67 / 98, 512 → 2048
 // 52 / 96, 2048 → 512 66 / 97, but 512 → 32,000 (blocked per thread) 97 / 73; 256 rows: 73 / 108,
 // 53 / 109, 72 / 109, 101 / 99; 2 threads, 64 rows: 135 / 162, 100 / 180, 135 / 186, 193 / 140
-// (session 14, docs/performance.md). There only the wide projection is packed.
+// (docs/performance.md, "Every CPU family"). There only the wide projection is packed.
 bool packing_pays(int64_t n, int64_t) { return isa() >= Isa::kAvx512 || n >= kBlockedColumns; }
 bool packed_product_wins(int64_t m, int64_t n, int64_t k) {
   if (!packing_pays(n, k)) return false;

@@ -102,7 +102,7 @@ inline void sum4(const f32v a[4], float* out) {
 // The same for float with a per-head width of kLanes·R: the build's vectors (fast_exp.h), q and the
 // output held in registers, four keys' dot products at a time summed across lanes together (the
 // plain loops above end each dot product in a scalar sum and send the output through memory for
-// every key). With the beams' loop order below: BM_DecodeAttention 1.6–1.9× (session 7).
+// every key). With the beams' loop order below: BM_DecodeAttention 1.6–1.9× (docs/performance.md).
 template <int R>
 void single_query_f32(const float* q, const float* k, const float* v, const int64_t* rows, int64_t ldk, int64_t ldv,
                       int64_t n, int64_t keys, float scale, float* p, float* out) {

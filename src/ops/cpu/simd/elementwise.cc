@@ -80,14 +80,6 @@ void dropout(int64_t n, const T* x, double p, const RngStream& rng, T* y) {
 }
 
 template <class T>
-void dropout_backward(int64_t n, const T* dy, double p, const RngStream& rng, T* dx) {
-  constexpr int64_t kChunk = 4096;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t c = 0; c < n; c += kChunk)
-    apply_dropout<T, true>(std::min(kChunk, n - c), static_cast<uint64_t>(c), dy + c, p, rng, dx + c);
-}
-
-template <class T>
 double sum_squares(int64_t n, const T* x) {
   // Fixed-size chunks summed in order: the same result for any thread count.
   constexpr int64_t kChunk = 1 << 14;
