@@ -1,0 +1,40 @@
+#pragma once
+// What incremental decoding keeps between steps (Transformer::start_decoding, decode_step, reorder
+// and restrict_output, in model/decoding.cc).
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+#include "ops/int8.h"
+#include "ops/packed.h"
+
+namespace tfm {
+
+// Incremental decoding (one token per hypothesis per step). B' counts hypotheses (sentences ×
+// beams), B_s the sentences whose encoder output they read: hypothesis r reads entry
+// r / kv_group, so the beams of a sentence share it. Rows can be reordered or dropped between
+// steps (Transformer::reorder).
+struct DecodeState {
+  Tensor src_lengths;                      // int32 [B']
+  std::vector<Tensor> memory_k, memory_v;  // per decoder layer: the encoder output's keys, values [B_s, S, D]
+  int64_t kv_group = 1;                    // B' / B_s
+  // Per decoder layer: the keys, values of the tokens so far [L, R, D], a slab of R rows per position
+  // (R ≥ B', the most hypotheses at once). Step t writes hypothesis b's keys into row b of slab t;
+  // key_rows (int32 [B', L]) says which row of each slab hypothesis b reads, so that reordering
+  // hypotheses (beam search) copies their rows of key_rows and no keys or values.
+  std::vector<Tensor> self_k, self_v;
+  Tensor key_rows;
+  Tensor step_lengths;                     // int32 [B']: tokens visible to self-attention this step
+  int64_t length = 0;                      // tokens decoded so far (< L, the cache's capacity)
+  bool record_attention = false;           // keep each layer's encoder-decoder attention of the last step
+  std::vector<Tensor> cross_attention;     // per decoder layer: [B', H, 1, S] (when recorded)
+  // With a vocabulary shortlist (Transformer::restrict_output): the target ids the output projection
+  // scores, int32 [V'], and their rows of the target embedding: float32 [V', D] (and its packed copy
+  // when the model's weights are packed), or int8 rows when the model is quantized; undefined: all V.
+  Tensor output_ids, output_weight;
+  std::shared_ptr<const ops::QuantizedMatrix> output_int8;
+  std::shared_ptr<const ops::PackedMatrix> output_packed;
+  int64_t rows() const { return src_lengths.numel(); }
+};
+
+}  // namespace tfm

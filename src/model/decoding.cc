@@ -1,0 +1,133 @@
+// Incremental decoding (DecodeState): the cache, one step, reordering hypotheses, and restricting
+// the output to a shortlist.
+#include "model/transformer.h"
+
+#include "ops/copy.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/int8.h"
+#include "ops/matmul.h"
+#include "ops/packed.h"
+#include "ops/positional.h"
+
+namespace tfm {
+
+Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& state, size_t index) const {
+  const Tensor h1 = self_res.forward(
+      ctx, x,
+      [&](const Tensor& in) {
+        const auto [q, k, v] = self_attn.project_qkv(ctx, in);
+        ops::write_position(state.self_k[index], k, state.length);
+        ops::write_position(state.self_v[index], v, state.length);
+        return self_attn.attend_projected(ctx, in, q, state.self_k[index], state.self_v[index],
+                                          {.key_lengths = state.step_lengths, .key_rows = state.key_rows}, nullptr);
+      },
+      nullptr);
+  const Tensor h2 = cross_res.forward(
+      ctx, h1,
+      [&](const Tensor& in) {
+        MultiHeadAttention::Saved saved;
+        Tensor y = cross_attn.attend(ctx, in, state.memory_k[index], state.memory_v[index],
+                                     {.key_lengths = state.src_lengths, .kv_group = state.kv_group},
+                                     state.record_attention ? &saved : nullptr);
+        if (state.record_attention) state.cross_attention[index] = saved.probs;
+        return y;
+      },
+      nullptr);
+  return ffn_res.forward(ctx, h2, [&](const Tensor& in) { return ffn.forward(ctx, in, nullptr); }, nullptr);
+}
+
+void Transformer::restrict_output(const Context& ctx, DecodeState& state, const std::vector<int32_t>& ids) const {
+  TFM_CHECK(!ids.empty(), "restrict_output: an empty output vocabulary");
+  for (size_t j = 0; j < ids.size(); ++j)
+    TFM_CHECK(ids[j] >= 0 && ids[j] < config_.vocab_size && (j == 0 || ids[j] > ids[j - 1]),
+              "restrict_output: ids must be sorted, unique and in [0, ", config_.vocab_size, "); got ", ids[j],
+              " at position ", j);
+  const int64_t n = static_cast<int64_t>(ids.size());
+  state.output_ids = Tensor::from<int32_t>({n}, ids);
+  state.output_weight = Tensor();
+  state.output_int8.reset();
+  state.output_packed.reset();
+  // The same kind of product as the full projection would use: int8 rows (quantized per row, so
+  // the selected rows of the full matrix), or E[ids] [V', D] in float32, packed anew for each batch
+  // when the full projection is packed (a copy of V' rows, small beside a batch's decoding).
+  if (const ops::QuantizedMatrix* q = ctx.int8_weight(tgt_embedding)) {
+    ops::QuantizedMatrix rows{Tensor::empty({n, config_.d_model}, DType::I8), Tensor::empty({n}), Tensor()};
+    ops::index_select(q->q, state.output_ids, rows.q);
+    ops::index_select(q->scale, state.output_ids, rows.scale);
+    state.output_int8 = std::make_shared<const ops::QuantizedMatrix>(std::move(rows));
+    return;
+  }
+  const Tensor e = ctx.value(tgt_embedding);
+  state.output_weight = Tensor::empty({n, config_.d_model}, e.dtype(), e.device());
+  ops::index_select(e, state.output_ids, state.output_weight);
+  if (ctx.packed_weight(tgt_embedding))
+    state.output_packed = std::make_shared<const ops::PackedMatrix>(ops::pack_weight(state.output_weight));
+}
+
+DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,
+                                        int64_t max_length, bool record_attention, int64_t hypotheses) const {
+  TFM_CHECK(max_length >= 1, "decoding needs a maximum length of at least 1, got ", max_length);
+  TFM_CHECK(hypotheses >= 1, "decoding needs at least 1 hypothesis per sentence, got ", hypotheses);
+  DecodeState state;
+  state.src_lengths = src_lengths.clone();
+  state.record_attention = record_attention;
+  const int64_t B = memory.size(0);
+  for (const DecoderLayer& layer : decoder) {
+    const auto [k, v] = layer.cross_attn.project_kv(ctx, memory);
+    state.memory_k.push_back(k);
+    state.memory_v.push_back(v);
+    state.self_k.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
+    state.self_v.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
+  }
+  state.key_rows = Tensor::zeros({B, max_length}, DType::I32);
+  state.cross_attention.resize(decoder.size());
+  state.step_lengths = Tensor::zeros({B}, DType::I32);
+  return state;
+}
+
+Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const {
+  const int64_t rows = state.rows();
+  TFM_CHECK(tokens.numel() == rows, "decode_step: ", tokens.numel(), " tokens for ", rows, " hypotheses");
+  TFM_CHECK(state.key_rows.size(1) > state.length, "decode_step: the cache holds ", state.length,
+            " tokens, its capacity");
+  state.step_lengths.fill(static_cast<double>(state.length + 1));
+  // This step's keys go to row b of the slab, which hypothesis b reads from now on.
+  int32_t* key_rows = state.key_rows.data<int32_t>();
+  for (int64_t b = 0; b < rows; ++b) key_rows[b * state.key_rows.size(1) + state.length] = static_cast<int32_t>(b);
+  Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);
+  for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].step(ctx, x, state, i);
+  if (config_.pre_norm) x = decoder_norm.forward(ctx, x, nullptr);
+  ++state.length;
+  if (!state.output_ids.defined()) return project(ctx, x).view({rows, config_.vocab_size});
+  // project_onto reads only the row count of its weight argument when given the int8 rows.
+  const Tensor& w = state.output_int8 ? state.output_int8->q : state.output_weight;
+  return project_onto(x, w, state.output_int8.get(), state.output_packed.get(), ctx.products).view({rows, state.output_ids.numel()});
+}
+
+void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& memory_rows) const {
+  auto select = [](Tensor& t, const Tensor& which, int64_t prefix) {
+    std::vector<int64_t> dims = t.shape().to_vector();
+    dims[0] = which.numel();
+    Tensor out = Tensor::empty(Shape(dims), t.dtype(), t.device());
+    ops::index_select(t, which, out, prefix);
+    t = out;
+  };
+  TFM_CHECK(state.self_k.empty() || rows.numel() <= state.self_k[0].size(1), "reorder: ", rows.numel(),
+            " hypotheses exceed the ", state.self_k[0].size(1),
+            " rows of the decoding cache's slabs (sentences × start_decoding's hypotheses per sentence)");
+  select(state.src_lengths, rows, -1);
+  select(state.step_lengths, rows, -1);
+  select(state.key_rows, rows, -1);  // the caches' keys and values stay where they are
+  for (Tensor& t : state.cross_attention)
+    if (t.defined()) select(t, rows, -1);
+  if (memory_rows.defined())
+    for (auto* memory : {&state.memory_k, &state.memory_v})
+      for (Tensor& t : *memory) select(t, memory_rows, -1);
+  const int64_t entries = state.memory_k.empty() ? rows.numel() : state.memory_k[0].size(0);
+  TFM_CHECK(entries > 0 && rows.numel() % entries == 0, "reorder: ", rows.numel(), " hypotheses cannot share ",
+            entries, " encoder outputs evenly");
+  state.kv_group = rows.numel() / entries;
+}
+
+}  // namespace tfm

@@ -1,0 +1,105 @@
+// The weights inference multiplies by, prepared once: int8 copies, packed copies, and each decoder
+// self-attention's Q, K and V fused into one matrix; releasing the float32 originals.
+#include "model/transformer.h"
+
+#include <unordered_set>
+
+#include "ops/copy.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/int8.h"
+#include "ops/matmul.h"
+#include "ops/packed.h"
+#include "ops/positional.h"
+
+namespace tfm {
+
+bool Transformer::is_product_weight(int id) const {
+  if (id == tgt_embedding) return true;  // the output projection (its lookups stay float32)
+  return params_.shape(id).rank() == 2 && params_.name(id).ends_with(".weight") && id != src_embedding;
+}
+
+bool Transformer::only_in_products(int id) const { return is_product_weight(id) && id != tgt_embedding; }
+
+std::vector<int> Transformer::product_weights() const {
+  std::vector<int> ids;
+  for (int id = 0; id < params_.size(); ++id)
+    if (only_in_products(id)) ids.push_back(id);
+  ids.push_back(tgt_embedding);  // last: while the others' copies are made, their plain values can go
+  return ids;
+}
+
+std::pair<Tensor, Tensor> Transformer::fused_qkv(const MultiHeadAttention& a) const {
+  const int64_t D = a.q_proj.out;
+  Tensor w = Tensor::empty({3 * D, a.q_proj.in}), b = Tensor::empty({3 * D});  // [3D, D], [3D]
+  int64_t row = 0;
+  for (const Linear* l : {&a.q_proj, &a.k_proj, &a.v_proj}) {
+    w.rows(row, D).copy_from(params_.value(l->weight));
+    b.rows(row, D).copy_from(params_.value(l->bias));
+    row += D;
+  }
+  return {w, b};
+}
+
+void Transformer::release_fused_parts(const MultiHeadAttention& a, PlainWeights plain) {
+  if (plain == PlainWeights::kRelease)
+    for (const Linear* l : {&a.q_proj, &a.k_proj, &a.v_proj}) params_.release(l->weight);
+}
+
+void Transformer::check_not_released(const char* what) const {
+  TFM_CHECK(params_.released_count() == 0, what, ": ", params_.released_count(),
+            " weights were already given back by an earlier pack_weights or quantize_int8 (PlainWeights::kRelease)");
+}
+
+void Transformer::quantize_int8(PlainWeights plain) {
+  TFM_CHECK(params_.dtype() == DType::F32, "int8 quantization needs a float32 model");
+  check_not_released("quantize_int8");
+  int8_.clear();
+  // Packed copies may still refer to the plain weights for some products: none may outlive them.
+  if (plain == PlainWeights::kRelease) packed_.clear();
+  for (const DecoderLayer& l : decoder) {
+    auto [w, b] = fused_qkv(l.self_attn);
+    ops::QuantizedMatrix q = ops::quantize_rows(w);  // per row: the same as each layer's own
+    q.bias = b;
+    int8_.emplace(fused_key(l.self_attn.q_proj.weight), std::move(q));
+    release_fused_parts(l.self_attn, plain);
+  }
+  for (int id : product_weights()) {
+    if (params_.released(id)) continue;  // a fused copy's part, kept only there
+    int8_.emplace(id, ops::quantize_rows(params_.value(id)));
+    if (plain == PlainWeights::kRelease && only_in_products(id)) params_.release(id);
+  }
+}
+
+void Transformer::pack_weights(PlainWeights plain) {
+  TFM_CHECK(params_.dtype() == DType::F32, "packed weights need a float32 model");
+  check_not_released("pack_weights");
+  packed_.clear();
+  std::unordered_set<int> relu;  // the feed-forward layers' first products take their ReLU with them
+  for (const EncoderLayer& l : encoder) relu.insert(l.ffn.fc1.weight);
+  for (const DecoderLayer& l : decoder) relu.insert(l.ffn.fc1.weight);
+  for (const DecoderLayer& l : decoder) {
+    auto [w, b] = fused_qkv(l.self_attn);
+    ops::PackedMatrix p = ops::pack_weight(w, b);  // p.bias keeps b
+    if (p.packed) p.weight = Tensor();  // every product takes the packed copy; w need not stay
+    packed_.emplace(fused_key(l.self_attn.q_proj.weight), std::move(p));
+    release_fused_parts(l.self_attn, plain);
+  }
+  for (int id : product_weights()) {
+    if (params_.released(id)) continue;  // a fused copy's part, kept only there
+    // A linear layer's bias joins its product (`<name>.weight` → `<name>.bias`); the output
+    // projection has none.
+    const std::string& name = params_.name(id);
+    const int bias = id == tgt_embedding ? -1 : params_.find(name.substr(0, name.size() - 6) + "bias");
+    ops::PackedMatrix p =
+        ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor(),
+                         bias >= 0 && relu.count(id) ? ops::Activation::kRelu : ops::Activation::kNone);
+    if (plain == PlainWeights::kRelease && only_in_products(id) && p.packed) {
+      p.weight = Tensor();  // no product may fall back to it
+      params_.release(id);
+    }
+    packed_.emplace(id, std::move(p));
+  }
+}
+
+}  // namespace tfm
