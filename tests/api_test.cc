@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "testing/errors.h"
 #include "transformer/metrics.h"
 #include "transformer/model.h"
+#include "transformer/shortlist.h"
 #include "transformer/text.h"
 #include "transformer/translator.h"
 
@@ -186,6 +188,39 @@ TEST(Api, ModelInfoAndAveraging) {
   EXPECT_EQ(a.translate({"seventy-one"})[0].best().ids, b.translate({"seventy-one"})[0].best().ids);
   std::filesystem::remove(out);
   tfm::testing::expect_error([&] { average_checkpoints({}, out); }, {"at least one"});
+}
+
+// A shortlist built from the test sentences and their translations, then used by a translator:
+// the translations stay within its tokens, and a bad option is refused before anything is read.
+TEST(Api, ShortlistBuiltAndUsed) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string list = (dir / "api_test.shortlist").string();
+  const ShortlistSummary s = build_shortlist(kDir + "/input.en", kDir + "/expected.greedy.de", kDir + "/vocab.model",
+                                             list, {.per_source = 5, .frequent = 10});
+  EXPECT_EQ(s.frequent, 10);
+  EXPECT_NE(s.corpus.find("9 kept"), std::string::npos) << s.corpus;  // the empty line is skipped
+  // Its tokens all come from the target side it was built from.
+  std::set<int32_t> seen;
+  const Translator plain(kModel), listed(kModel, {.shortlist = list});
+  for (const std::string& line : lines_of(kDir + "/expected.greedy.de"))
+    for (int32_t id : plain.encode(line)) seen.insert(id);
+  TranslateOptions o;
+  o.search.beam_size = 1;
+  const std::vector<std::string> input = lines_of(kDir + "/input.en");
+  for (const Translation& t : listed.translate(input, o))
+    for (const Hypothesis& h : t.hypotheses)
+      for (int32_t id : h.ids) EXPECT_TRUE(seen.count(id)) << "token " << id << " is not in the shortlist's data";
+  // A shortlist of every token seen changes nothing.
+  build_shortlist(kDir + "/input.en", kDir + "/expected.greedy.de", kDir + "/vocab.model", list,
+                  {.per_source = 100000, .frequent = 100000});
+  const Translator whole(kModel, {.shortlist = list});
+  const auto a = plain.translate(input, o), b = whole.translate(input, o);
+  for (size_t i = 0; i < input.size(); ++i) {
+    if (!a[i].hypotheses.empty()) EXPECT_EQ(a[i].best().ids, b[i].best().ids) << "line " << i + 1;
+  }
+  std::filesystem::remove(list);
+  tfm::testing::expect_error([&] { build_shortlist("/nonexistent", "/nonexistent", "/nonexistent", list, {0, 0}); },
+                             {"got 0 and 0"});
 }
 
 TEST(Api, Metrics) {

@@ -3,10 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "core/error.h"
-#include "data/parallel_corpus.h"
-#include "data/vocab.h"
-#include "decode/shortlist.h"
+#include "transformer/shortlist.h"
 
 namespace tfm::cli {
 
@@ -15,7 +12,7 @@ namespace {
 Action add_shortlist(CLI::App& app) {
   struct Options {
     std::string source, target, vocab, output;
-    ShortlistOptions shortlist;
+    transformer::ShortlistOptions shortlist;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -30,23 +27,10 @@ Action add_shortlist(CLI::App& app) {
       ->capture_default_str();
   return [cmd, o] {
     if (!*cmd) return -1;
-    o->shortlist.validate();  // before reading anything
-    const Vocab vocab = Vocab::load(o->vocab);
-    CorpusStats stats;
-    const std::vector<SentencePair> pairs = read_parallel(o->source, o->target, 0, &stats);
-    TFM_CHECK(!pairs.empty(), "no usable sentence pairs in '", o->source, "' and '", o->target, "' (",
-              stats.summary(), ")");
-    std::vector<std::vector<int32_t>> src, tgt;
-    src.reserve(pairs.size());
-    tgt.reserve(pairs.size());
-    for (const SentencePair& p : pairs) {
-      src.push_back(vocab.encode(p.source));
-      tgt.push_back(vocab.encode(p.target));
-    }
-    const Shortlist s = Shortlist::build(src, tgt, vocab.size(), o->shortlist, vocab.fingerprint());
-    s.save(o->output);
+    const transformer::ShortlistSummary s =
+        transformer::build_shortlist(o->source, o->target, o->vocab, o->output, o->shortlist);
     std::fprintf(stderr, "%s\nwrote %s: %lld frequent target tokens, up to %lld per source token\n",
-                 stats.summary().c_str(), o->output.c_str(), static_cast<long long>(s.frequent().size()),
+                 s.corpus.c_str(), o->output.c_str(), static_cast<long long>(s.frequent),
                  static_cast<long long>(o->shortlist.per_source));
     return 0;
   };

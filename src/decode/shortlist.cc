@@ -10,13 +10,13 @@
 #include "io/atomic_file.h"
 #include "io/checksum.h"
 
-namespace tfm {
-
-void ShortlistOptions::validate() const {
+void transformer::ShortlistOptions::validate() const {
   TFM_CHECK(per_source >= 0, "targets per source token must be >= 0, got ", per_source);
   TFM_CHECK(frequent >= 0, "the number of frequent target tokens must be >= 0, got ", frequent);
   TFM_CHECK(per_source > 0 || frequent > 0, "a shortlist needs targets per source token or frequent tokens, got 0 and 0");
 }
+
+namespace tfm {
 
 namespace {
 

@@ -10,14 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "transformer/shortlist.h"
+
 namespace tfm {
 
-struct ShortlistOptions {
-  int64_t per_source = 100;  // best target tokens kept per source token (Marian's default)
-  int64_t frequent = 100;    // most frequent target tokens, allowed in every batch (Marian's default)
-
-  void validate() const;  // throws tfm::Error naming the option out of range
-};
+using transformer::ShortlistOptions;  // include/transformer/shortlist.h
 
 class Shortlist {
  public:
