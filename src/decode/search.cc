@@ -330,25 +330,31 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
     // Each row's next token: its prefix's while there is one; EOS at the maximum length (or with
     // nothing else allowed); else the most probable, or a drawn one. −1: the most probable.
     std::vector<int32_t> choice(static_cast<size_t>(R), -1);
-#pragma omp parallel if (sampling && R > 1)
-    {
-      SampleScratch scratch;
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < R; ++r) {
-        const int64_t b = rows[r];
-        const std::vector<int32_t>& prefix = prefix_of(prefixes, static_cast<size_t>(b));
-        if (t < static_cast<int64_t>(prefix.size())) {
-          choice[r] = prefix[t];
-        } else if (t + 1 >= e.max_length[b] || top.id(r, 0) < 0) {
-          choice[r] = c.eos_id;
-        } else if (sampling) {
-          const double u = streams[b].uniform_double(static_cast<uint64_t>(t));
-          const int32_t col = logits.dtype() == DType::F64
-                                  ? sample_column(logits.data<double>() + r * n, n, banned, o, u, scratch)
-                                  : sample_column(logits.data<float>() + r * n, n, banned, o, u, scratch);
-          choice[r] = cols.token_of(col);  // a column is allowed: top.id(r, 0) is one
-        }
+    auto choose = [&](int64_t r, SampleScratch& scratch) {
+      const int64_t b = rows[r];
+      const std::vector<int32_t>& prefix = prefix_of(prefixes, static_cast<size_t>(b));
+      if (t < static_cast<int64_t>(prefix.size())) {
+        choice[r] = prefix[t];
+      } else if (t + 1 >= e.max_length[b] || top.id(r, 0) < 0) {
+        choice[r] = c.eos_id;
+      } else if (sampling) {
+        const double u = streams[b].uniform_double(static_cast<uint64_t>(t));
+        const int32_t col = logits.dtype() == DType::F64
+                                ? sample_column(logits.data<double>() + r * n, n, banned, o, u, scratch)
+                                : sample_column(logits.data<float>() + r * n, n, banned, o, u, scratch);
+        choice[r] = cols.token_of(col);  // a column is allowed: top.id(r, 0) is one
       }
+    };
+    if (sampling && R > 1) {  // a pass over each row's logits: rows in parallel, each its own draw
+#pragma omp parallel
+      {
+        SampleScratch scratch;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < R; ++r) choose(r, scratch);
+      }
+    } else {
+      SampleScratch scratch;
+      for (int64_t r = 0; r < R; ++r) choose(r, scratch);
     }
     std::vector<int32_t> keep, next_rows, next_token;
     std::vector<double> next_score;
