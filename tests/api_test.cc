@@ -3,6 +3,7 @@
 // n-best, the input policy, id checks, model files and metrics behave as documented.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -164,6 +165,89 @@ TEST(Api, ThreadsPerTranslatorAndConcurrentCalls) {
     EXPECT_EQ(c[i].best().ids, b[i].best().ids);
     EXPECT_EQ(d[i].best().ids, b[i].best().ids);
   }
+}
+
+// Random sampling through the API: the same seed gives the same translations with one thread or
+// two, one batch or several in parallel; another seed others; top-k 1 is greedy search; the scores
+// are the model's log-probabilities, as scoring computes them.
+TEST(Api, SamplingIsSeededAndReproducible) {
+  const std::vector<std::string> input = lines_of(kDir + "/input.en");
+  const Translator one(kModel, {.threads = 1}), two(kModel, {.threads = 2});
+  TranslateOptions o;
+  o.search.beam_size = 1;
+  o.search.sampling_topk = -1;
+  o.search.seed = 5;
+  const std::vector<Translation> a = one.translate(input, o);
+  o.batch_sentences = 3;
+  o.parallel_batches = 2;
+  const std::vector<Translation> b = two.translate(input, o);
+  o.search.seed = 6;
+  const std::vector<Translation> c = two.translate(input, o);
+  int64_t differ = 0;
+  for (size_t i = 0; i < input.size(); ++i) {
+    if (input[i].empty()) continue;
+    EXPECT_EQ(a[i].best().ids, b[i].best().ids) << "line " << i + 1;
+    EXPECT_EQ(a[i].best().text, b[i].best().text);
+    differ += a[i].best().ids != c[i].best().ids;
+  }
+  EXPECT_GE(differ, 3) << "seeds 5 and 6 sampled alike";
+  const Translator plain(kModel, {.weights = TranslatorOptions::Weights::kPlain});
+  std::vector<std::vector<int32_t>> src, tgt;
+  std::vector<double> sampled;
+  for (size_t i = 0; i < input.size(); ++i) {
+    if (input[i].empty()) continue;
+    src.push_back(a[i].source_ids);
+    tgt.push_back(a[i].best().ids);
+    sampled.push_back(a[i].best().score);
+  }
+  const std::vector<Score> scores = plain.score_ids(src, tgt);
+  for (size_t j = 0; j < scores.size(); ++j) EXPECT_NEAR(scores[j].total, sampled[j], 1e-4) << "pair " << j;
+  o.search.sampling_topk = 1;
+  const std::vector<Translation> greedy = one.translate(input, o);
+  const std::vector<std::string> expected = lines_of(kDir + "/expected.greedy.de");
+  for (size_t i = 0; i < input.size(); ++i)
+    EXPECT_EQ(greedy[i].hypotheses.empty() ? "" : greedy[i].best().text, expected[i]) << "line " << i + 1;
+  o.search.sampling_topk = 5;
+  o.search.beam_size = 4;
+  tfm::testing::expect_error([&] { one.translate(input, o); }, {"sampling top-k 5", "got beam size 4"});
+}
+
+// A forced target prefix: every hypothesis's ids begin with the encoded prefix (its text with the
+// prefix's), the score counts it as scoring does, "" means none, and bad prefixes are refused.
+TEST(Api, TargetPrefixStartsEveryHypothesis) {
+  const Translator t(kModel), plain(kModel, {.weights = TranslatorOptions::Weights::kPlain});
+  TranslateOptions o;
+  o.search.n_best = 2;
+  const std::vector<Translation> out =
+      t.translate({"three hundred forty-two", "seventy-one", ""}, o, {"dreihundert", "", "eins"});
+  const std::vector<int32_t> prefix = t.encode("dreihundert");
+  ASSERT_FALSE(prefix.empty());
+  EXPECT_EQ(out[0].target_prefix_ids, prefix);
+  ASSERT_EQ(out[0].hypotheses.size(), 2u);
+  for (const Hypothesis& h : out[0].hypotheses) {
+    ASSERT_GE(h.ids.size(), prefix.size());
+    EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), h.ids.begin()));
+    EXPECT_EQ(h.text.rfind("dreihundert", 0), 0u) << h.text;
+    EXPECT_NEAR(plain.score_ids({out[0].source_ids}, {h.ids})[0].total, h.score, 1e-4);
+  }
+  EXPECT_TRUE(out[1].target_prefix_ids.empty());
+  EXPECT_EQ(out[1].best().ids, t.translate({"seventy-one"}, o)[0].best().ids);
+  EXPECT_TRUE(out[2].hypotheses.empty());
+  // Greedy and sampling continue from it too; ids in, ids out.
+  o.search.beam_size = 1;
+  o.search.n_best = 1;
+  const Translator ids(kModel, {.need_vocab = false});
+  for (int64_t k : {0, -1}) {
+    o.search.sampling_topk = k;
+    const Translation r = ids.translate_ids({out[0].source_ids}, o, {prefix})[0];
+    EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), r.best().ids.begin())) << "top-k " << k;
+  }
+  EXPECT_TRUE(t.translate({"three hundred"}, o, {std::string("drei\0hundert", 12)})[0].prefix_repairs.nul_bytes);
+  tfm::testing::expect_error([&] { t.translate({"one", "two"}, o, {"eins"}); }, {"2 sentences but 1 target prefixes"});
+  tfm::testing::expect_error([&] { ids.translate_ids({{5}}, o, {{5, 0}}); },
+                             {"sentence 0, target prefix: token id 0 is the padding id"});
+  tfm::testing::expect_error([&] { ids.translate_ids({{5}}, o, {{100000}}); },
+                             {"sentence 0, target prefix: token id 100000 is outside the vocabulary"});
 }
 
 TEST(Api, ModelInfoAndAveraging) {

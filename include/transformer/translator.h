@@ -29,16 +29,43 @@ inline constexpr int64_t kMaxBatchSentences = 4096;
 inline constexpr int64_t kMaxInputTokens = 16384;
 
 // How each sentence is searched for: beam search with a length penalty, as in the paper (§6.1),
-// or greedy search.
+// greedy search, or random sampling.
 struct SearchOptions {
   int64_t beam_size = 4;        // 1 = greedy; at most kMaxBeamSize
   double length_penalty = 0.6;  // α of GNMT's lp(Y) = ((5 + |Y|) / 6)^α (Wu et al., 2016); 0 = none
   double max_length_a = 1.0;    // at most a · (source tokens) + b output tokens, end of sentence included
-  double max_length_b = 50.0;
+  double max_length_b = 50.0;   //   (a target prefix counts; one that reaches the limit is followed by EOS)
   int64_t n_best = 1;           // hypotheses returned per sentence (≤ beam_size)
   int64_t min_length = 0;       // no end of sentence before this many output tokens (it included);
                                 //   benchmarks force a fixed length with min_length = max length
   bool record_attention = false;  // return the encoder-decoder attention of every output token
+
+  // Random sampling (back-translation, as CTranslate2's sampling_topk/topp/temperature): each output
+  // token is drawn from the model's distribution instead of searched for. At every step the logits
+  // are divided by the temperature before the softmax; then only the sampling_topk most probable
+  // tokens are kept, then of those the smallest set of most probable whose probability reaches
+  // sampling_topp (nucleus sampling, Holtzman et al., 2020; always at least one token), and the
+  // token is drawn from that set, renormalized. Ties rank the lower id first. The tokens search may
+  // not produce are never drawn (padding, beginning of sentence, end of sentence before min_length;
+  // only end of sentence at the maximum length), and with a shortlist only its tokens are.
+  // Sampling decodes one hypothesis per sentence: it needs beam_size 1 (so n_best 1).
+  // A sampled hypothesis's score is the model's own Σ log p of its tokens (untempered, over every
+  // token as search scores them, not the restricted distribution it was drawn from), so it equals
+  // what score_ids gives the pair, and normalized divides it by the length penalty as for search.
+  int64_t sampling_topk = 0;          // 0: no sampling (search); 1: the most probable token (greedy
+                                      //   search, whatever the other sampling fields); k > 1: sample
+                                      //   among the k most probable; -1: among the whole vocabulary
+  double sampling_topp = 1.0;         // in (0, 1]; 1: no nucleus restriction
+  double sampling_temperature = 1.0;  // > 0; below 1 sharpens the distribution, above 1 flattens it
+  // Draws are reproducible and independent of how sentences are batched: sentence i's draws come
+  // from the Philox stream keyed by (seed, XXH3-64 of its source ids and target prefix ids), one
+  // number per output position. The same seed, options and sentence give the same output whatever
+  // the thread count, batch size, parallel_batches, or where the sentence stands in the input, so
+  // identical sentences get identical samples; translate again with another seed for other samples.
+  // (With a shortlist the tokens allowed are the batch's selection, which depends on the batching,
+  // as for search.)
+  uint64_t seed = 0;
+  bool sampling() const { return sampling_topk != 0; }
 
   // Throws Error naming the first option out of range.
   void validate() const;
@@ -86,8 +113,11 @@ struct Hypothesis {
 struct Translation {
   std::vector<Hypothesis> hypotheses;  // n-best, best first; empty for an empty input
   std::vector<int32_t> source_ids;     // the encoded (and maybe truncated) source, without end of sentence
+  std::vector<int32_t> target_prefix_ids;  // the forced target prefix, encoded: every hypothesis's ids
+                                           //   begin with it (empty: none)
   bool truncated = false;              // the source had more than max_input_tokens tokens
   Repairs repairs;                     // what clean_input changed in the input line (text input only)
+  Repairs prefix_repairs;              // what clean_input changed in the target prefix (text input only)
   // The best hypothesis; throws Error for an empty input, which has none.
   const Hypothesis& best() const;
 };
@@ -142,10 +172,22 @@ class Translator {
   Translator& operator=(Translator&&) noexcept;
 
   // Sentences → translations, in input order. Empty lines give translations with no hypotheses.
-  std::vector<Translation> translate(const std::vector<std::string>& lines, const TranslateOptions& options = {}) const;
-  // Token ids (without end of sentence) → translations with ids only (Hypothesis::text empty).
+  //
+  // target_prefixes (optional: empty, or one per line): a forced start of each translation
+  // (interactive translation, terminology), "" for none. A prefix goes through clean_input and is
+  // encoded as a text of its own (so it begins a word); decoding feeds its tokens first (teacher
+  // forcing), adding their log-probabilities to the score, and then searches (or samples) the rest:
+  // every hypothesis's ids are the prefix's followed by the continuation, and its text their
+  // decoding. All beams of a sentence share the prefix. It counts in max_length and min_length; one
+  // that reaches max_length is followed by the end of sentence. Of an empty line it is ignored (an
+  // empty line has no translation). A prefix longer than max_input_tokens is refused.
+  std::vector<Translation> translate(const std::vector<std::string>& lines, const TranslateOptions& options = {},
+                                     const std::vector<std::string>& target_prefixes = {}) const;
+  // Token ids (without end of sentence) → translations with ids only (Hypothesis::text empty); the
+  // prefixes as ids (checked as sources are: in the vocabulary, no padding, BOS or EOS).
   std::vector<Translation> translate_ids(const std::vector<std::vector<int32_t>>& sources,
-                                         const TranslateOptions& options = {}) const;
+                                         const TranslateOptions& options = {},
+                                         const std::vector<std::vector<int32_t>>& target_prefixes = {}) const;
 
   // log p(targets[i] | sources[i]) for each pair, by the model's teacher-forced forward pass: it
   // needs the weights as trained (TranslatorOptions::Weights::kPlain); other translators refuse.

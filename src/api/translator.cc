@@ -67,27 +67,33 @@ struct Translator::Impl {
     return out;
   }
   std::vector<Translation> translate(const std::vector<std::vector<int32_t>>& sources, const TranslateOptions& o,
-                                     bool text) const {
+                                     bool text, const std::vector<std::vector<int32_t>>& prefixes) const {
     tfm::ScopedThreads threads(options.threads);
     std::vector<tfm::Translation> done =
-        tfm::translate_ids(*model, sources, o, has_shortlist ? &shortlist : nullptr);
+        tfm::translate_ids(*model, sources, o, has_shortlist ? &shortlist : nullptr, prefixes);
     std::vector<Translation> out(done.size());
     for (size_t i = 0; i < done.size(); ++i) {
       out[i].source_ids = std::move(done[i].source_ids);
+      out[i].target_prefix_ids = std::move(done[i].prefix_ids);
       out[i].truncated = done[i].truncated;
       for (tfm::Hypothesis& h : done[i].hypotheses) out[i].hypotheses.push_back(convert(h, text));
     }
     return out;
   }
-  void check_ids(const std::vector<int32_t>& ids, size_t sentence) const {
+  // `what`: "" for a source or a target to score, or ", target prefix", named after the sentence.
+  void check_ids(const std::vector<int32_t>& ids, size_t sentence, const char* what = "") const {
     const tfm::ModelConfig& c = model->config();
     for (int32_t v : ids) {
-      TFM_CHECK(v >= 0 && v < c.vocab_size, "sentence ", sentence, ": token id ", v, " is outside the vocabulary [0, ",
-                c.vocab_size, ")");
-      TFM_CHECK(v != c.pad_id && v != c.bos_id && v != c.eos_id, "sentence ", sentence, ": token id ", v, " is the ",
-                v == c.pad_id ? "padding" : v == c.bos_id ? "beginning-of-sentence" : "end-of-sentence",
+      TFM_CHECK(v >= 0 && v < c.vocab_size, "sentence ", sentence, what, ": token id ", v,
+                " is outside the vocabulary [0, ", c.vocab_size, ")");
+      TFM_CHECK(v != c.pad_id && v != c.bos_id && v != c.eos_id, "sentence ", sentence, what, ": token id ", v,
+                " is the ", v == c.pad_id ? "padding" : v == c.bos_id ? "beginning-of-sentence" : "end-of-sentence",
                 " id, which input may not contain");
     }
+  }
+  void check_prefix_count(size_t sentences, size_t prefixes) const {
+    TFM_CHECK(prefixes == 0 || prefixes == sentences, "there are ", sentences, " sentences but ", prefixes,
+              " target prefixes (give one per sentence, empty for none, or none at all)");
   }
 };
 
@@ -135,28 +141,40 @@ Translator::~Translator() = default;
 Translator::Translator(Translator&&) noexcept = default;
 Translator& Translator::operator=(Translator&&) noexcept = default;
 
-std::vector<Translation> Translator::translate(const std::vector<std::string>& lines,
-                                               const TranslateOptions& options) const {
+std::vector<Translation> Translator::translate(const std::vector<std::string>& lines, const TranslateOptions& options,
+                                               const std::vector<std::string>& target_prefixes) const {
   options.validate();  // before any tokenizing
+  impl_->check_prefix_count(lines.size(), target_prefixes.size());
   const tfm::Vocab& vocab = impl_->need_vocab();
-  std::vector<std::vector<int32_t>> sources;
-  std::vector<Repairs> repairs;
+  std::vector<std::vector<int32_t>> sources, prefixes;
+  std::vector<Repairs> repairs, prefix_repairs;
   sources.reserve(lines.size());
   for (const std::string& line : lines) {
     CleanText clean = clean_input(line);
     sources.push_back(vocab.encode(clean.text));
     repairs.push_back(clean.repairs);
   }
-  std::vector<Translation> out = impl_->translate(sources, options, true);
-  for (size_t i = 0; i < out.size(); ++i) out[i].repairs = repairs[i];
+  for (const std::string& prefix : target_prefixes) {
+    CleanText clean = clean_input(prefix);
+    prefixes.push_back(vocab.encode(clean.text));
+    prefix_repairs.push_back(clean.repairs);
+  }
+  std::vector<Translation> out = impl_->translate(sources, options, true, prefixes);
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].repairs = repairs[i];
+    if (!prefix_repairs.empty()) out[i].prefix_repairs = prefix_repairs[i];
+  }
   return out;
 }
 
 std::vector<Translation> Translator::translate_ids(const std::vector<std::vector<int32_t>>& sources,
-                                                   const TranslateOptions& options) const {
+                                                   const TranslateOptions& options,
+                                                   const std::vector<std::vector<int32_t>>& target_prefixes) const {
   options.validate();
+  impl_->check_prefix_count(sources.size(), target_prefixes.size());
   for (size_t i = 0; i < sources.size(); ++i) impl_->check_ids(sources[i], i);
-  return impl_->translate(sources, options, false);
+  for (size_t i = 0; i < target_prefixes.size(); ++i) impl_->check_ids(target_prefixes[i], i, ", target prefix");
+  return impl_->translate(sources, options, false, target_prefixes);
 }
 
 std::vector<Score> Translator::score(const std::vector<std::string>& sources, const std::vector<std::string>& targets,

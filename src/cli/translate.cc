@@ -1,6 +1,8 @@
 // transformer translate -m MODEL: sentences on stdin (or --input) → translations on stdout, in order.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,11 +21,12 @@ namespace {
 
 struct Options {
   ModelPaths paths;
-  std::string input, attention_path, shortlist_path;
+  std::string input, attention_path, shortlist_path, prefix_path;
   transformer::TranslateOptions translate;
   bool scores = false, ids = false, int8 = false, stats = false, packed = true;
   int64_t threads = 0, chunk_lines = 10000;
   double max_memory_gib = -1;  // -1: automatic
+  std::string seed = "0";      // SearchOptions::seed, parsed as an unsigned 64-bit integer
 };
 
 // Reads up to `max` lines; returns false at end of input with nothing read.
@@ -32,6 +35,43 @@ bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines) 
   std::string line;
   while (static_cast<int64_t>(lines.size()) < max && std::getline(in, line)) lines.push_back(line);
   return !lines.empty();
+}
+
+// The lines of a file as std::getline reads them (a last line without a newline counts).
+int64_t count_lines(std::istream& in) {
+  int64_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+// The sampling options, checked naming their flags (TranslateOptions::validate checks them again).
+void check_sampling_flags(const transformer::SearchOptions& s) {
+  TFM_CHECK(s.sampling_topk >= -1,
+            "--sampling-topk must be -1 (the whole vocabulary), 0 (no sampling) or a number of tokens >= 1, got ",
+            s.sampling_topk);
+  TFM_CHECK(s.sampling_topp > 0 && s.sampling_topp <= 1, "--sampling-topp must be in (0, 1], got ", s.sampling_topp);
+  TFM_CHECK(s.sampling_temperature > 0 && std::isfinite(s.sampling_temperature),
+            "--sampling-temperature must be finite and > 0, got ", s.sampling_temperature);
+  if (!s.sampling()) {
+    const std::string set = s.sampling_topp != 1 ? cat("--sampling-topp ", s.sampling_topp)
+                                                  : cat("--sampling-temperature ", s.sampling_temperature);
+    TFM_CHECK(s.sampling_topp == 1 && s.sampling_temperature == 1, set,
+              " applies only to sampling, which is off: give --sampling-topk (-1: the whole vocabulary) and --beam 1");
+  } else {
+    TFM_CHECK(s.beam_size == 1, "--sampling-topk ", s.sampling_topk,
+              " draws one translation per sentence: it needs --beam 1, got --beam ", s.beam_size, " (and --n-best ",
+              s.n_best, ")");
+  }
+}
+
+// --seed: an unsigned 64-bit integer, written in decimal.
+uint64_t parse_seed(const std::string& text) {
+  uint64_t seed = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, seed);
+  TFM_CHECK(!text.empty() && error == std::errc() && stop == end,
+            "--seed must be an integer in [0, 18446744073709551615], got '", text, "'");
+  return seed;
 }
 
 std::string join_ids(const std::vector<int32_t>& ids) {
@@ -77,6 +117,8 @@ int run(Options o) {
   TFM_CHECK(o.max_memory_gib == -1 || (o.max_memory_gib >= 0 && o.max_memory_gib < 1e9),
             "--max-memory must be a number of GiB, or 0 (no limit), got ", o.max_memory_gib);
   if (o.max_memory_gib >= 0) o.translate.max_memory = static_cast<int64_t>(o.max_memory_gib * (1 << 30));
+  o.translate.search.seed = parse_seed(o.seed);
+  check_sampling_flags(o.translate.search);
   o.translate.validate();  // before reading any input: bad options fail at once
   transformer::TranslatorOptions lo;
   lo.vocab = o.paths.vocab;
@@ -95,6 +137,27 @@ int run(Options o) {
   }
   if (o.input.empty()) check_stdin();
   std::istream& in = o.input.empty() ? std::cin : file;
+  // --target-prefix: one line per input line, read whole; a count that differs is refused before
+  // anything is translated when the input is a file (counted first), else as soon as it shows.
+  const bool with_prefixes = !o.prefix_path.empty();
+  std::vector<std::string> prefix_lines;
+  if (with_prefixes) {
+    std::ifstream prefix_file(o.prefix_path, std::ios::binary);
+    TFM_CHECK(prefix_file && !std::filesystem::is_directory(o.prefix_path), "cannot read --target-prefix '",
+              o.prefix_path, "'");
+    for (std::string line; std::getline(prefix_file, line);) prefix_lines.push_back(line);
+    TFM_CHECK(!prefix_file.bad(), "cannot read --target-prefix '", o.prefix_path, "'");
+  }
+  const auto prefix_count = static_cast<int64_t>(prefix_lines.size());
+  auto mismatch = [&](int64_t input_lines) {
+    return Error(cat("--target-prefix '", o.prefix_path, "' has ", prefix_count, " lines but the input has ",
+                     input_lines, ": give one prefix per input line (an empty line for none)"));
+  };
+  if (with_prefixes && !o.input.empty() && std::filesystem::is_regular_file(o.input)) {
+    std::ifstream count(o.input, std::ios::binary);
+    const int64_t input_lines = count_lines(count);
+    if (input_lines != prefix_count) throw mismatch(input_lines);
+  }
   std::ofstream attention;
   if (!o.attention_path.empty()) {
     attention.open(o.attention_path);
@@ -105,28 +168,52 @@ int run(Options o) {
   std::vector<std::string> lines;
   int64_t line_number = 0, output_tokens = 0;
   double seconds = 0;  // in the translator: loading, reading and writing excluded
+  bool input_ended = false;
   while (read_chunk(in, o.chunk_lines, lines)) {
     const int64_t first = line_number + 1;
     line_number += static_cast<int64_t>(lines.size());
+    input_ended = in.peek() == std::char_traits<char>::eof();
+    std::vector<std::string> prefixes;
+    if (with_prefixes) {
+      if (line_number > prefix_count) throw mismatch(line_number + count_lines(in));
+      if (input_ended && line_number < prefix_count) throw mismatch(line_number);
+      prefixes.assign(prefix_lines.begin() + (first - 1), prefix_lines.begin() + line_number);
+    }
     const auto start = std::chrono::steady_clock::now();
     std::vector<transformer::Translation> out;
     if (o.ids) {
-      std::vector<std::vector<int32_t>> sources;
-      std::vector<transformer::Repairs> repairs;
+      std::vector<std::vector<int32_t>> sources, prefix_ids;
+      std::vector<transformer::Repairs> repairs, prefix_repairs;
       for (size_t i = 0; i < lines.size(); ++i) {
         const transformer::CleanText clean = transformer::clean_input(lines[i]);
         sources.push_back(translator.parse_ids(clean.text, first + static_cast<int64_t>(i)));
         repairs.push_back(clean.repairs);
       }
-      out = translator.translate_ids(sources, to);
-      for (size_t i = 0; i < out.size(); ++i) out[i].repairs = repairs[i];
+      for (size_t i = 0; i < prefixes.size(); ++i) {
+        const transformer::CleanText clean = transformer::clean_input(prefixes[i]);
+        try {
+          prefix_ids.push_back(translator.parse_ids(clean.text, first + static_cast<int64_t>(i)));
+        } catch (const Error& e) {
+          throw Error(cat("--target-prefix '", o.prefix_path, "', ", e.what()));
+        }
+        prefix_repairs.push_back(clean.repairs);
+      }
+      out = translator.translate_ids(sources, to, prefix_ids);
+      for (size_t i = 0; i < out.size(); ++i) {
+        out[i].repairs = repairs[i];
+        if (with_prefixes) out[i].prefix_repairs = prefix_repairs[i];
+      }
     } else {
-      out = translator.translate(lines, to);
+      out = translator.translate(lines, to, prefixes);
     }
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (size_t i = 0; i < out.size(); ++i)
-      for (const std::string& w : transformer::repair_warnings(out[i].repairs, cat("line ", first + static_cast<int64_t>(i))))
+    for (size_t i = 0; i < out.size(); ++i) {
+      const std::string where = cat("line ", first + static_cast<int64_t>(i));
+      for (const std::string& w : transformer::repair_warnings(out[i].repairs, where))
         std::fprintf(stderr, "warning: %s\n", w.c_str());
+      for (const std::string& w : transformer::repair_warnings(out[i].prefix_repairs, cat(where, " of --target-prefix")))
+        std::fprintf(stderr, "warning: %s\n", w.c_str());
+    }
     for (const transformer::Translation& t : out)
       if (!t.hypotheses.empty()) output_tokens += static_cast<int64_t>(t.hypotheses[0].ids.size());
     for (size_t i = 0; i < out.size(); ++i) {
@@ -154,6 +241,7 @@ int run(Options o) {
     check_stdout();  // a full disk stops the run here, not after translating everything
     if (attention.is_open()) check_stream(attention, cat("--attention '", o.attention_path, "'"));
   }
+  if (with_prefixes && line_number != prefix_count) throw mismatch(line_number);  // an input shorter than the prefixes
   if (attention.is_open()) {
     attention.close();
     TFM_CHECK(!attention.fail(), "cannot write --attention '", o.attention_path, "': closing it failed");
@@ -181,6 +269,26 @@ Action add_translate(CLI::App& app) {
                   "force a length with --min-length = max length)")
       ->capture_default_str();
   cmd->add_option("--n-best", s.n_best, "print this many hypotheses per line: 'i ||| text ||| score'")->capture_default_str();
+  cmd->add_option("--sampling-topk", s.sampling_topk,
+                  "random sampling (back-translation) with --beam 1: draw each token among the K most probable "
+                  "(0: no sampling; 1: greedy; -1: the whole vocabulary)")
+      ->capture_default_str();
+  cmd->add_option("--sampling-topp", s.sampling_topp,
+                  "sampling: draw among the fewest most probable tokens whose probability reaches P, in (0, 1] "
+                  "(nucleus sampling; applied after --sampling-topk; 1: off)")
+      ->capture_default_str();
+  cmd->add_option("--sampling-temperature", s.sampling_temperature,
+                  "sampling: divide the logits by T before the softmax (> 0; < 1 sharper, > 1 flatter)")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed,
+                  "sampling: the random seed; a line's sample depends only on the seed, the options and the line "
+                  "(and its prefix), not on threads, batches or its position")
+      ->type_name("UINT64")
+      ->capture_default_str();
+  cmd->add_option("--target-prefix", o->prefix_path,
+                  "a file of forced starts of the translations, one line per input line (an empty line: none; "
+                  "token ids with --ids): each translation begins with its prefix, scored by teacher forcing, "
+                  "and the search continues from it");
   cmd->add_flag("--scores", o->scores, "append each translation's normalized log-probability after a tab");
   cmd->add_flag("--ids", o->ids, "read and write space-separated token ids instead of text");
   cmd->add_flag("--stats", o->stats, "print sentences, output tokens and seconds of translation to stderr");

@@ -49,6 +49,16 @@ struct RngStream {
   }
   float uniform(uint64_t index) const { return uniform4(index / 4)[index % 4]; }
 
+  // A uniform double in [0, 1) on a 2^-53 grid, from the first two words of block `index`.
+  double uniform_double(uint64_t index) const {
+    const std::array<uint32_t, 4> counter = {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32),
+                                             static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)};
+    const std::array<uint32_t, 4> r =
+        philox4x32(counter, {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
+    const uint64_t bits = (static_cast<uint64_t>(r[0] >> 5) << 26) | (r[1] >> 6);  // 27 + 26 bits
+    return static_cast<double>(bits) * (1.0 / 9007199254740992.0);                  // / 2^53
+  }
+
   // uniform4 of blocks first .. first + 15, in order: out[4·j + i] = uniform4(first + j)[i]. The same
   // numbers, computed 16 blocks side by side so that the compiler vectorizes the rounds (dropout's
   // cost was mostly this generator).

@@ -1,10 +1,12 @@
 #include "decode/search.h"
 
+#include "io/checksum.h"
 #include "ops/top_k.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 void transformer::SearchOptions::validate() const {
   using tfm::kMaxBeamSize;
@@ -16,6 +18,22 @@ void transformer::SearchOptions::validate() const {
   TFM_CHECK(max_length_a >= 0 && max_length_b >= 0 && max_length_a + max_length_b >= 1,
             "the maximum output length a * source + b needs a, b >= 0 and a + b >= 1, got a = ", max_length_a,
             ", b = ", max_length_b);
+  TFM_CHECK(sampling_topk >= -1,
+            "sampling top-k must be -1 (the whole vocabulary), 0 (no sampling) or a number of tokens >= 1, got ",
+            sampling_topk);
+  TFM_CHECK(sampling_topp > 0 && sampling_topp <= 1, "sampling top-p must be in (0, 1], got ", sampling_topp);
+  TFM_CHECK(sampling_temperature > 0 && std::isfinite(sampling_temperature),
+            "the sampling temperature must be finite and > 0, got ", sampling_temperature);
+  if (!sampling()) {
+    const char* hint = " applies only to sampling, which is off (sampling top-k 0): set sampling top-k (-1: the "
+                       "whole vocabulary) or leave it at 1";
+    TFM_CHECK(sampling_topp == 1, "sampling top-p ", sampling_topp, hint);
+    TFM_CHECK(sampling_temperature == 1, "the sampling temperature ", sampling_temperature, hint);
+  } else {
+    TFM_CHECK(beam_size == 1, "sampling (sampling top-k ", sampling_topk,
+              ") draws one hypothesis per sentence: it needs beam size 1 and n-best 1, got beam size ", beam_size,
+              " and n-best ", n_best);
+  }
 }
 
 namespace tfm {
@@ -56,20 +74,35 @@ struct Encoded {
   int64_t capacity = 0;
 };
 
+// The prefix of sentence b (empty when there are none).
+const std::vector<int32_t>& prefix_of(const std::vector<std::vector<int32_t>>& prefixes, size_t b) {
+  static const std::vector<int32_t> none;
+  return prefixes.empty() ? none : prefixes[b];
+}
+
 Encoded encode_batch(const Transformer& model, const Context& ctx, const std::vector<std::vector<int32_t>>& sources,
-                     const SearchOptions& o) {
+                     const SearchOptions& o, const std::vector<std::vector<int32_t>>& prefixes) {
   o.validate();
   TFM_CHECK(!sources.empty(), "decoding an empty batch");
   const ModelConfig& c = model.config();
+  TFM_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "there are ", sources.size(), " sources but ",
+            prefixes.size(), " target prefixes");
+  for (size_t b = 0; b < prefixes.size(); ++b)
+    for (int32_t v : prefixes[b])
+      TFM_CHECK(v >= 0 && v < c.vocab_size && v != c.pad_id && v != c.bos_id && v != c.eos_id, "sentence ", b,
+                ": target prefix token id ", v,
+                " is not a token the output may contain (outside the vocabulary, or padding, BOS or EOS)");
   // make_batch needs targets; decoding has none, so give each sentence an empty one.
   const Batch batch = make_batch(sources, std::vector<std::vector<int32_t>>(sources.size()), c);
   Encoded e;
   e.src = batch.src;
   e.src_lengths = batch.src_lengths;
   e.memory = model.encode(ctx, batch.src, batch.src_lengths, nullptr);
-  for (const auto& s : sources) {
-    const double limit = o.max_length_a * static_cast<double>(s.size()) + o.max_length_b;
-    e.max_length.push_back(std::max<int64_t>(1, static_cast<int64_t>(std::floor(limit))));
+  for (size_t b = 0; b < sources.size(); ++b) {
+    const double limit = o.max_length_a * static_cast<double>(sources[b].size()) + o.max_length_b;
+    // A prefix is output whole: one that reaches the limit is followed by EOS.
+    const int64_t forced = static_cast<int64_t>(prefix_of(prefixes, b).size()) + 1;
+    e.max_length.push_back(std::max<int64_t>(forced, static_cast<int64_t>(std::floor(limit))));
     e.capacity = std::max(e.capacity, e.max_length.back());
   }
   return e;
@@ -83,14 +116,18 @@ struct Columns {
   int32_t column_of(int32_t id) const { return column.empty() ? id : column[id]; }
 };
 
-// With a shortlist, restricts the state's output to the batch's selection (which always holds EOS).
+// With a shortlist, restricts the state's output to the batch's selection (which always holds EOS
+// and the prefixes' tokens).
 Columns restrict_output(const Transformer& model, const Context& ctx, DecodeState& state,
-                        const std::vector<std::vector<int32_t>>& sources, const Shortlist* shortlist) {
+                        const std::vector<std::vector<int32_t>>& sources, const Shortlist* shortlist,
+                        const std::vector<std::vector<int32_t>>& prefixes) {
   Columns cols;
   if (!shortlist) return cols;
   const ModelConfig& c = model.config();
   shortlist->check_vocabulary(c.vocab_size, "", "being decoded");
-  cols.token = shortlist->select(sources, {c.eos_id});
+  std::vector<int32_t> always = {c.eos_id};
+  for (const auto& p : prefixes) always.insert(always.end(), p.begin(), p.end());
+  cols.token = shortlist->select(sources, always);
   model.restrict_output(ctx, state, cols.token);
   cols.column.assign(static_cast<size_t>(c.vocab_size), -1);
   for (size_t j = 0; j < cols.token.size(); ++j) cols.column[cols.token[j]] = static_cast<int32_t>(j);
@@ -111,12 +148,17 @@ struct TopK {
 };
 
 // Tokens a hypothesis may not produce at step t (its (t+1)-th token): padding, BOS, and EOS before
-// the minimum length.
-TopK select(const Tensor& logits, const Columns& cols, int64_t k, const ModelConfig& c, int64_t t,
-            const SearchOptions& o) {
+// the minimum length; as columns of the logits.
+std::vector<int32_t> banned_columns(const Columns& cols, const ModelConfig& c, int64_t t, const SearchOptions& o) {
   std::vector<int32_t> banned;
   for (int32_t id : {c.pad_id, c.bos_id, t + 1 < o.min_length ? c.eos_id : -1})
     if (id >= 0 && cols.column_of(id) >= 0) banned.push_back(cols.column_of(id));
+  return banned;
+}
+
+TopK select(const Tensor& logits, const Columns& cols, int64_t k, const ModelConfig& c, int64_t t,
+            const SearchOptions& o) {
+  const std::vector<int32_t> banned = banned_columns(cols, c, t, o);
   const int64_t R = logits.size(0);
   TopK top{Tensor::empty({R, k}, DType::F64), Tensor::empty({R, k}, DType::I32), Tensor::empty({R}, DType::F64)};
   ops::top_k_logprobs(logits, k, banned, top.logp, top.ids, top.lse);
@@ -172,32 +214,155 @@ StepRecord record_of(const std::vector<int32_t>& parent, const std::vector<int32
 }
 }  // namespace
 
+RngStream sampling_stream(uint64_t seed, const std::vector<int32_t>& source, const std::vector<int32_t>& prefix) {
+  std::string bytes;
+  bytes.reserve(4 * (source.size() + prefix.size() + 1));
+  auto put = [&](int32_t v) {
+    const auto u = static_cast<uint32_t>(v);
+    for (int shift = 0; shift < 32; shift += 8) bytes.push_back(static_cast<char>((u >> shift) & 0xFF));
+  };
+  for (int32_t v : source) put(v);
+  put(-1);
+  for (int32_t v : prefix) put(v);
+  return RngStream{seed, checksum_of(bytes)};
+}
+
+template <typename T>
+int32_t sample_column(const T* z, int64_t n, const std::vector<uint8_t>& banned, const SearchOptions& o, double u,
+                      SampleScratch& scratch) {
+  // The allowed columns with their logits; the masses exp((z − max) / temperature) are the tempered
+  // softmax's numerators, computed where needed (ranking by logit ranks by mass).
+  auto& cand = scratch.candidates;
+  cand.clear();
+  double zmax = kNegInf;
+  for (int64_t j = 0; j < n; ++j) {
+    const double v = static_cast<double>(z[j]);
+    if (banned[static_cast<size_t>(j)] || std::isnan(v)) continue;
+    cand.emplace_back(v, static_cast<int32_t>(j));
+    zmax = std::max(zmax, v);
+  }
+  if (cand.empty()) return -1;
+  if (!std::isfinite(zmax)) {  // no finite logit to scale by: the best column, lower first
+    for (const auto& c : cand)
+      if (c.first == zmax) return c.second;
+  }
+  const double temperature = o.sampling_temperature;
+  auto mass = [&](double v) { return std::exp((v - zmax) / temperature); };
+  auto before = [](const std::pair<double, int32_t>& a, const std::pair<double, int32_t>& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
+  const auto m = static_cast<int64_t>(cand.size());
+  const int64_t k = o.sampling_topk < 0 || o.sampling_topk >= m ? m : o.sampling_topk;
+  const double p = o.sampling_topp;
+  size_t sorted = 0;  // cand[0, sorted) holds the best columns, best first
+  if (k < m) {        // top-k: the k best, best first
+    std::partial_sort(cand.begin(), cand.begin() + k, cand.end(), before);
+    cand.resize(static_cast<size_t>(k));
+    sorted = static_cast<size_t>(k);
+  }
+  double total = 0;
+  for (const auto& c : cand) total += mass(c.first);
+  size_t keep = cand.size();
+  if (p < 1) {  // top-p: the shortest run of best columns whose mass reaches p · total
+    const double need = p * total;
+    double acc = 0;
+    size_t i = 0;
+    for (;; ++i) {
+      if (i == sorted) {  // sort further, by doubling, as far as the run needs
+        const size_t next = std::min(cand.size(), std::max<size_t>(64, 2 * sorted));
+        std::partial_sort(cand.begin() + static_cast<std::ptrdiff_t>(sorted),
+                          cand.begin() + static_cast<std::ptrdiff_t>(next), cand.end(), before);
+        sorted = next;
+      }
+      acc += mass(cand[i].first);
+      if (acc >= need || i + 1 == cand.size()) break;
+    }
+    keep = i + 1;
+    total = acc;
+  }
+  // The inverse of the cumulative distribution of cand[0, keep), renormalized, at u.
+  const double target = u * total;
+  double acc = 0;
+  int32_t last = cand[0].second;
+  for (size_t i = 0; i < keep; ++i) {
+    const double w = mass(cand[i].first);
+    acc += w;
+    if (w > 0) last = cand[i].second;
+    if (acc > target) return cand[i].second;
+  }
+  return last;  // u · total rounded up to the total: the last column that has mass
+}
+template int32_t sample_column<float>(const float*, int64_t, const std::vector<uint8_t>&, const SearchOptions&, double,
+                                      SampleScratch&);
+template int32_t sample_column<double>(const double*, int64_t, const std::vector<uint8_t>&, const SearchOptions&,
+                                       double, SampleScratch&);
+
 std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
-                                      const SearchOptions& o, const Shortlist* shortlist) {
+                                      const SearchOptions& o, const Shortlist* shortlist,
+                                      const std::vector<std::vector<int32_t>>& prefixes) {
   const Context ctx = model.context();
   const ModelConfig& c = model.config();
-  Encoded e = encode_batch(model, ctx, sources, o);
+  Encoded e = encode_batch(model, ctx, sources, o, prefixes);
   DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention);
-  const Columns cols = restrict_output(model, ctx, state, sources, shortlist);
+  const Columns cols = restrict_output(model, ctx, state, sources, shortlist, prefixes);
   const int64_t B = static_cast<int64_t>(sources.size());
+  // Sampling with top-k 1 is greedy search.
+  const bool sampling = o.sampling() && o.sampling_topk != 1;
+  std::vector<RngStream> streams;
+  if (sampling)
+    for (int64_t b = 0; b < B; ++b) streams.push_back(sampling_stream(o.seed, sources[b], prefix_of(prefixes, b)));
   std::vector<Hypothesis> out(static_cast<size_t>(B));
   std::vector<int32_t> rows(B), parent(B), token(B, c.bos_id);  // row → sentence
   for (int64_t b = 0; b < B; ++b) rows[b] = parent[b] = static_cast<int32_t>(b);
   std::vector<double> score(B, 0.0);
   std::vector<StepRecord> steps;
+  std::vector<uint8_t> banned;
   for (int64_t t = 0; !rows.empty(); ++t) {
     const Tensor logits = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token));
     const TopK top = select(logits, cols, 1, c, t, o);
     steps.push_back(record_of(parent, token, state));
+    const auto R = static_cast<int64_t>(rows.size());
+    const int64_t n = logits.size(1);
+    if (sampling) {
+      banned.assign(static_cast<size_t>(n), 0);
+      for (int32_t j : banned_columns(cols, c, t, o)) banned[static_cast<size_t>(j)] = 1;
+    }
+    // Each row's next token: its prefix's while there is one; EOS at the maximum length (or with
+    // nothing else allowed); else the most probable, or a drawn one. −1: the most probable.
+    std::vector<int32_t> choice(static_cast<size_t>(R), -1);
+    auto choose = [&](int64_t r, SampleScratch& scratch) {
+      const int64_t b = rows[r];
+      const std::vector<int32_t>& prefix = prefix_of(prefixes, static_cast<size_t>(b));
+      if (t < static_cast<int64_t>(prefix.size())) {
+        choice[r] = prefix[t];
+      } else if (t + 1 >= e.max_length[b] || top.id(r, 0) < 0) {
+        choice[r] = c.eos_id;
+      } else if (sampling) {
+        const double u = streams[b].uniform_double(static_cast<uint64_t>(t));
+        const int32_t col = logits.dtype() == DType::F64
+                                ? sample_column(logits.data<double>() + r * n, n, banned, o, u, scratch)
+                                : sample_column(logits.data<float>() + r * n, n, banned, o, u, scratch);
+        choice[r] = cols.token_of(col);  // a column is allowed: top.id(r, 0) is one
+      }
+    };
+    if (sampling && R > 1) {  // a pass over each row's logits: rows in parallel, each its own draw
+#pragma omp parallel
+      {
+        SampleScratch scratch;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < R; ++r) choose(r, scratch);
+      }
+    } else {
+      SampleScratch scratch;
+      for (int64_t r = 0; r < R; ++r) choose(r, scratch);
+    }
     std::vector<int32_t> keep, next_rows, next_token;
     std::vector<double> next_score;
     for (size_t r = 0; r < rows.size(); ++r) {
       const int64_t b = rows[r];
       const int64_t ri = static_cast<int64_t>(r);
-      // At the maximum length (or with nothing else allowed) only EOS may follow.
-      const bool eos_only = t + 1 >= e.max_length[b] || top.id(ri, 0) < 0;
-      const int32_t best = eos_only ? c.eos_id : top.id(ri, 0);
-      const double lp = eos_only ? logit_at(logits, cols, ri, c.eos_id) - top.lse.data<double>()[ri] : top.at(ri, 0);
+      const int32_t best = choice[r] >= 0 ? choice[r] : top.id(ri, 0);
+      const double lp = choice[r] >= 0 ? logit_at(logits, cols, ri, best) - top.lse.data<double>()[ri] : top.at(ri, 0);
       const double s = score[r] + lp;
       if (best == c.eos_id) {
         out[b] = backtrack(steps, t, static_cast<int32_t>(r), s, o.length_penalty, o.record_attention,
@@ -224,17 +389,25 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
 
 std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
                                                  const std::vector<std::vector<int32_t>>& sources,
-                                                 const SearchOptions& o, const Shortlist* shortlist) {
+                                                 const SearchOptions& o, const Shortlist* shortlist,
+                                                 const std::vector<std::vector<int32_t>>& prefixes) {
   o.validate();
+  if (o.sampling()) {  // beam size 1 (validate): one drawn hypothesis per sentence
+    std::vector<std::vector<Hypothesis>> out;
+    for (Hypothesis& h : greedy_search(model, sources, o, shortlist, prefixes)) out.push_back({std::move(h)});
+    return out;
+  }
   const Context ctx = model.context();
   const ModelConfig& c = model.config();
   const int64_t K = o.beam_size, B = static_cast<int64_t>(sources.size());
-  Encoded e = encode_batch(model, ctx, sources, o);
+  Encoded e = encode_batch(model, ctx, sources, o, prefixes);
   DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention, K);
-  const Columns cols = restrict_output(model, ctx, state, sources, shortlist);
+  const Columns cols = restrict_output(model, ctx, state, sources, shortlist, prefixes);
+  auto forced = [&](int64_t b, int64_t t) { return t < static_cast<int64_t>(prefix_of(prefixes, b).size()); };
 
-  // Rows are grouped by sentence, `width` per active sentence: one at the first step (every beam
-  // would start from the same BOS, so one row per sentence is computed and expanded), then K.
+  // Rows are grouped by sentence, `width` per active sentence: one while every active sentence is
+  // still in its prefix (every beam would start from the same tokens, so one row per sentence is
+  // computed and then expanded), then K. A sentence in its prefix has one live row among K.
   std::vector<int32_t> active(B), parent(B), token(B, c.bos_id);
   std::vector<double> score(B, 0.0);
   for (int64_t b = 0; b < B; ++b) active[b] = parent[b] = static_cast<int32_t>(b);
@@ -253,6 +426,9 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
     steps.push_back(record_of(parent, token, state));
     std::vector<int32_t> next_active, next_parent, next_token;
     std::vector<double> next_score;
+    bool all_forced_next = true;  // every sentence still in its prefix at the next step: stay one row wide
+    for (const int32_t b : active) all_forced_next = all_forced_next && forced(b, t + 1);
+    const int64_t next_width = all_forced_next ? 1 : K;
     for (size_t i = 0; i < active.size(); ++i) {
       const int64_t b = active[i];
       const bool last = t + 1 >= e.max_length[b];  // only EOS may follow
@@ -260,6 +436,11 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       for (int64_t k = 0; k < width; ++k) {
         const int32_t r = static_cast<int32_t>(i * width + k);
         if (score[r] == kNegInf) continue;
+        if (forced(b, t)) {  // the prefix's token (never at the maximum length: encode_batch)
+          const int32_t y = prefix_of(prefixes, static_cast<size_t>(b))[static_cast<size_t>(t)];
+          cands.push_back({score[r] + logit_at(logits, cols, r, y) - top.lse.data<double>()[r], r, y});
+          continue;
+        }
         // At the maximum length, or with no token allowed at all (a shortlist whose selection is
         // banned, e.g. only EOS before the minimum length), only EOS may follow, as in greedy search.
         if (last || top.id(r, 0) < 0) {
@@ -302,7 +483,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       }
       if (stop) continue;
       next_active.push_back(static_cast<int32_t>(b));
-      for (int64_t k = 0; k < K; ++k) {
+      for (int64_t k = 0; k < next_width; ++k) {
         const bool real = k < static_cast<int64_t>(live.size());
         const Candidate& l = real ? live[k] : live[0];
         next_parent.push_back(l.row);
@@ -322,7 +503,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       memory_rows = Tensor::from<int32_t>({int64_t(positions.size())}, positions);
     }
     model.reorder(state, Tensor::from<int32_t>({int64_t(next_parent.size())}, next_parent), memory_rows);
-    width = K;
+    width = next_width;
     active = next_active;
     parent = next_parent;
     token = next_token;

@@ -1,11 +1,13 @@
 #pragma once
-// Decoding as in the paper (§6.1): beam search with a length penalty, and greedy search.
+// Decoding as in the paper (§6.1): beam search with a length penalty, and greedy search; random
+// sampling; a forced target prefix for each.
 // Sentences of a batch are decoded together, all their beams in one batch of hypotheses, with the
 // model's incremental decoding cache (keys and values of earlier tokens; the encoder output's
 // keys and values computed once per sentence).
 #include <cstdint>
 #include <vector>
 
+#include "core/rng.h"
 #include "decode/shortlist.h"
 #include "model/transformer.h"
 #include "transformer/translator.h"
@@ -38,12 +40,35 @@ int64_t estimate_search_bytes(const ModelConfig& config, int64_t sentences, int6
 double length_penalty(int64_t length, double alpha);
 
 // n-best hypotheses per sentence (best first), for a batch of source sentences (ids without EOS).
-// With a shortlist, the output is restricted to the batch's selection (not owned).
+// With a shortlist, the output is restricted to the batch's selection (not owned), which then also
+// holds the prefixes' tokens. `prefixes`: empty, or one forced target prefix per sentence (ids
+// without BOS, maybe empty), fed by teacher forcing before the search starts; every hypothesis
+// begins with its sentence's prefix and its score counts the prefix's log-probabilities. With
+// sampling options (beam size 1), this is sample_search's single hypothesis per sentence.
 std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
                                                  const std::vector<std::vector<int32_t>>& sources,
-                                                 const SearchOptions& options, const Shortlist* shortlist = nullptr);
-// The most probable token at each step until EOS (ranks by score, not normalized score).
+                                                 const SearchOptions& options, const Shortlist* shortlist = nullptr,
+                                                 const std::vector<std::vector<int32_t>>& prefixes = {});
+// One hypothesis per sentence, token by token until EOS: the most probable token at each step
+// (ranks by score, not normalized score), or with SearchOptions::sampling() one drawn at random as
+// the options say. Prefixes as for beam_search.
 std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
-                                      const SearchOptions& options, const Shortlist* shortlist = nullptr);
+                                      const SearchOptions& options, const Shortlist* shortlist = nullptr,
+                                      const std::vector<std::vector<int32_t>>& prefixes = {});
+
+// The Philox stream of a sentence's sampling draws (SearchOptions::seed): key the seed, stream the
+// XXH3-64 of its source ids and prefix ids (little-endian int32, the prefix after a −1).
+RngStream sampling_stream(uint64_t seed, const std::vector<int32_t>& source, const std::vector<int32_t>& prefix);
+
+// One sampling draw: the column of a row of logits (`n` values, float32 or float64) drawn with the
+// uniform number u ∈ [0, 1) from the distribution SearchOptions' sampling fields define (temperature,
+// top-k, top-p over the columns not banned), or −1 when every column is banned. Ties rank the lower
+// column first. `scratch` is reused between calls.
+struct SampleScratch {
+  std::vector<std::pair<double, int32_t>> candidates;
+};
+template <typename T>
+int32_t sample_column(const T* logits, int64_t n, const std::vector<uint8_t>& banned, const SearchOptions& options,
+                      double u, SampleScratch& scratch);
 
 }  // namespace tfm

@@ -61,15 +61,26 @@ void check_memory(const ModelConfig& c, const TranslateOptions& o, const std::ve
 }  // namespace
 
 std::vector<Translation> translate_ids(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
-                                       const TranslateOptions& o, const Shortlist* shortlist) {
+                                       const TranslateOptions& o, const Shortlist* shortlist,
+                                       const std::vector<std::vector<int32_t>>& prefixes) {
   o.validate();
+  TFM_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "there are ", sources.size(), " sentences but ",
+            prefixes.size(), " target prefixes");
   std::vector<Translation> out(sources.size());
   std::vector<size_t> order;
+  bool any_prefix = false;
   for (size_t i = 0; i < sources.size(); ++i) {
     out[i].source_ids = sources[i];
     if (static_cast<int64_t>(sources[i].size()) > o.max_input_tokens) {
       out[i].source_ids.resize(static_cast<size_t>(o.max_input_tokens));
       out[i].truncated = true;
+    }
+    if (!prefixes.empty() && !out[i].source_ids.empty()) {
+      TFM_CHECK(static_cast<int64_t>(prefixes[i].size()) <= o.max_input_tokens, "sentence ", i,
+                ": the target prefix has ", prefixes[i].size(), " tokens, more than the input token limit of ",
+                o.max_input_tokens);
+      out[i].prefix_ids = prefixes[i];
+      any_prefix = any_prefix || !prefixes[i].empty();
     }
     if (!out[i].source_ids.empty()) order.push_back(i);
   }
@@ -79,13 +90,15 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
   auto decode = [&](int64_t i) {  // batch i of the sorted sentences
     const size_t begin = static_cast<size_t>(i * o.batch_sentences);
     const size_t end = std::min(order.size(), begin + static_cast<size_t>(o.batch_sentences));
-    std::vector<std::vector<int32_t>> batch;
+    std::vector<std::vector<int32_t>> batch, batch_prefixes;
     for (size_t j = begin; j < end; ++j) batch.push_back(out[order[j]].source_ids);
+    if (any_prefix)
+      for (size_t j = begin; j < end; ++j) batch_prefixes.push_back(out[order[j]].prefix_ids);
     if (o.search.beam_size == 1 && o.search.n_best == 1) {
-      std::vector<Hypothesis> best = greedy_search(model, batch, o.search, shortlist);
+      std::vector<Hypothesis> best = greedy_search(model, batch, o.search, shortlist, batch_prefixes);
       for (size_t j = begin; j < end; ++j) out[order[j]].hypotheses = {std::move(best[j - begin])};
     } else {
-      std::vector<std::vector<Hypothesis>> nbest = beam_search(model, batch, o.search, shortlist);
+      std::vector<std::vector<Hypothesis>> nbest = beam_search(model, batch, o.search, shortlist, batch_prefixes);
       for (size_t j = begin; j < end; ++j) out[order[j]].hypotheses = std::move(nbest[j - begin]);
     }
   };

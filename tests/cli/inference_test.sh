@@ -182,4 +182,48 @@ expect_error "per source token must be >= 0, got -2" sl -o "$work/x.sl" --per-so
 [ ! -e "$work/x.sl" ] || fail "a refused shortlist wrote its file"
 # (Files of other sizes, malformed and damaged ones: shortlist_test.cc and integrity_test.sh.)
 expect_error "not a shortlist file" tr --shortlist "$fix/input.en"
+# Random sampling: the same --seed samples the same with other threads and batches, another seed
+# samples otherwise, --sampling-topk 1 is greedy search; sampling needs --beam 1; bad values are named.
+sample() { "$bin" translate -m "$model" --beam 1 --sampling-topk -1 "$@" < "$fix/input.en" 2>/dev/null; }
+sample --threads 1 --seed 7 > "$work/sample7.de"
+[ "$(wc -l < "$work/sample7.de")" -eq "$(wc -l < "$fix/input.en")" ] || fail "sampling lost lines"
+sample --threads 2 --batch-size 3 --parallel-batches 2 --seed 7 | diff "$work/sample7.de" - ||
+  fail "--seed 7 sampled otherwise with 2 threads and batches of 3"
+sample --threads 1 --seed 8 | cmp -s - "$work/sample7.de" && fail "--seed 7 and --seed 8 sampled the same"
+tr --beam 1 --sampling-topk 1 --sampling-temperature 3 < "$fix/input.en" | diff "$fix/expected.greedy.de" - ||
+  fail "--sampling-topk 1 is not greedy search"
+expect_error "sampling-topk 5 draws one translation per sentence: it needs --beam 1, got --beam 4" \
+  "$bin" translate -m "$model" --sampling-topk 5
+expect_error "sampling-topk must be -1 .*got -2" "$bin" translate -m "$model" --beam 1 --sampling-topk -2
+expect_error "sampling-topp must be in \(0, 1\], got 1.5" "$bin" translate -m "$model" --beam 1 --sampling-topk 5 --sampling-topp 1.5
+expect_error "sampling-temperature must be finite and > 0, got 0" \
+  "$bin" translate -m "$model" --beam 1 --sampling-topk 5 --sampling-temperature 0
+expect_error "sampling-topp 0.9 applies only to sampling" "$bin" translate -m "$model" --sampling-topp 0.9
+expect_error "seed must be an integer in \[0, 18446744073709551615\], got '-1'" "$bin" translate -m "$model" --seed -1
+# Target prefixes, one line per input line (an empty line: none): each translation begins with its
+# prefix and the others are as without; the counts must agree (file or standard input, either way).
+printf 'dreihundert\n\n\nsieben\n\n\n\n\n\n\n' > "$work/prefix.de"
+tr --beam 4 --target-prefix "$work/prefix.de" < "$fix/input.en" > "$work/prefixed.de"
+case "$(sed -n 1p "$work/prefixed.de")" in dreihundert*) ;; *) fail "line 1 does not begin with its prefix";; esac
+case "$(sed -n 4p "$work/prefixed.de")" in sieben*) ;; *) fail "line 4 does not begin with its prefix";; esac
+cmp -s <(sed -n 4p "$work/prefixed.de") <(sed -n 4p "$fix/expected.beam4.de") && fail "the prefix of line 4 changed nothing"
+diff <(sed '1d;4d' "$work/prefixed.de") <(sed '1d;4d' "$fix/expected.beam4.de") || fail "lines without a prefix changed"
+tr --beam 1 --sampling-topk -1 --seed 3 --target-prefix "$work/prefix.de" < "$fix/input.en" | sed -n 4p |
+  grep -q "^sieben" || fail "sampling after a prefix"
+head -n 3 "$work/prefix.de" > "$work/short.de"
+expect_error "target-prefix '.*short.de' has 3 lines but the input has 10" \
+  tr --target-prefix "$work/short.de" --input "$fix/input.en"
+tr --target-prefix "$work/short.de" < "$fix/input.en" > "$work/short.out" 2> "$work/err" && fail "3 prefixes for 10 lines"
+grep -q "has 3 lines but the input has 10" "$work/err" || fail "prefix count message: $(cat "$work/err")"
+[ ! -s "$work/short.out" ] || fail "translated lines before refusing the prefix count"
+head -n 2 "$fix/input.en" | tr --target-prefix "$work/prefix.de" 2> "$work/err" > /dev/null && fail "10 prefixes for 2 lines"
+grep -q "has 10 lines but the input has 2" "$work/err" || fail "prefix count message: $(cat "$work/err")"
+expect_error "cannot read --target-prefix" tr --target-prefix "$work"
+# With --ids, prefixes are ids too, checked as input ids are.
+echo "9 10" > "$work/prefix.ids"
+echo "5 6 7" | tr --ids --target-prefix "$work/prefix.ids" | grep -q "^9 10\( \|$\)" || fail "--ids prefix"
+echo "9 3" > "$work/bad.ids"
+echo "5 6 7" | tr --ids --target-prefix "$work/bad.ids" 2> "$work/err" > /dev/null && fail "EOS in a prefix accepted"
+grep -q "target-prefix '.*bad.ids', line 1: token id 3 is the end-of-sentence id" "$work/err" ||
+  fail "--ids prefix message: $(cat "$work/err")"
 echo "inference CLI checks passed"
