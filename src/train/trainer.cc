@@ -24,6 +24,7 @@
 #include "ops/matmul.h"
 #include "train/metrics.h"
 #include "train/plot.h"
+#include "train/state.h"
 
 namespace tfm {
 
@@ -34,38 +35,6 @@ namespace {
 // Ctrl-C / SIGTERM: finish the current step, save a checkpoint, stop.
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_signal(int) { g_interrupted = 1; }
-
-// All a checkpoint must restore for a resumed run to continue exactly as if never stopped.
-struct TrainState {
-  int64_t step = 0;
-  int64_t epoch = 0;
-  int64_t position = 0;  // batches of this epoch already used
-  uint64_t rng_counter = 0;
-  bool has_best = false;
-  double best = 0;
-  int64_t bad_validations = 0;
-  int64_t tokens_seen = 0;
-  double elapsed_s = 0;  // training time before this process
-  double interval_loss = 0;      // the loss sum and target tokens since the last log line, so that a
-  int64_t interval_tokens = 0;   //   resumed run logs exactly what an uninterrupted one does
-};
-
-std::string checkpoint_path(const std::string& run_dir, int64_t step) {
-  char name[64];
-  std::snprintf(name, sizeof name, "checkpoint-%08lld.safetensors", static_cast<long long>(step));
-  return (fs::path(run_dir) / name).string();
-}
-
-std::vector<std::string> checkpoints(const std::string& run_dir) {
-  std::vector<std::string> out;
-  if (!fs::is_directory(run_dir)) return out;
-  for (const auto& e : fs::directory_iterator(run_dir)) {
-    const std::string n = e.path().filename().string();
-    if (n.starts_with("checkpoint-") && n.ends_with(".safetensors")) out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());  // zero-padded step numbers sort by step
-  return out;
-}
 
 std::string hms(double seconds) {
   const auto s = static_cast<long long>(std::max(0.0, seconds));
@@ -129,103 +98,6 @@ ValidResult validate(const Transformer& model, const Vocab& vocab, const ValidDa
   return r;
 }
 
-void save_checkpoint(const Transformer& model, const TrainOptions& o, const TrainState& s, const Tensor& m,
-                     const Tensor& v, const std::string& vocab_fingerprint) {
-  const std::map<std::string, std::string> meta = {
-      {kVocabFingerprintKey, vocab_fingerprint},
-      {"train.step", std::to_string(s.step)},
-      {"train.epoch", std::to_string(s.epoch)},
-      {"train.position", std::to_string(s.position)},
-      {"train.rng_counter", std::to_string(s.rng_counter)},
-      {"train.best", s.has_best ? nlohmann::json(s.best).dump() : "none"},
-      {"train.bad_validations", std::to_string(s.bad_validations)},
-      {"train.tokens_seen", std::to_string(s.tokens_seen)},
-      {"train.elapsed_s", nlohmann::json(s.elapsed_s).dump()},
-      {"train.interval_loss", nlohmann::json(s.interval_loss).dump()},
-      {"train.interval_tokens", std::to_string(s.interval_tokens)},
-      {"train.options", nlohmann::json(o).dump()},
-  };
-  save_model(model, checkpoint_path(o.run_dir, s.step), meta, {{"optimizer.m", m}, {"optimizer.v", v}});
-  const std::vector<std::string> all = checkpoints(o.run_dir);
-  for (size_t i = 0; i + static_cast<size_t>(o.keep_last) < all.size(); ++i) fs::remove(all[i]);
-}
-
-const std::string& meta_text(const std::map<std::string, std::string>& meta, const std::string& key,
-                             const std::string& path) {
-  auto it = meta.find(key);
-  TFM_CHECK(it != meta.end(), path, ": not a training checkpoint (no '", key, "' in its metadata)");
-  return it->second;
-}
-
-int64_t meta_int(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
-  const std::string& text = meta_text(meta, key, path);
-  try {
-    return std::stoll(text);
-  } catch (const std::exception&) {
-    throw Error(cat(path, ": metadata '", key, "' is not an integer: '", text, "'"));
-  }
-}
-
-double meta_double(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
-  const nlohmann::json j = nlohmann::json::parse(meta_text(meta, key, path), nullptr, false);
-  TFM_CHECK(j.is_number(), path, ": metadata '", key, "' is not a number: '", meta_text(meta, key, path), "'");
-  return j.get<double>();
-}
-
-// The options of this run that differ from those a checkpoint was written with ("bf16 false → true,
-// seed 1 → 5"), --resume itself aside; "" when none differ or the checkpoint does not record them.
-std::string changed_options(const std::map<std::string, std::string>& meta, const TrainOptions& o) {
-  const auto it = meta.find("train.options");
-  if (it == meta.end()) return "";
-  const nlohmann::json before = nlohmann::json::parse(it->second, nullptr, false), now = o;
-  if (!before.is_object()) return "";
-  std::string out;
-  for (const auto& [field, value] : now.items()) {
-    if (field == "resume" || !before.contains(field) || before[field] == value) continue;
-    out += cat(out.empty() ? "" : ", ", field, " ", before[field].dump(), " → ", value.dump());
-  }
-  return out;
-}
-
-// `changed` receives changed_options() of the checkpoint against `o`.
-TrainState resume_from(const std::string& path, const TrainOptions& o, Transformer& model, const Tensor& m,
-                       const Tensor& v, const Vocab& vocab, std::string* changed, bool* verified) {
-  const SafetensorsFile file = SafetensorsFile::read(path);
-  *verified = file.has_checksum();
-  const auto fp = file.metadata().find(kVocabFingerprintKey);  // absent in checkpoints of older versions
-  TFM_CHECK(fp == file.metadata().end() || fp->second == vocab.fingerprint(), path,
-            ": the checkpoint was trained with another vocabulary (fingerprint ", fp->second, ", this run's ",
-            vocab.fingerprint(), ")");
-  const ModelConfig saved = read_model_config(file);
-  TFM_CHECK(nlohmann::json(saved) == nlohmann::json(model.config()), path,
-            ": the checkpoint's model configuration differs from this run's: ", nlohmann::json(saved).dump(), " vs ",
-            nlohmann::json(model.config()).dump());
-  const auto loaded = load_model(file, model.params().values().dtype());
-  model.params().values().copy_from(loaded->params().values());
-  for (const auto& [name, dst] : {std::pair{"optimizer.m", m}, std::pair{"optimizer.v", v}}) {
-    TFM_CHECK(file.has(name), path, ": no optimizer state '", name, "'");
-    const Tensor t = file.tensor(name);
-    TFM_CHECK(t.numel() == dst.numel() && t.dtype() == dst.dtype(), path, ": optimizer state '", name,
-              "' has shape ", t.shape(), ", expected [", dst.numel(), "]");
-    dst.copy_from(t.view(dst.shape()));
-  }
-  const auto& meta = file.metadata();
-  TrainState s;
-  s.step = meta_int(meta, "train.step", path);
-  s.epoch = meta_int(meta, "train.epoch", path);
-  s.position = meta_int(meta, "train.position", path);
-  s.rng_counter = static_cast<uint64_t>(meta_int(meta, "train.rng_counter", path));
-  s.bad_validations = meta_int(meta, "train.bad_validations", path);
-  s.tokens_seen = meta_int(meta, "train.tokens_seen", path);
-  s.has_best = meta_text(meta, "train.best", path) != "none";
-  if (s.has_best) s.best = meta_double(meta, "train.best", path);
-  s.elapsed_s = meta_double(meta, "train.elapsed_s", path);
-  s.interval_loss = meta_double(meta, "train.interval_loss", path);
-  s.interval_tokens = meta_int(meta, "train.interval_tokens", path);
-  *changed = changed_options(meta, o);
-  return s;
-}
-
 // Progress: a line updated in place on a terminal, plain lines otherwise.
 class Progress {
  public:
@@ -265,11 +137,6 @@ ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batc
     model.backward(ctx, batch, saved, logits);
   }
   return sum;
-}
-
-std::string newest_checkpoint(const std::string& run_dir) {
-  const std::vector<std::string> all = checkpoints(run_dir);
-  return all.empty() ? "" : all.back();
 }
 
 TrainResult train(const TrainOptions& o) {

@@ -29,7 +29,4 @@ TrainResult train(const TrainOptions& options);
 ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batch& batch, double smoothing,
                         double dloss_scale, bool backward);
 
-// The newest checkpoint in a run folder ("" if none).
-std::string newest_checkpoint(const std::string& run_dir);
-
 }  // namespace tfm
