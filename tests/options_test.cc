@@ -61,6 +61,35 @@ TEST(Options, TrainingConfigRefusesFractionsAndUnknownFields) {
   EXPECT_TRUE(o.resume);
 }
 
+TEST(Options, ModelOverridesMapOntoTheModelObject) {
+  TrainOptions o;
+  EXPECT_EQ(nlohmann::json(o)["model"], nlohmann::json::object());
+  from_json(nlohmann::json{{"preset", "tiny"}, {"model", {{"d_model", 64}, {"pre_norm", true}}}}, o);
+  from_json(nlohmann::json{{"model", {{"dropout", 0.25}}}}, o);  // merged over the fields already set
+  ASSERT_TRUE(o.model.d_model && o.model.pre_norm && o.model.dropout);
+  EXPECT_EQ(*o.model.d_model, 64);
+  EXPECT_FALSE(o.model.heads.has_value());
+  EXPECT_EQ(nlohmann::json(o)["model"], (nlohmann::json{{"d_model", 64}, {"dropout", 0.25}, {"pre_norm", true}}));
+  const ModelConfig c = o.resolved_model(100);
+  EXPECT_EQ(c.d_model, 64);
+  EXPECT_EQ(c.d_ff, model_preset("tiny").d_ff);  // the preset's where not overridden
+  EXPECT_TRUE(c.pre_norm);
+  EXPECT_EQ(c.dropout, 0.25);
+  EXPECT_EQ(c.vocab_size, 100);
+  // The JSON form reads back to the same options.
+  TrainOptions back;
+  from_json(nlohmann::json(o), back);
+  EXPECT_EQ(nlohmann::json(back), nlohmann::json(o));
+  EXPECT_NE(error_of([&] { from_json(nlohmann::json{{"model", {{"d_modle", 8}}}}, o); })
+                .find("unknown model config field 'd_modle'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { from_json(nlohmann::json{{"model", 3}}, o); }).find("'model' must be an object, got number"),
+            std::string::npos);
+  EXPECT_EQ(*o.model.d_model, 64);  // a failed read leaves the field as it was
+  o.model.heads = 5;
+  EXPECT_NE(error_of([&] { o.resolved_model(100); }).find("d_model 64 is not divisible by heads 5"), std::string::npos);
+}
+
 TEST(Options, EachOutOfRangeOptionIsNamed) {
   auto invalid = [](auto set) {
     TrainOptions o;

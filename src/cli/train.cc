@@ -1,4 +1,13 @@
-// transformer train: from parallel text to a model (train/options.h documents every option).
+// transformer train: from parallel text to a model (include/transformer/train_options.h documents
+// every option). The training itself is transformer::Trainer's; this command reads the options from
+// a config file and flags, draws the progress on stderr and turns Ctrl-C and SIGTERM into a stop
+// request.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -6,11 +15,73 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
-#include "train/trainer.h"
+#include "train/options.h"
+#include "transformer/trainer.h"
 
 namespace tfm::cli {
 
 namespace {
+
+std::string hms(double seconds) {
+  const auto s = static_cast<long long>(std::max(0.0, seconds));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  return buf;
+}
+
+// Progress: a line updated in place on a terminal, plain lines (one per log step) otherwise.
+class ProgressLine {
+ public:
+  ProgressLine() : tty_(::isatty(STDERR_FILENO) == 1) {}
+  void update(const transformer::Progress& p) {
+    const std::string eta = p.eta_s >= 0 ? " | ETA " + hms(p.eta_s) : "";
+    char line[256];
+    std::snprintf(line, sizeof line, "step %lld | epoch %lld | %.0f tok/s | loss %.4f | lr %.3g | %s%s",
+                  static_cast<long long>(p.step), static_cast<long long>(p.epoch), p.tokens_per_s, p.loss,
+                  p.learning_rate, hms(p.elapsed_s).c_str(), eta.c_str());
+    if (tty_) {
+      std::fprintf(stderr, "\r%-100s", line);
+      if (p.log_step) std::fprintf(stderr, "\n");
+    } else if (p.log_step) {
+      std::fprintf(stderr, "%s\n", line);
+    }
+    std::fflush(stderr);
+  }
+  void message(const std::string& line) {
+    std::fprintf(stderr, "%s%s\n", tty_ ? "\r\033[K" : "", line.c_str());
+    std::fflush(stderr);
+  }
+
+ private:
+  bool tty_;
+};
+
+// Ctrl-C / SIGTERM: the training finishes the current step, saves a checkpoint and stops.
+std::atomic<transformer::Trainer*> g_trainer{nullptr};
+void on_signal(int) {
+  if (transformer::Trainer* t = g_trainer.load()) t->request_stop();
+}
+
+// The handlers for one training's run; the previous ones come back after it, however it ends.
+class StopOnSignals {
+ public:
+  explicit StopOnSignals(transformer::Trainer& trainer) {
+    g_trainer = &trainer;
+    old_int_ = std::signal(SIGINT, on_signal);
+    old_term_ = std::signal(SIGTERM, on_signal);
+  }
+  ~StopOnSignals() {
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+    g_trainer = nullptr;
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  void (*old_int_)(int);
+  void (*old_term_)(int);
+};
 
 std::string dashed(std::string s) {
   std::replace(s.begin(), s.end(), '_', '-');
@@ -85,9 +156,18 @@ Action add_train(CLI::App& app) {
       overrides["model"]["encoder_layers"] = overrides["model"]["decoder_layers"] =
           value_of("layers", o->layers, model_defaults["encoder_layers"]);
     from_json(overrides, options);
-    const TrainResult r = train(options);
+    ProgressLine progress;
+    transformer::TrainCallbacks callbacks;
+    callbacks.on_message = [&](const std::string& line) { progress.message(line); };
+    callbacks.on_progress = [&](const transformer::Progress& p) { progress.update(p); };
+    transformer::Trainer trainer(options, std::move(callbacks));
+    transformer::TrainResult r;
+    {
+      const StopOnSignals stop(trainer);
+      r = trainer.run();
+    }
     std::printf("%s\n", r.final_model.c_str());
-    return r.stop_reason == "interrupted" ? 130 : 0;  // as a shell reports Ctrl-C
+    return r.interrupted ? 130 : 0;  // as a shell reports Ctrl-C
   };
 }
 

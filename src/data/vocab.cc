@@ -1,6 +1,7 @@
 #include "data/vocab.h"
 
 #include <cstdio>
+#include <unordered_map>
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
@@ -35,11 +36,22 @@ Vocab Vocab::train(const std::vector<std::string>& sentences, const VocabOptions
             o.model_type, "'");
   TFM_CHECK(o.size >= 8, "vocabulary size must be at least 8, got ", o.size);
   TFM_CHECK(!sentences.empty(), "cannot train a vocabulary on no sentences");
-  const std::string args = cat(
-      "--model_type=", o.model_type, " --vocab_size=", o.size, " --character_coverage=", o.character_coverage,
-      " --input_sentence_size=", o.max_sentences, " --shuffle_input_sentence=true",
-      " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --hard_vocab_limit=false --num_threads=1",
-      " --minloglevel=2");
+  // As a map rather than a command line: that form of Train logs the command on stderr before it
+  // reads --minloglevel, and the library writes nothing to stderr.
+  const std::unordered_map<std::string, std::string> args = {
+      {"model_type", o.model_type},
+      {"vocab_size", cat(o.size)},
+      {"character_coverage", cat(o.character_coverage)},
+      {"input_sentence_size", cat(o.max_sentences)},
+      {"shuffle_input_sentence", "true"},
+      {"pad_id", "0"},
+      {"unk_id", "1"},
+      {"bos_id", "2"},
+      {"eos_id", "3"},
+      {"hard_vocab_limit", "false"},
+      {"num_threads", "1"},
+      {"minloglevel", "2"},
+  };
   sentencepiece::SetRandomGeneratorSeed(static_cast<unsigned int>(o.seed));  // the sentence sampling
   Sentences it(sentences);
   Vocab v;

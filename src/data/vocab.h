@@ -7,19 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "transformer/vocab_options.h"
+
 namespace sentencepiece {
 class SentencePieceProcessor;
 }
 
 namespace tfm {
 
-struct VocabOptions {
-  int64_t size = 8000;               // pieces, specials included
-  std::string model_type = "bpe";    // "bpe" or "unigram"
-  double character_coverage = 1.0;   // fraction of characters the vocabulary must cover
-  int64_t max_sentences = 2'000'000; // sentences sampled for training the vocabulary
-  uint64_t seed = 1;
-};
+using transformer::VocabOptions;  // include/transformer/vocab_options.h
 
 class Vocab {
  public:

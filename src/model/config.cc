@@ -5,7 +5,10 @@
 #include "core/error.h"
 #include "core/json_field.h"
 
-namespace tfm {
+namespace transformer {
+
+using tfm::cat;
+using tfm::read_json_field;
 
 void ModelConfig::validate() const {
   TFM_CHECK(vocab_size >= 4, "model: vocab_size must be at least 4 (pad, unk, bos, eos), got ", vocab_size);
@@ -90,4 +93,37 @@ void from_json(const nlohmann::json& j, ModelConfig& c) {
   }
 }
 
-}  // namespace tfm
+ModelConfig ModelOverrides::apply_to(ModelConfig base) const {
+#define TFM_APPLY(f) \
+  if (f) base.f = *f;
+  TFM_CONFIG_FIELDS(TFM_APPLY)
+#undef TFM_APPLY
+  return base;
+}
+
+void to_json(nlohmann::json& j, const ModelOverrides& o) {
+  j = nlohmann::json::object();
+#define TFM_WRITE(f) \
+  if (o.f) j[#f] = *o.f;
+  TFM_CONFIG_FIELDS(TFM_WRITE)
+#undef TFM_WRITE
+}
+
+void from_json(const nlohmann::json& j, ModelOverrides& o) {
+  TFM_CHECK(j.is_object(), "model config must be a JSON object, got ", j.type_name());
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+#define TFM_READ(f)                                      \
+  if (key == #f) {                                       \
+    auto v = o.f.value_or(decltype(o.f)::value_type{});   \
+    read_json_field(value, v, "model config field", key); \
+    o.f = v;                                             \
+    known = true;                                        \
+  }
+    TFM_CONFIG_FIELDS(TFM_READ)
+#undef TFM_READ
+    TFM_CHECK(known, "unknown model config field '", key, "'");
+  }
+}
+
+}  // namespace transformer

@@ -1,50 +1,31 @@
 #pragma once
-// The model's shape and regularisation: one documented struct, mapped onto JSON (config files, the
-// checkpoint header) and command-line flags. Fields from the paper cite its section.
-#include <cstdint>
-#include <string>
-#include <vector>
-
+// The model configuration (include/transformer/model_config.h) as the library uses it, and its
+// JSON mapping: config files, the checkpoint header, a training's "model" overrides.
 #include <nlohmann/json_fwd.hpp>
 
-namespace tfm {
+#include "transformer/model_config.h"
 
-struct ModelConfig {
-  int64_t vocab_size = 8000;    // shared source/target vocabulary (§3.4)
-  int64_t d_model = 512;        // D, the width of every layer's input and output (§3.1)
-  int64_t d_ff = 2048;          // inner width of the position-wise feed-forward network (§3.3)
-  int64_t heads = 8;            // H; each head has d_k = d_v = D / H (§3.2.2)
-  int64_t encoder_layers = 6;   // N for the encoder (§3.1); set apart from the decoder's, since a
-  int64_t decoder_layers = 6;   //   deep encoder with a shallow decoder translates faster
-  double dropout = 0.1;         // P_drop on each sub-layer's output before the residual add (§5.4)
-  double embedding_dropout = 0.1;  // on the sum of embeddings and positional encodings (§5.4)
-  double attention_dropout = 0.1;  // on the attention weights
-  bool pre_norm = false;        // false: post-LN as the paper, LN(x + F(x)); true: x + F(LN(x)) with a
-                                //   final layer norm after each stack (trains deep models more stably)
-  bool tie_source_target = true;  // one embedding matrix for source and target (§3.4); the target's is
-                                  //   always the pre-softmax projection
-  double layer_norm_eps = 1e-5;
-  int32_t pad_id = 0;           // token ids of the vocabulary's special pieces
-  int32_t unk_id = 1;
-  int32_t bos_id = 2;
-  int32_t eos_id = 3;
+namespace transformer {
 
-  int64_t head_dim() const { return d_model / heads; }
-  // Throws tfm::Error naming the first field that is out of range.
-  void validate() const;
-};
-
-// Number of parameter values a model of this configuration has (without building it).
-int64_t parameter_count(const ModelConfig& c);
-
-// Presets: "base", "big" and "small" as the paper's and common practice; "tiny" for tests.
-ModelConfig model_preset(const std::string& name);
-
-// The field names, as in JSON (and, with '-' for '_', as command-line flags).
-const std::vector<std::string>& model_config_fields();
-
+// Beside the types, for nlohmann::json's lookup.
 void to_json(nlohmann::json& j, const ModelConfig& c);
 // Reads the fields present over `c`'s current values; unknown fields are an error naming them.
 void from_json(const nlohmann::json& j, ModelConfig& c);
+
+// The fields set, under their ModelConfig names ({} when none is).
+void to_json(nlohmann::json& j, const ModelOverrides& o);
+// Sets the fields present (the others keep their values), with the checks of ModelConfig's
+// from_json: unknown fields and values of the wrong type are errors naming them.
+void from_json(const nlohmann::json& j, ModelOverrides& o);
+
+}  // namespace transformer
+
+namespace tfm {
+
+using transformer::ModelConfig;
+using transformer::ModelOverrides;
+using transformer::model_config_fields;
+using transformer::model_preset;
+using transformer::parameter_count;
 
 }  // namespace tfm

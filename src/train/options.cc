@@ -7,11 +7,13 @@
 #include "core/json_field.h"
 #include "ops/matmul.h"
 
-namespace tfm {
+namespace transformer {
+
+using tfm::cat;
+using tfm::read_json_field;
 
 ModelConfig TrainOptions::resolved_model(int64_t vocab_size) const {
-  ModelConfig c = model_preset(preset);
-  from_json(model_overrides, c);
+  ModelConfig c = model.apply_to(model_preset(preset));
   c.vocab_size = vocab_size;
   c.validate();
   return c;
@@ -49,13 +51,6 @@ void TrainOptions::validate() const {
   TFM_CHECK(valid_beam >= 1, "train: valid_beam must be >= 1, got ", valid_beam);
   TFM_CHECK(valid_max_sentences >= 0, "train: valid_max_sentences must be >= 0, got ", valid_max_sentences);
   TFM_CHECK(threads >= 0, "train: threads must be >= 0 (0: all cores), got ", threads);
-  TFM_CHECK(model_overrides.is_object(), "train: 'model' must be an object of model fields");
-}
-
-double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step) {
-  const double s = static_cast<double>(std::max<int64_t>(step, 1));
-  return o.lr_factor / std::sqrt(static_cast<double>(d_model)) *
-         std::min(1.0 / std::sqrt(s), s * std::pow(static_cast<double>(o.warmup_steps), -1.5));
 }
 
 // Each field once: its JSON name is its C++ name.
@@ -65,6 +60,50 @@ double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step) {
   X(adam_beta2) X(adam_eps) X(label_smoothing) X(clip_norm) X(bf16) X(max_steps) X(max_epochs) X(max_seconds)       \
   X(valid_every) X(best_metric) X(patience) X(valid_beam) X(valid_max_sentences) X(save_every) X(keep_last) \
   X(resume) X(log_every) X(seed) X(threads)
+
+void to_json(nlohmann::json& j, const TrainOptions& o) {
+  j = nlohmann::json::object();
+#define TFM_WRITE(f) j[#f] = o.f;
+  TFM_TRAIN_FIELDS(TFM_WRITE)
+#undef TFM_WRITE
+  j["vocab_size"] = o.vocab_options.size;
+  j["vocab_type"] = o.vocab_options.model_type;
+  j["model"] = o.model;
+}
+
+void from_json(const nlohmann::json& j, TrainOptions& o) {
+  TFM_CHECK(j.is_object(), "training config must be a JSON object, got ", j.type_name());
+  constexpr std::string_view kWhat = "training option";  // from the config file or a flag
+  for (const auto& [key, value] : j.items()) {
+    if (key == "model") {
+      TFM_CHECK(value.is_object(), "training config: 'model' must be an object, got ", value.type_name());
+      from_json(value, o.model);  // unknown or mistyped model fields fail here, early
+      continue;
+    }
+    if (key == "vocab_size") { read_json_field(value, o.vocab_options.size, kWhat, key); continue; }
+    if (key == "vocab_type") { read_json_field(value, o.vocab_options.model_type, kWhat, key); continue; }
+    if (key == "config") continue;           // the file's own path, when given as a flag
+    if (key == "resolved_model") continue;   // written into RUN/config.json for the reader; derived
+#define TFM_READ(f)                            \
+  if (key == #f) {                             \
+    read_json_field(value, o.f, kWhat, key);   \
+    continue;                                  \
+  }
+    TFM_TRAIN_FIELDS(TFM_READ)
+#undef TFM_READ
+    throw Error(cat("unknown training option '", key, "'"));
+  }
+}
+
+}  // namespace transformer
+
+namespace tfm {
+
+double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step) {
+  const double s = static_cast<double>(std::max<int64_t>(step, 1));
+  return o.lr_factor / std::sqrt(static_cast<double>(d_model)) *
+         std::min(1.0 / std::sqrt(s), s * std::pow(static_cast<double>(o.warmup_steps), -1.5));
+}
 
 const char* train_option_help(std::string_view field) {
   static const std::pair<std::string_view, const char*> kHelp[] = {
@@ -107,42 +146,6 @@ const char* train_option_help(std::string_view field) {
   for (const auto& [name, help] : kHelp)
     if (name == field) return help;
   return "";
-}
-
-void to_json(nlohmann::json& j, const TrainOptions& o) {
-  j = nlohmann::json::object();
-#define TFM_WRITE(f) j[#f] = o.f;
-  TFM_TRAIN_FIELDS(TFM_WRITE)
-#undef TFM_WRITE
-  j["vocab_size"] = o.vocab_options.size;
-  j["vocab_type"] = o.vocab_options.model_type;
-  j["model"] = o.model_overrides;
-}
-
-void from_json(const nlohmann::json& j, TrainOptions& o) {
-  TFM_CHECK(j.is_object(), "training config must be a JSON object, got ", j.type_name());
-  constexpr std::string_view kWhat = "training option";  // from the config file or a flag
-  for (const auto& [key, value] : j.items()) {
-    if (key == "model") {
-      TFM_CHECK(value.is_object(), "training config: 'model' must be an object, got ", value.type_name());
-      for (const auto& [mk, mv] : value.items()) o.model_overrides[mk] = mv;
-      ModelConfig check;
-      from_json(o.model_overrides, check);  // unknown or mistyped model fields fail here, early
-      continue;
-    }
-    if (key == "vocab_size") { read_json_field(value, o.vocab_options.size, kWhat, key); continue; }
-    if (key == "vocab_type") { read_json_field(value, o.vocab_options.model_type, kWhat, key); continue; }
-    if (key == "config") continue;           // the file's own path, when given as a flag
-    if (key == "resolved_model") continue;   // written into RUN/config.json for the reader; derived
-#define TFM_READ(f)                            \
-  if (key == #f) {                             \
-    read_json_field(value, o.f, kWhat, key);   \
-    continue;                                  \
-  }
-    TFM_TRAIN_FIELDS(TFM_READ)
-#undef TFM_READ
-    throw Error(cat("unknown training option '", key, "'"));
-  }
 }
 
 }  // namespace tfm

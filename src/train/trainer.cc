@@ -1,20 +1,19 @@
+// transformer::Trainer: from parallel text to a model, as the paper trained it (§5).
 #include "train/trainer.h"
 
-#include <unistd.h>
-
+#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <csignal>
-#include <memory>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
+#include <memory>
+#include <optional>
 
+#include "core/rng.h"
 #include "core/threads.h"
 #include "data/batcher.h"
 #include "data/parallel_corpus.h"
-#include "decode/translator.h"
-#include "eval/bleu.h"
+#include "data/vocab.h"
 #include "io/atomic_file.h"
 #include "io/file_lock.h"
 #include "model/checkpoint.h"
@@ -23,232 +22,12 @@
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "train/metrics.h"
+#include "train/options.h"
 #include "train/plot.h"
+#include "train/state.h"
+#include "train/validation.h"
 
 namespace tfm {
-
-namespace fs = std::filesystem;
-
-namespace {
-
-// Ctrl-C / SIGTERM: finish the current step, save a checkpoint, stop.
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_signal(int) { g_interrupted = 1; }
-
-// All a checkpoint must restore for a resumed run to continue exactly as if never stopped.
-struct TrainState {
-  int64_t step = 0;
-  int64_t epoch = 0;
-  int64_t position = 0;  // batches of this epoch already used
-  uint64_t rng_counter = 0;
-  bool has_best = false;
-  double best = 0;
-  int64_t bad_validations = 0;
-  int64_t tokens_seen = 0;
-  double elapsed_s = 0;  // training time before this process
-  double interval_loss = 0;      // the loss sum and target tokens since the last log line, so that a
-  int64_t interval_tokens = 0;   //   resumed run logs exactly what an uninterrupted one does
-};
-
-std::string checkpoint_path(const std::string& run_dir, int64_t step) {
-  char name[64];
-  std::snprintf(name, sizeof name, "checkpoint-%08lld.safetensors", static_cast<long long>(step));
-  return (fs::path(run_dir) / name).string();
-}
-
-std::vector<std::string> checkpoints(const std::string& run_dir) {
-  std::vector<std::string> out;
-  if (!fs::is_directory(run_dir)) return out;
-  for (const auto& e : fs::directory_iterator(run_dir)) {
-    const std::string n = e.path().filename().string();
-    if (n.starts_with("checkpoint-") && n.ends_with(".safetensors")) out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());  // zero-padded step numbers sort by step
-  return out;
-}
-
-std::string hms(double seconds) {
-  const auto s = static_cast<long long>(std::max(0.0, seconds));
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
-  return buf;
-}
-
-struct ValidData {
-  std::vector<Example> examples;          // for the loss
-  std::vector<std::vector<int32_t>> src;  // for translation
-  std::vector<std::string> references;
-};
-
-struct ValidResult {
-  double loss = 0, ppl = 0, bleu = 0, exact = 0;
-};
-
-Batch to_batch(const std::vector<Example>& examples, const std::vector<int32_t>& indices, const ModelConfig& c) {
-  std::vector<std::vector<int32_t>> src, tgt;
-  for (int32_t i : indices) {
-    src.push_back(examples[i].src);
-    tgt.push_back(examples[i].tgt);
-  }
-  return make_batch(src, tgt, c);
-}
-
-ValidResult validate(const Transformer& model, const Vocab& vocab, const ValidData& data, const TrainOptions& o) {
-  ValidResult r;
-  // Loss: the plain cross-entropy per target token (no smoothing), so that ppl = exp(loss).
-  double nll = 0;
-  int64_t tokens = 0;
-  for (const auto& indices : plan_batches(data.examples, o.batch_tokens)) {
-    const ops::LossSum s = batch_loss(model, model.context(), to_batch(data.examples, indices, model.config()), 0.0, 0, false);
-    nll += s.loss;
-    tokens += s.tokens;
-  }
-  r.loss = tokens ? nll / static_cast<double>(tokens) : 0;
-  r.ppl = std::exp(r.loss);
-  // BLEU and exact match of the translations.
-  const size_t n = o.valid_max_sentences > 0 ? std::min(data.src.size(), static_cast<size_t>(o.valid_max_sentences))
-                                             : data.src.size();
-  TranslateOptions to;
-  to.search.beam_size = o.valid_beam;
-  // One batch at a time on all threads: no second batch's caches on top of training's memory, and
-  // the unpacked model's large products stay on oneDNN with every thread.
-  to.parallel_batches = 1;
-  const std::vector<std::vector<int32_t>> sources(data.src.begin(), data.src.begin() + static_cast<std::ptrdiff_t>(n));
-  const std::vector<Translation> out = translate_ids(model, sources, to);
-  std::vector<std::string> hyps, refs;
-  int64_t exact = 0;
-  for (size_t i = 0; i < n; ++i) {
-    hyps.push_back(out[i].hypotheses.empty() ? "" : vocab.decode(out[i].hypotheses[0].tokens));
-    refs.push_back(data.references[i]);
-    exact += hyps.back() == refs.back();
-  }
-  if (n > 0) {
-    r.bleu = corpus_bleu(hyps, {refs}).score;
-    r.exact = static_cast<double>(exact) / static_cast<double>(n);
-  }
-  return r;
-}
-
-void save_checkpoint(const Transformer& model, const TrainOptions& o, const TrainState& s, const Tensor& m,
-                     const Tensor& v, const std::string& vocab_fingerprint) {
-  const std::map<std::string, std::string> meta = {
-      {kVocabFingerprintKey, vocab_fingerprint},
-      {"train.step", std::to_string(s.step)},
-      {"train.epoch", std::to_string(s.epoch)},
-      {"train.position", std::to_string(s.position)},
-      {"train.rng_counter", std::to_string(s.rng_counter)},
-      {"train.best", s.has_best ? nlohmann::json(s.best).dump() : "none"},
-      {"train.bad_validations", std::to_string(s.bad_validations)},
-      {"train.tokens_seen", std::to_string(s.tokens_seen)},
-      {"train.elapsed_s", nlohmann::json(s.elapsed_s).dump()},
-      {"train.interval_loss", nlohmann::json(s.interval_loss).dump()},
-      {"train.interval_tokens", std::to_string(s.interval_tokens)},
-      {"train.options", nlohmann::json(o).dump()},
-  };
-  save_model(model, checkpoint_path(o.run_dir, s.step), meta, {{"optimizer.m", m}, {"optimizer.v", v}});
-  const std::vector<std::string> all = checkpoints(o.run_dir);
-  for (size_t i = 0; i + static_cast<size_t>(o.keep_last) < all.size(); ++i) fs::remove(all[i]);
-}
-
-const std::string& meta_text(const std::map<std::string, std::string>& meta, const std::string& key,
-                             const std::string& path) {
-  auto it = meta.find(key);
-  TFM_CHECK(it != meta.end(), path, ": not a training checkpoint (no '", key, "' in its metadata)");
-  return it->second;
-}
-
-int64_t meta_int(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
-  const std::string& text = meta_text(meta, key, path);
-  try {
-    return std::stoll(text);
-  } catch (const std::exception&) {
-    throw Error(cat(path, ": metadata '", key, "' is not an integer: '", text, "'"));
-  }
-}
-
-double meta_double(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
-  const nlohmann::json j = nlohmann::json::parse(meta_text(meta, key, path), nullptr, false);
-  TFM_CHECK(j.is_number(), path, ": metadata '", key, "' is not a number: '", meta_text(meta, key, path), "'");
-  return j.get<double>();
-}
-
-// The options of this run that differ from those a checkpoint was written with ("bf16 false → true,
-// seed 1 → 5"), --resume itself aside; "" when none differ or the checkpoint does not record them.
-std::string changed_options(const std::map<std::string, std::string>& meta, const TrainOptions& o) {
-  const auto it = meta.find("train.options");
-  if (it == meta.end()) return "";
-  const nlohmann::json before = nlohmann::json::parse(it->second, nullptr, false), now = o;
-  if (!before.is_object()) return "";
-  std::string out;
-  for (const auto& [field, value] : now.items()) {
-    if (field == "resume" || !before.contains(field) || before[field] == value) continue;
-    out += cat(out.empty() ? "" : ", ", field, " ", before[field].dump(), " → ", value.dump());
-  }
-  return out;
-}
-
-// `changed` receives changed_options() of the checkpoint against `o`.
-TrainState resume_from(const std::string& path, const TrainOptions& o, Transformer& model, const Tensor& m,
-                       const Tensor& v, const Vocab& vocab, std::string* changed, bool* verified) {
-  const SafetensorsFile file = SafetensorsFile::read(path);
-  *verified = file.has_checksum();
-  const auto fp = file.metadata().find(kVocabFingerprintKey);  // absent in checkpoints of older versions
-  TFM_CHECK(fp == file.metadata().end() || fp->second == vocab.fingerprint(), path,
-            ": the checkpoint was trained with another vocabulary (fingerprint ", fp->second, ", this run's ",
-            vocab.fingerprint(), ")");
-  const ModelConfig saved = read_model_config(file);
-  TFM_CHECK(nlohmann::json(saved) == nlohmann::json(model.config()), path,
-            ": the checkpoint's model configuration differs from this run's: ", nlohmann::json(saved).dump(), " vs ",
-            nlohmann::json(model.config()).dump());
-  const auto loaded = load_model(file, model.params().values().dtype());
-  model.params().values().copy_from(loaded->params().values());
-  for (const auto& [name, dst] : {std::pair{"optimizer.m", m}, std::pair{"optimizer.v", v}}) {
-    TFM_CHECK(file.has(name), path, ": no optimizer state '", name, "'");
-    const Tensor t = file.tensor(name);
-    TFM_CHECK(t.numel() == dst.numel() && t.dtype() == dst.dtype(), path, ": optimizer state '", name,
-              "' has shape ", t.shape(), ", expected [", dst.numel(), "]");
-    dst.copy_from(t.view(dst.shape()));
-  }
-  const auto& meta = file.metadata();
-  TrainState s;
-  s.step = meta_int(meta, "train.step", path);
-  s.epoch = meta_int(meta, "train.epoch", path);
-  s.position = meta_int(meta, "train.position", path);
-  s.rng_counter = static_cast<uint64_t>(meta_int(meta, "train.rng_counter", path));
-  s.bad_validations = meta_int(meta, "train.bad_validations", path);
-  s.tokens_seen = meta_int(meta, "train.tokens_seen", path);
-  s.has_best = meta_text(meta, "train.best", path) != "none";
-  if (s.has_best) s.best = meta_double(meta, "train.best", path);
-  s.elapsed_s = meta_double(meta, "train.elapsed_s", path);
-  s.interval_loss = meta_double(meta, "train.interval_loss", path);
-  s.interval_tokens = meta_int(meta, "train.interval_tokens", path);
-  *changed = changed_options(meta, o);
-  return s;
-}
-
-// Progress: a line updated in place on a terminal, plain lines otherwise.
-class Progress {
- public:
-  Progress() : tty_(::isatty(STDERR_FILENO) == 1) {}
-  void update(const std::string& line, bool log_line) {
-    if (tty_) {
-      std::fprintf(stderr, "\r%-100s", line.c_str());
-      if (log_line) std::fprintf(stderr, "\n");
-    } else if (log_line) {
-      std::fprintf(stderr, "%s\n", line.c_str());
-    }
-    std::fflush(stderr);
-  }
-  void message(const std::string& line) {
-    std::fprintf(stderr, "%s%s\n", tty_ ? "\r\033[K" : "", line.c_str());
-    std::fflush(stderr);
-  }
-
- private:
-  bool tty_;
-};
-
-}  // namespace
 
 ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batch& batch, double smoothing,
                         double dloss_scale, bool backward) {
@@ -267,19 +46,81 @@ ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batc
   return sum;
 }
 
-std::string newest_checkpoint(const std::string& run_dir) {
-  const std::vector<std::string> all = checkpoints(run_dir);
-  return all.empty() ? "" : all.back();
+Batch to_batch(const std::vector<Example>& examples, const std::vector<int32_t>& indices, const ModelConfig& c) {
+  std::vector<std::vector<int32_t>> src, tgt;
+  for (int32_t i : indices) {
+    src.push_back(examples[i].src);
+    tgt.push_back(examples[i].tgt);
+  }
+  return make_batch(src, tgt, c);
 }
 
-TrainResult train(const TrainOptions& o) {
+}  // namespace tfm
+
+namespace transformer {
+
+namespace fs = std::filesystem;
+using tfm::cat;
+using Clock = std::chrono::steady_clock;
+
+struct Trainer::Impl {
+  Impl(const TrainOptions& options, TrainCallbacks callbacks);
+
+  void message(const std::string& line) const {
+    if (callbacks.on_message) callbacks.on_message(line);
+  }
+  double elapsed() const { return elapsed_before + std::chrono::duration<double>(Clock::now() - start).count(); }
+  std::string kept() const {
+    return last_saved > 0 ? cat("the last checkpoint, of step ", last_saved, ", is kept")
+                          : std::string("no checkpoint was saved yet");
+  }
+  // Whether a limit or a stop request ends the training before another step, and why.
+  std::optional<std::string> limit_reached() const;
+  // This step's batches: the next `accumulate` of this epoch's order (an epoch ends between steps);
+  // none when the epoch that just ended was the last.
+  std::vector<tfm::Batch> next_batches();
+  // Forward, backward and Adam over the batches; returns the step's loss sum.
+  double optimize(const std::vector<tfm::Batch>& batches, int64_t tokens, double lr);
+  void report_progress(double lr);
+  // A scheduled validation: best model, metrics, patience; true when patience ends the training.
+  bool scheduled_validation();
+  void log_metrics(const nlohmann::json& record, MetricsRecord::Kind kind);
+  std::string checkpoint();
+  void finish(const std::string& reason);
+  StepResult step();
+  TrainResult current_result() const;
+
+  const TrainOptions o;
+  TrainCallbacks callbacks;
+  std::atomic<bool> stop_requested{false};
+  const Clock::time_point start = Clock::now();
+  std::unique_ptr<tfm::FileLock> lock;
+  tfm::Vocab vocab;
+  std::vector<tfm::Example> examples;
+  tfm::ValidData valid;
+  ModelConfig config;
+  std::unique_ptr<tfm::Transformer> model;
+  tfm::Tensor m, v;  // Adam's moments
+  std::vector<std::vector<int32_t>> batches;
+  std::unique_ptr<tfm::MetricsLog> metrics;
+  tfm::TrainState s;
+  tfm::Rng rng;
+  std::vector<int32_t> order;  // this epoch's batch order
+  TrainResult result;
+  int64_t interval_src_tokens = 0, last_saved = 0, first_step = 0;
+  double elapsed_before = 0;
+  Clock::time_point interval_start;
+  bool done = false;
+  std::string failure;  // the error that ended the training, if one did
+};
+
+static_assert(std::atomic<bool>::is_always_lock_free, "request_stop() must be async-signal-safe");
+
+Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options), callbacks(std::move(cbs)) {
   o.validate();
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
-  Progress progress;
+  if (o.threads > 0) tfm::set_num_threads(static_cast<int>(o.threads));
   // Settings first, before minutes of reading data and training a vocabulary: the model (with a
-  // stand-in vocabulary size), the files, and what --resume needs.
+  // stand-in vocabulary size), the files, and what resuming needs.
   o.resolved_model(std::max<int64_t>(o.vocab_options.size, 4));
   for (const std::string& f : {o.train_source, o.train_target, o.valid_source, o.valid_target})
     TFM_CHECK(f.empty() || fs::is_regular_file(f), "'", f, "' is not a readable file");
@@ -288,40 +129,39 @@ TrainResult train(const TrainOptions& o) {
   fs::create_directories(o.run_dir);
   // One training per run folder at a time, for the whole run: two would mix their vocabularies,
   // checkpoints and metrics. The kernel releases the lock however this process ends.
-  std::unique_ptr<FileLock> lock;
   try {
-    lock = std::make_unique<FileLock>((fs::path(o.run_dir) / ".lock").string());
+    lock = std::make_unique<tfm::FileLock>((fs::path(o.run_dir) / ".lock").string());
   } catch (const Error& e) {
     throw Error(cat("another training is using the run folder '", o.run_dir, "': ", e.what()));
   }
-  // A new run in a folder of an earlier one would mix their checkpoints (and --resume or average
+  // A new run in a folder of an earlier one would mix their checkpoints (and resume or average
   // would pick up the old ones).
-  if (o.resume) TFM_CHECK(!newest_checkpoint(o.run_dir).empty(), "--resume: no checkpoint in '", o.run_dir, "'");
+  if (o.resume)
+    TFM_CHECK(!tfm::newest_checkpoint(o.run_dir).empty(), "--resume: no checkpoint in '", o.run_dir, "'");
   else
-    TFM_CHECK(newest_checkpoint(o.run_dir).empty(), "the run folder '", o.run_dir, "' already holds checkpoints of ",
-              "an earlier run: continue it with --resume, or give another --run-dir");
-  for (const std::string& name : remove_stale_temporaries(o.run_dir))
-    progress.message(cat("removed '", name, "', left in the run folder by a save that was interrupted"));
+    TFM_CHECK(tfm::newest_checkpoint(o.run_dir).empty(), "the run folder '", o.run_dir,
+              "' already holds checkpoints of an earlier run: continue it with --resume, or give another --run-dir");
+  for (const std::string& name : tfm::remove_stale_temporaries(o.run_dir))
+    message(cat("removed '", name, "', left in the run folder by a save that was interrupted"));
 
   // Data and vocabulary.
-  CorpusStats stats;
-  const std::vector<SentencePair> pairs = read_parallel(o.train_source, o.train_target, o.max_chars, &stats);
-  progress.message(cat("training data: ", stats.summary()));
+  tfm::CorpusStats stats;
+  const std::vector<tfm::SentencePair> pairs = tfm::read_parallel(o.train_source, o.train_target, o.max_chars, &stats);
+  message(cat("training data: ", stats.summary()));
   TFM_CHECK(!pairs.empty(), "no usable training pairs in '", o.train_source, "' and '", o.train_target, "'");
   // The validation files too, before minutes of training a vocabulary: a mismatch shows at once.
-  std::vector<SentencePair> valid_pairs;
+  std::vector<tfm::SentencePair> valid_pairs;
   if (!o.valid_source.empty()) {
-    CorpusStats vstats;
-    valid_pairs = read_parallel(o.valid_source, o.valid_target, o.max_chars, &vstats);
-    progress.message(cat("validation data: ", vstats.summary()));
+    tfm::CorpusStats vstats;
+    valid_pairs = tfm::read_parallel(o.valid_source, o.valid_target, o.max_chars, &vstats);
+    message(cat("validation data: ", vstats.summary()));
   }
   const std::string vocab_path = (fs::path(o.run_dir) / "vocab.model").string();
-  Vocab vocab;
   if (!o.vocab.empty()) {
-    vocab = Vocab::load(o.vocab);
+    vocab = tfm::Vocab::load(o.vocab);
     vocab.save(vocab_path);
   } else if (o.resume && fs::exists(vocab_path)) {
-    vocab = Vocab::load(vocab_path);
+    vocab = tfm::Vocab::load(vocab_path);
   } else {
     std::vector<std::string> sentences;
     for (const auto& p : pairs) {
@@ -330,23 +170,21 @@ TrainResult train(const TrainOptions& o) {
     }
     VocabOptions vo = o.vocab_options;
     vo.seed = o.seed;
-    vocab = Vocab::train(sentences, vo);
+    vocab = tfm::Vocab::train(sentences, vo);
     vocab.save(vocab_path);
-    progress.message(cat("vocabulary: ", vocab.size(), " ", vo.model_type, " pieces, written to ", vocab_path));
+    message(cat("vocabulary: ", vocab.size(), " ", vo.model_type, " pieces, written to ", vocab_path));
   }
-  std::vector<Example> examples;
   int64_t too_long = 0;
   for (const auto& p : pairs) {
-    Example e{vocab.encode(p.source), vocab.encode(p.target)};
+    tfm::Example e{vocab.encode(p.source), vocab.encode(p.target)};
     if (static_cast<int64_t>(e.src.size()) > o.max_tokens || static_cast<int64_t>(e.tgt.size()) > o.max_tokens) {
       ++too_long;
       continue;
     }
     examples.push_back(std::move(e));
   }
-  if (too_long) progress.message(cat("skipped ", too_long, " pairs longer than ", o.max_tokens, " tokens"));
+  if (too_long) message(cat("skipped ", too_long, " pairs longer than ", o.max_tokens, " tokens"));
   TFM_CHECK(!examples.empty(), "every training pair is longer than max_tokens ", o.max_tokens);
-  ValidData valid;
   for (const auto& p : valid_pairs) {
     valid.examples.push_back({vocab.encode(p.source), vocab.encode(p.target)});
     valid.src.push_back(valid.examples.back().src);
@@ -354,214 +192,288 @@ TrainResult train(const TrainOptions& o) {
   }
 
   // Model, optimizer state, batches.
-  const ModelConfig config = o.resolved_model(vocab.size());
+  config = o.resolved_model(vocab.size());
   {
     nlohmann::json resolved = o;
     resolved["resolved_model"] = config;
-    write_file_atomic((fs::path(o.run_dir) / "config.json").string(),
-                      [&](std::ostream& out) { out << resolved.dump(2) << '\n'; });
+    tfm::write_file_atomic((fs::path(o.run_dir) / "config.json").string(),
+                           [&](std::ostream& out) { out << resolved.dump(2) << '\n'; });
   }
-  Transformer model(config);
-  model.init_parameters(o.seed);
-  const Tensor& values = model.params().values();
-  const Tensor m = Tensor::zeros(values.shape(), values.dtype()), v = Tensor::zeros(values.shape(), values.dtype());
-  const std::vector<std::vector<int32_t>> batches = plan_batches(examples, o.batch_tokens);
-  progress.message(cat("model: ", model.params().parameter_count(), " parameters; ", examples.size(), " pairs in ",
-                       batches.size(), " batches of up to ", o.batch_tokens, " tokens"));
+  model = std::make_unique<tfm::Transformer>(config);
+  model->init_parameters(o.seed);
+  const tfm::Tensor& values = model->params().values();
+  m = tfm::Tensor::zeros(values.shape(), values.dtype());
+  v = tfm::Tensor::zeros(values.shape(), values.dtype());
+  batches = tfm::plan_batches(examples, o.batch_tokens);
+  message(cat("model: ", model->params().parameter_count(), " parameters; ", examples.size(), " pairs in ",
+              batches.size(), " batches of up to ", o.batch_tokens, " tokens"));
   if (o.bf16)
-    progress.message(ops::bf16_native()
-                         ? "bf16: weight products in bfloat16 with float32 sums"
-                         : cat("bf16: weight products in bfloat16 with float32 sums, but this CPU (at its level, "
-                               "TFM_CPU_ISA) has no bfloat16 instructions: ", ops::bf16_path(),
-                               " (useful to check accuracy, not for speed)"));
-  const MetricsLog metrics((fs::path(o.run_dir) / "metrics.jsonl").string());
+    message(tfm::ops::bf16_native()
+                ? "bf16: weight products in bfloat16 with float32 sums"
+                : cat("bf16: weight products in bfloat16 with float32 sums, but this CPU (at its level, "
+                      "TFM_CPU_ISA) has no bfloat16 instructions: ", tfm::ops::bf16_path(),
+                      " (useful to check accuracy, not for speed)"));
+  metrics = std::make_unique<tfm::MetricsLog>((fs::path(o.run_dir) / "metrics.jsonl").string());
 
-  TrainState s;
   if (o.resume) {
     // The newest checkpoint that loads: one cut short (a full disk, a file copied in part) or
     // damaged (its checksum) is passed over, saying so, for the one before it.
-    const std::vector<std::string> all = checkpoints(o.run_dir);
+    const std::vector<std::string> all = tfm::checkpoints(o.run_dir);
     TFM_CHECK(!all.empty(), "--resume: no checkpoint in '", o.run_dir, "'");
     std::string changed, path;
     bool verified = false;
     for (auto it = all.rbegin(); it != all.rend() && path.empty(); ++it) {
       try {
-        s = resume_from(*it, o, model, m, v, vocab, &changed, &verified);
+        s = tfm::resume_from(*it, o, *model, m, v, vocab, &changed, &verified);
         path = *it;
       } catch (const Error& e) {
-        TFM_CHECK(std::next(it) != all.rend(), "--resume: no checkpoint in '", o.run_dir, "' can be read; the oldest: ",
-                  e.what());
-        progress.message(cat("warning: cannot resume from ", *it, " (", e.what(), "); trying the one before it"));
+        TFM_CHECK(std::next(it) != all.rend(), "--resume: no checkpoint in '", o.run_dir,
+                  "' can be read; the oldest: ", e.what());
+        message(cat("warning: cannot resume from ", *it, " (", e.what(), "); trying the one before it"));
       }
     }
-    if (const int64_t torn = metrics.truncate_after(s.step))
-      progress.message(cat("warning: dropped ", torn, " unreadable line", torn == 1 ? "" : "s", " of ", metrics.path(),
-                           " (cut short by an interrupted write)"));
-    progress.message(cat("resumed from ", path, " at step ", s.step, ", epoch ", s.epoch,
-                         verified ? "" : " (unverified: the checkpoint records no checksum, model format version 1)"));
+    if (const int64_t torn = metrics->truncate_after(s.step))
+      message(cat("warning: dropped ", torn, " unreadable line", torn == 1 ? "" : "s", " of ", metrics->path(),
+                  " (cut short by an interrupted write)"));
+    message(cat("resumed from ", path, " at step ", s.step, ", epoch ", s.epoch,
+                verified ? "" : " (unverified: the checkpoint records no checksum, model format version 1)"));
     if (!changed.empty())
-      progress.message(cat("options changed since the checkpoint (the run continues with the new ones): ", changed));
-  } else if (fs::exists(metrics.path())) {
-    fs::remove(metrics.path());
+      message(cat("options changed since the checkpoint (the run continues with the new ones): ", changed));
+  } else if (fs::exists(metrics->path())) {
+    fs::remove(metrics->path());
   }
-  Rng rng(o.seed);
   rng.restore(o.seed, s.rng_counter);
-
-  g_interrupted = 0;
-  auto old_int = std::signal(SIGINT, on_signal);
-  auto old_term = std::signal(SIGTERM, on_signal);
-  struct Restore {
-    void (*i)(int), (*t)(int);
-    ~Restore() {
-      std::signal(SIGINT, i);
-      std::signal(SIGTERM, t);
-    }
-  } restore{old_int, old_term};
-
-  std::vector<int32_t> order = epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
-  TrainResult result;
-  double& interval_loss = s.interval_loss;
-  int64_t& interval_tokens = s.interval_tokens;
-  int64_t interval_src_tokens = 0, last_saved = s.step;
-  auto interval_start = Clock::now();
-  const double elapsed_before = s.elapsed_s;
-  const int64_t first_step = s.step;
-  auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(Clock::now() - start).count(); };
-  auto kept = [&] {
-    return last_saved > 0 ? cat("the last checkpoint, of step ", last_saved, ", is kept") : std::string("no checkpoint was saved yet");
-  };
-  // A record that cannot be written (a full disk) stops the run, after a checkpoint of this step
-  // if the disk still takes one: the training so far is not lost, nor the metrics silently.
-  auto log_metrics = [&](const nlohmann::json& record) {
-    try {
-      metrics.append(record);
-    } catch (const Error& e) {
-      std::string saved;
-      try {
-        s.elapsed_s = elapsed();
-        save_checkpoint(model, o, s, m, v, vocab.fingerprint());
-        saved = cat("; a checkpoint of step ", s.step, " was saved (continue with --resume once there is room)");
-      } catch (const Error& e2) {
-        saved = cat("; saving a checkpoint failed too (", e2.what(), "); ", kept());
-      }
-      throw Error(cat(e.what(), saved));
-    }
-  };
-
-  while (true) {
-    if (o.max_steps > 0 && s.step >= o.max_steps) { result.stop_reason = cat("reached max_steps ", o.max_steps); break; }
-    if (o.max_epochs > 0 && s.epoch >= o.max_epochs) { result.stop_reason = cat("reached max_epochs ", o.max_epochs); break; }
-    if (o.max_seconds > 0 && elapsed() >= o.max_seconds) { result.stop_reason = cat("reached max_seconds ", o.max_seconds); break; }
-    if (g_interrupted) { result.stop_reason = "interrupted"; break; }
-
-    // The step's batches: the next `accumulate` of this epoch's order (an epoch ends between steps).
-    std::vector<Batch> step_batches;
-    int64_t step_tokens = 0;
-    for (int64_t k = 0; k < o.accumulate; ++k) {
-      if (s.position >= static_cast<int64_t>(batches.size())) {
-        if (k > 0) break;
-        ++s.epoch;
-        s.position = 0;
-        order = epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
-        if (o.max_epochs > 0 && s.epoch >= o.max_epochs) break;
-      }
-      step_batches.push_back(to_batch(examples, batches[order[s.position++]], config));
-      step_tokens += step_batches.back().target_tokens;
-      interval_src_tokens += step_batches.back().source_tokens;
-    }
-    if (step_batches.empty()) continue;  // the epoch limit is checked at the top
-
-    // Forward and backward; the loss is the mean per target token over the whole step.
-    model.params().zero_grad();
-    Context ctx = model.context(&rng);
-    ctx.products = o.bf16 ? ops::Precision::kBf16 : ops::Precision::kFloat32;
-    double step_loss = 0;
-    for (const Batch& batch : step_batches)
-      step_loss += batch_loss(model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(step_tokens), true).loss;
-    // A non-finite loss or gradient stops the run before Adam spreads it into the weights, so that
-    // nothing saved (checkpoints, model-best) ever holds it.
-    result.last_loss = step_loss / static_cast<double>(step_tokens);
-    const double norm = std::sqrt(ops::sum_squares(model.params().grads()));
-    if (!std::isfinite(result.last_loss) || !std::isfinite(norm))
-      throw Error(cat("the training ", std::isfinite(result.last_loss) ? "gradient norm" : "loss", " became ",
-                      std::isfinite(result.last_loss) ? norm : result.last_loss, " at step ", s.step + 1,
-                      "; stopped before updating the weights; ", kept(), " (try a lower lr_factor, or clip_norm)"));
-    if (o.clip_norm > 0 && norm > o.clip_norm) ops::scale(model.params().grads(), o.clip_norm / norm, model.params().grads());
-    ++s.step;
-    const double lr = learning_rate(o, config.d_model, s.step);
-    ops::adam_step(values, model.params().grads(), m, v, {lr, o.adam_beta1, o.adam_beta2, o.adam_eps, s.step});
-    s.rng_counter = rng.counter();
-    s.tokens_seen += step_tokens;
-    interval_loss += step_loss;
-    interval_tokens += step_tokens;
-
-    // Progress and metrics.
-    const double secs = std::chrono::duration<double>(Clock::now() - interval_start).count();
-    const double tok_s = secs > 0 ? static_cast<double>(interval_tokens + interval_src_tokens) / secs : 0;
-    const bool log_line = s.step % o.log_every == 0;
-    std::string eta;  // from this process's own pace
-    if (o.max_steps > 0)
-      eta = " | ETA " + hms((elapsed() - elapsed_before) / static_cast<double>(s.step - first_step) *
-                            static_cast<double>(o.max_steps - s.step));
-    char line[256];
-    std::snprintf(line, sizeof line, "step %lld | epoch %lld | %.0f tok/s | loss %.4f | lr %.3g | %s%s",
-                  static_cast<long long>(s.step), static_cast<long long>(s.epoch), tok_s,
-                  interval_loss / static_cast<double>(std::max<int64_t>(1, interval_tokens)), lr, hms(elapsed()).c_str(),
-                  eta.c_str());
-    progress.update(line, log_line);
-    if (log_line) {
-      log_metrics({{"step", s.step}, {"epoch", s.epoch}, {"loss", interval_loss / static_cast<double>(interval_tokens)},
-                   {"lr", lr}, {"tokens_per_s", tok_s}, {"elapsed_s", elapsed()}});
-      interval_loss = 0;
-      interval_tokens = 0;
-      interval_src_tokens = 0;
-      interval_start = Clock::now();
-    }
-
-    // Validation, best model, early stopping.
-    if (!valid.src.empty() && s.step % o.valid_every == 0) {
-      const ValidResult r = validate(model, vocab, valid, o);
-      const double score = o.best_metric == "bleu" ? r.bleu : -r.loss;
-      const bool better = !s.has_best || score > s.best;
-      if (better) {
-        s.has_best = true;
-        s.best = score;
-        s.bad_validations = 0;
-        save_model(model, (fs::path(o.run_dir) / "model-best.safetensors").string(),
-                   {{kVocabFingerprintKey, vocab.fingerprint()}});
-      } else {
-        ++s.bad_validations;
-      }
-      log_metrics({{"step", s.step}, {"valid_loss", r.loss}, {"valid_ppl", r.ppl}, {"valid_bleu", r.bleu},
-                   {"valid_exact", r.exact}});
-      char vline[256];
-      std::snprintf(vline, sizeof vline, "validation at step %lld: loss %.4f | ppl %.2f | BLEU %.2f | exact %.1f%%%s",
-                    static_cast<long long>(s.step), r.loss, r.ppl, r.bleu, 100 * r.exact, better ? " (best)" : "");
-      progress.message(vline);
-      if (o.patience > 0 && s.bad_validations >= o.patience) {
-        result.stop_reason = cat("no improvement in ", o.patience, " validations");
-        s.elapsed_s = elapsed();
-        save_checkpoint(model, o, s, m, v, vocab.fingerprint());
-        last_saved = s.step;
-        break;
-      }
-    }
-    if (s.step % o.save_every == 0) {
-      s.elapsed_s = elapsed();
-      save_checkpoint(model, o, s, m, v, vocab.fingerprint());
-      last_saved = s.step;
-    }
-  }
-  s.elapsed_s = elapsed();
-  if (last_saved != s.step) save_checkpoint(model, o, s, m, v, vocab.fingerprint());
-  result.final_model = (fs::path(o.run_dir) / "model.safetensors").string();
-  save_model(model, result.final_model, {{kVocabFingerprintKey, vocab.fingerprint()}});
-  write_training_plot(metrics, (fs::path(o.run_dir) / "training.svg").string());
-  result.steps = s.step;
-  result.epochs = s.epoch;
-  result.best_score = s.has_best ? s.best : 0;
-  progress.message(cat("stopped at step ", s.step, ": ", result.stop_reason, "; model written to ", result.final_model));
-  return result;
+  order = tfm::epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
+  last_saved = first_step = s.step;
+  elapsed_before = s.elapsed_s;
+  interval_start = Clock::now();
 }
 
-}  // namespace tfm
+std::optional<std::string> Trainer::Impl::limit_reached() const {
+  if (o.max_steps > 0 && s.step >= o.max_steps) return cat("reached max_steps ", o.max_steps);
+  if (o.max_epochs > 0 && s.epoch >= o.max_epochs) return cat("reached max_epochs ", o.max_epochs);
+  if (o.max_seconds > 0 && elapsed() >= o.max_seconds) return cat("reached max_seconds ", o.max_seconds);
+  if (stop_requested.load(std::memory_order_relaxed)) return std::string("interrupted");
+  return std::nullopt;
+}
+
+std::vector<tfm::Batch> Trainer::Impl::next_batches() {
+  std::vector<tfm::Batch> out;
+  for (int64_t k = 0; k < o.accumulate; ++k) {
+    if (s.position >= static_cast<int64_t>(batches.size())) {
+      if (k > 0) break;
+      ++s.epoch;
+      s.position = 0;
+      order = tfm::epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
+      if (o.max_epochs > 0 && s.epoch >= o.max_epochs) break;
+    }
+    out.push_back(tfm::to_batch(examples, batches[order[s.position++]], config));
+    interval_src_tokens += out.back().source_tokens;
+  }
+  return out;
+}
+
+double Trainer::Impl::optimize(const std::vector<tfm::Batch>& step_batches, int64_t tokens, double lr) {
+  // Forward and backward; the loss is the mean per target token over the whole step.
+  tfm::ParamStore& params = model->params();
+  params.zero_grad();
+  tfm::Context ctx = model->context(&rng);
+  ctx.products = o.bf16 ? tfm::ops::Precision::kBf16 : tfm::ops::Precision::kFloat32;
+  double loss = 0;
+  for (const tfm::Batch& batch : step_batches)
+    loss += tfm::batch_loss(*model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(tokens), true).loss;
+  // A non-finite loss or gradient stops the run before Adam spreads it into the weights, so that
+  // nothing saved (checkpoints, model-best) ever holds it.
+  result.last_loss = loss / static_cast<double>(tokens);
+  const double norm = std::sqrt(tfm::ops::sum_squares(params.grads()));
+  if (!std::isfinite(result.last_loss) || !std::isfinite(norm))
+    throw Error(cat("the training ", std::isfinite(result.last_loss) ? "gradient norm" : "loss", " became ",
+                    std::isfinite(result.last_loss) ? norm : result.last_loss, " at step ", s.step + 1,
+                    "; stopped before updating the weights; ", kept(), " (try a lower lr_factor, or clip_norm)"));
+  if (o.clip_norm > 0 && norm > o.clip_norm) tfm::ops::scale(params.grads(), o.clip_norm / norm, params.grads());
+  tfm::ops::adam_step(params.values(), params.grads(), m, v,
+                      {lr, o.adam_beta1, o.adam_beta2, o.adam_eps, s.step + 1});
+  return loss;
+}
+
+void Trainer::Impl::report_progress(double lr) {
+  Progress p;
+  p.step = s.step;
+  p.epoch = s.epoch;
+  const double secs = std::chrono::duration<double>(Clock::now() - interval_start).count();
+  p.tokens_per_s = secs > 0 ? static_cast<double>(s.interval_tokens + interval_src_tokens) / secs : 0;
+  p.log_step = s.step % o.log_every == 0;
+  if (o.max_steps > 0)  // from this process's own pace
+    p.eta_s = (elapsed() - elapsed_before) / static_cast<double>(s.step - first_step) *
+              static_cast<double>(o.max_steps - s.step);
+  p.loss = s.interval_loss / static_cast<double>(std::max<int64_t>(1, s.interval_tokens));
+  p.learning_rate = lr;
+  p.elapsed_s = elapsed();
+  if (callbacks.on_progress) callbacks.on_progress(p);
+  if (p.log_step) {
+    log_metrics({{"step", s.step}, {"epoch", s.epoch}, {"loss", s.interval_loss / static_cast<double>(s.interval_tokens)},
+                 {"lr", lr}, {"tokens_per_s", p.tokens_per_s}, {"elapsed_s", elapsed()}},
+                MetricsRecord::Kind::kTraining);
+    s.interval_loss = 0;
+    s.interval_tokens = 0;
+    interval_src_tokens = 0;
+    interval_start = Clock::now();
+  }
+}
+
+// A record that cannot be written (a full disk) stops the run, after a checkpoint of this step if
+// the disk still takes one: the training so far is not lost, nor the metrics silently.
+void Trainer::Impl::log_metrics(const nlohmann::json& record, MetricsRecord::Kind kind) {
+  try {
+    metrics->append(record);
+  } catch (const Error& e) {
+    std::string saved;
+    try {
+      checkpoint();
+      saved = cat("; a checkpoint of step ", s.step, " was saved (continue with --resume once there is room)");
+    } catch (const Error& e2) {
+      saved = cat("; saving a checkpoint failed too (", e2.what(), "); ", kept());
+    }
+    throw Error(cat(e.what(), saved));
+  }
+  if (!callbacks.on_metrics) return;
+  MetricsRecord r;
+  r.kind = kind;
+  for (const auto& [name, value] : record.items())
+    if (name == "step") r.step = value.get<int64_t>();
+    else r.values[name] = value.get<double>();
+  callbacks.on_metrics(r);
+}
+
+bool Trainer::Impl::scheduled_validation() {
+  const ValidationResult r = tfm::validate(*model, vocab, valid, o);
+  const double score = o.best_metric == "bleu" ? r.bleu : -r.loss;
+  const bool better = !s.has_best || score > s.best;
+  if (better) {
+    s.has_best = true;
+    s.best = score;
+    s.bad_validations = 0;
+    tfm::save_model(*model, (fs::path(o.run_dir) / "model-best.safetensors").string(),
+                    {{tfm::kVocabFingerprintKey, vocab.fingerprint()}});
+  } else {
+    ++s.bad_validations;
+  }
+  log_metrics({{"step", s.step}, {"valid_loss", r.loss}, {"valid_ppl", r.ppl}, {"valid_bleu", r.bleu},
+               {"valid_exact", r.exact}},
+              MetricsRecord::Kind::kValidation);
+  char line[256];
+  std::snprintf(line, sizeof line, "validation at step %lld: loss %.4f | ppl %.2f | BLEU %.2f | exact %.1f%%%s",
+                static_cast<long long>(s.step), r.loss, r.ppl, r.bleu, 100 * r.exact, better ? " (best)" : "");
+  message(line);
+  return o.patience > 0 && s.bad_validations >= o.patience;
+}
+
+std::string Trainer::Impl::checkpoint() {
+  s.elapsed_s = elapsed();
+  const std::string path = tfm::save_checkpoint(*model, o, s, m, v, vocab.fingerprint());
+  last_saved = s.step;
+  return path;
+}
+
+void Trainer::Impl::finish(const std::string& reason) {
+  result.stop_reason = reason;
+  result.interrupted = reason == "interrupted";
+  if (last_saved != s.step) checkpoint();
+  result.final_model = (fs::path(o.run_dir) / "model.safetensors").string();
+  tfm::save_model(*model, result.final_model, {{tfm::kVocabFingerprintKey, vocab.fingerprint()}});
+  tfm::write_training_plot(*metrics, (fs::path(o.run_dir) / "training.svg").string());
+  done = true;
+  message(cat("stopped at step ", s.step, ": ", reason, "; model written to ", result.final_model));
+}
+
+StepResult Trainer::Impl::step() {
+  StepResult r;
+  auto finished = [&] {
+    r.step = s.step;
+    r.epoch = s.epoch;
+    r.finished = done;
+    return r;
+  };
+  if (done) return finished();
+  TFM_CHECK(failure.empty(), "the training stopped at an error and cannot go on (resume it with a new Trainer): ",
+            failure);
+  try {
+    if (const auto reason = limit_reached()) {
+      finish(*reason);
+      return finished();
+    }
+    const std::vector<tfm::Batch> step_batches = next_batches();
+    if (step_batches.empty()) {  // the last epoch ended
+      finish(limit_reached().value_or(cat("reached max_epochs ", o.max_epochs)));
+      return finished();
+    }
+    int64_t tokens = 0;
+    for (const tfm::Batch& b : step_batches) tokens += b.target_tokens;
+    const double lr = tfm::learning_rate(o, config.d_model, s.step + 1);
+    const double loss = optimize(step_batches, tokens, lr);
+    ++s.step;
+    s.rng_counter = rng.counter();
+    s.tokens_seen += tokens;
+    s.interval_loss += loss;
+    s.interval_tokens += tokens;
+    r.stepped = true;
+    r.loss = result.last_loss;
+    r.tokens = tokens;
+    r.learning_rate = lr;
+
+    report_progress(lr);
+    // Validation, best model, early stopping.
+    if (!valid.src.empty() && s.step % o.valid_every == 0 && scheduled_validation()) {
+      checkpoint();
+      finish(cat("no improvement in ", o.patience, " validations"));
+      return finished();
+    }
+    if (s.step % o.save_every == 0) checkpoint();
+    if (const auto reason = limit_reached()) finish(*reason);
+    return finished();
+  } catch (const std::exception& e) {
+    failure = e.what();
+    throw;
+  }
+}
+
+TrainResult Trainer::Impl::current_result() const {
+  TrainResult r = result;
+  r.steps = s.step;
+  r.epochs = s.epoch;
+  r.best_score = s.has_best ? s.best : 0;
+  return r;
+}
+
+Trainer::Trainer(const TrainOptions& options, TrainCallbacks callbacks)
+    : impl_(std::make_unique<Impl>(options, std::move(callbacks))) {}
+Trainer::~Trainer() = default;
+Trainer::Trainer(Trainer&&) noexcept = default;
+Trainer& Trainer::operator=(Trainer&&) noexcept = default;
+
+TrainResult Trainer::run() {
+  while (!step().finished) {
+  }
+  return result();
+}
+
+StepResult Trainer::step() { return impl_->step(); }
+
+ValidationResult Trainer::validate() {
+  TFM_CHECK(!impl_->valid.src.empty(), "no validation data to validate on: set valid_source and valid_target");
+  return tfm::validate(*impl_->model, impl_->vocab, impl_->valid, impl_->o);
+}
+
+std::string Trainer::save_checkpoint() { return impl_->checkpoint(); }
+
+void Trainer::request_stop() noexcept {
+  if (impl_) impl_->stop_requested.store(true, std::memory_order_relaxed);
+}
+
+bool Trainer::finished() const { return impl_->done; }
+TrainResult Trainer::result() const { return impl_->current_result(); }
+const TrainOptions& Trainer::options() const { return impl_->o; }
+const ModelConfig& Trainer::model_config() const { return impl_->config; }
+void Trainer::set_callbacks(TrainCallbacks callbacks) { impl_->callbacks = std::move(callbacks); }
+
+}  // namespace transformer

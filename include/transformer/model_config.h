@@ -1,0 +1,60 @@
+#pragma once
+// The model's shape and regularisation: one documented struct, mapped onto JSON (config files, the
+// checkpoint header) and command-line flags. Fields from the paper cite its section.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace transformer {
+
+struct ModelConfig {
+  int64_t vocab_size = 8000;    // shared source/target vocabulary (§3.4)
+  int64_t d_model = 512;        // D, the width of every layer's input and output (§3.1)
+  int64_t d_ff = 2048;          // inner width of the position-wise feed-forward network (§3.3)
+  int64_t heads = 8;            // H; each head has d_k = d_v = D / H (§3.2.2)
+  int64_t encoder_layers = 6;   // N for the encoder (§3.1); set apart from the decoder's, since a
+  int64_t decoder_layers = 6;   //   deep encoder with a shallow decoder translates faster
+  double dropout = 0.1;         // P_drop on each sub-layer's output before the residual add (§5.4)
+  double embedding_dropout = 0.1;  // on the sum of embeddings and positional encodings (§5.4)
+  double attention_dropout = 0.1;  // on the attention weights
+  bool pre_norm = false;        // false: post-LN as the paper, LN(x + F(x)); true: x + F(LN(x)) with a
+                                //   final layer norm after each stack (trains deep models more stably)
+  bool tie_source_target = true;  // one embedding matrix for source and target (§3.4); the target's is
+                                  //   always the pre-softmax projection
+  double layer_norm_eps = 1e-5;
+  int32_t pad_id = 0;           // token ids of the vocabulary's special pieces
+  int32_t unk_id = 1;
+  int32_t bos_id = 2;
+  int32_t eos_id = 3;
+
+  int64_t head_dim() const { return d_model / heads; }
+  // Throws transformer::Error naming the first field that is out of range.
+  void validate() const;
+};
+
+// Fields to change in a preset: each one set replaces the preset's value, the others keep it.
+// The JSON form (a training config's "model" object) holds the fields set, under their ModelConfig
+// names; a training's vocab_size and special ids come from its vocabulary.
+struct ModelOverrides {
+  std::optional<int64_t> vocab_size, d_model, d_ff, heads, encoder_layers, decoder_layers;
+  std::optional<double> dropout, embedding_dropout, attention_dropout;
+  std::optional<bool> pre_norm, tie_source_target;
+  std::optional<double> layer_norm_eps;
+  std::optional<int32_t> pad_id, unk_id, bos_id, eos_id;
+
+  // `base` with the fields set here replaced (not validated).
+  ModelConfig apply_to(ModelConfig base) const;
+};
+
+// Number of parameter values a model of this configuration has (without building it).
+int64_t parameter_count(const ModelConfig& c);
+
+// Presets: "base", "big" and "small" as the paper's and common practice; "tiny" for tests. An
+// unknown name throws transformer::Error naming it.
+ModelConfig model_preset(const std::string& name);
+
+// The field names, as in JSON (and, with '-' for '_', as command-line flags).
+const std::vector<std::string>& model_config_fields();
+
+}  // namespace transformer

@@ -1,0 +1,48 @@
+#include "train/validation.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "decode/translator.h"
+#include "eval/bleu.h"
+#include "train/trainer.h"
+
+namespace tfm {
+
+ValidationResult validate(const Transformer& model, const Vocab& vocab, const ValidData& data, const TrainOptions& o) {
+  ValidationResult r;
+  // Loss: the plain cross-entropy per target token (no smoothing), so that ppl = exp(loss).
+  double nll = 0;
+  int64_t tokens = 0;
+  for (const auto& indices : plan_batches(data.examples, o.batch_tokens)) {
+    const ops::LossSum s = batch_loss(model, model.context(), to_batch(data.examples, indices, model.config()), 0.0, 0, false);
+    nll += s.loss;
+    tokens += s.tokens;
+  }
+  r.loss = tokens ? nll / static_cast<double>(tokens) : 0;
+  r.ppl = std::exp(r.loss);
+  // BLEU and exact match of the translations.
+  const size_t n = o.valid_max_sentences > 0 ? std::min(data.src.size(), static_cast<size_t>(o.valid_max_sentences))
+                                             : data.src.size();
+  TranslateOptions to;
+  to.search.beam_size = o.valid_beam;
+  // One batch at a time on all threads: no second batch's caches on top of training's memory, and
+  // the unpacked model's large products stay on oneDNN with every thread.
+  to.parallel_batches = 1;
+  const std::vector<std::vector<int32_t>> sources(data.src.begin(), data.src.begin() + static_cast<std::ptrdiff_t>(n));
+  const std::vector<Translation> out = translate_ids(model, sources, to);
+  std::vector<std::string> hyps, refs;
+  int64_t exact = 0;
+  for (size_t i = 0; i < n; ++i) {
+    hyps.push_back(out[i].hypotheses.empty() ? "" : vocab.decode(out[i].hypotheses[0].tokens));
+    refs.push_back(data.references[i]);
+    exact += hyps.back() == refs.back();
+  }
+  if (n > 0) {
+    r.bleu = corpus_bleu(hyps, {refs}).score;
+    r.exact = static_cast<double>(exact) / static_cast<double>(n);
+  }
+  return r;
+}
+
+}  // namespace tfm
