@@ -5,6 +5,7 @@
 
 #include "decode/translator.h"
 #include "eval/bleu.h"
+#include "transformer/metrics.h"
 #include "train/trainer.h"
 
 namespace tfm {
@@ -32,15 +33,14 @@ ValidationResult validate(const Transformer& model, const Vocab& vocab, const Va
   const std::vector<std::vector<int32_t>> sources(data.src.begin(), data.src.begin() + static_cast<std::ptrdiff_t>(n));
   const std::vector<Translation> out = translate_ids(model, sources, to);
   std::vector<std::string> hyps, refs;
-  int64_t exact = 0;
   for (size_t i = 0; i < n; ++i) {
     hyps.push_back(out[i].hypotheses.empty() ? "" : vocab.decode(out[i].hypotheses[0].tokens));
     refs.push_back(data.references[i]);
-    exact += hyps.back() == refs.back();
   }
   if (n > 0) {
     r.bleu = corpus_bleu(hyps, {refs}).score;
-    r.exact = static_cast<double>(exact) / static_cast<double>(n);
+    const transformer::ExactMatch m = transformer::exact_match(hyps, {refs});  // as `eval --metrics exact`
+    r.exact = static_cast<double>(m.matches) / static_cast<double>(m.segments);
   }
   return r;
 }
