@@ -17,6 +17,7 @@
 #include "transformer/model.h"
 #include "transformer/shortlist.h"
 #include "transformer/text.h"
+#include "transformer/trainer.h"
 #include "transformer/translator.h"
 
 namespace {
@@ -306,6 +307,22 @@ TEST(Api, ShortlistBuiltAndUsed) {
   std::filesystem::remove(list);
   tfm::testing::expect_error([&] { build_shortlist("/nonexistent", "/nonexistent", "/nonexistent", list, {0, 0}); },
                              {"got 0 and 0"});
+}
+
+TEST(Api, InitModelAndPlotErrors) {
+  const std::string out = (std::filesystem::temp_directory_path() / "api_test_init.safetensors").string();
+  ModelConfig c = model_preset("tiny");
+  c.vocab_size = 40;
+  const int64_t n = init_model(c, 3, out);
+  EXPECT_EQ(n, parameter_count(c));
+  EXPECT_EQ(model_info(out).total_parameters, n);
+  const Translator t(out, {.need_vocab = false});
+  EXPECT_EQ(t.vocab_size(), 40);
+  std::filesystem::remove(out);
+  c.heads = 0;
+  tfm::testing::expect_error([&] { init_model(c, 3, out); }, {"heads"});
+  EXPECT_FALSE(std::filesystem::exists(out));
+  tfm::testing::expect_error([&] { plot_training("/nonexistent-run"); }, {"/nonexistent-run/metrics.jsonl"});
 }
 
 TEST(Api, Metrics) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "transformer/error.h"
+#include "transformer/model_config.h"
 #include "transformer/translator.h"
 
 namespace transformer {
@@ -32,6 +33,11 @@ struct ModelInfo {
 // Reads and validates a model or checkpoint file (every check of loading; the checksum unless
 // `verify` is false) and describes it.
 ModelInfo model_info(const std::string& path, bool verify = true);
+
+// A model of `config` with freshly initialised parameters (Xavier-uniform linear weights, zero
+// biases, unit layer-norm gains, embeddings N(0, D^−½): a pure function of the seed), written
+// atomically to `output`; for tests and benchmarks. Returns its number of parameters.
+int64_t init_model(const ModelConfig& config, uint64_t seed, const std::string& output);
 
 // The element-wise mean of the parameters of several model or checkpoint files of one configuration
 // (the paper averaged the last 5 checkpoints, §6.1), written atomically to `output` as a model file.

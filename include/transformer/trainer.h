@@ -94,6 +94,11 @@ struct TrainCallbacks {
   std::function<void(const MetricsRecord& record)> on_metrics;
 };
 
+// Draws a run's training and validation loss and BLEU curves from RUN/metrics.jsonl as SVG, written
+// atomically to `output` ("": RUN/training.svg); returns the path written. Throws when the run has
+// no metrics or no records yet.
+std::string plot_training(const std::string& run_dir, const std::string& output = "");
+
 class Trainer {
  public:
   // Validates the options, takes the run folder's lock (held until the Trainer is destroyed),

@@ -62,6 +62,14 @@ ModelInfo model_info(const std::string& path, bool verify) {
   return info;
 }
 
+int64_t init_model(const ModelConfig& config, uint64_t seed, const std::string& output) {
+  config.validate();
+  tfm::Transformer model(config);
+  model.init_parameters(seed);
+  tfm::save_model(model, output);
+  return model.params().parameter_count();
+}
+
 LoadNotes average_checkpoints(const std::vector<std::string>& inputs, const std::string& output, bool verify) {
   TFM_CHECK(!inputs.empty(), "average: give at least one model or checkpoint file");
   LoadNotes notes;

@@ -1,7 +1,7 @@
 // transformer init: writes a model with freshly initialised parameters (a preset plus overrides).
 #include "cli/commands.h"
 #include "cli/model_flags.h"
-#include "model/checkpoint.h"
+#include "transformer/model.h"
 
 namespace tfm::cli {
 
@@ -19,11 +19,8 @@ Action add_init(CLI::App& app) {
   cmd->add_option("-o,--output", o->output, "model file to write (.safetensors)")->required();
   return [cmd, o] {
     if (!*cmd) return -1;
-    const ModelConfig config = o->model.resolve();
-    Transformer model(config);
-    model.init_parameters(o->seed);
-    save_model(model, o->output);
-    std::printf("wrote %s: %lld parameters\n", o->output.c_str(), static_cast<long long>(model.params().parameter_count()));
+    const int64_t parameters = transformer::init_model(o->model.resolve(), o->seed, o->output);
+    std::printf("wrote %s: %lld parameters\n", o->output.c_str(), static_cast<long long>(parameters));
     return 0;
   };
 }

@@ -1,9 +1,8 @@
 // transformer plot RUN: the training and validation loss and the BLEU curve of a run, as SVG.
-#include <filesystem>
+#include <cstdio>
 
 #include "cli/commands.h"
-#include "core/error.h"
-#include "train/plot.h"
+#include "transformer/trainer.h"
 
 namespace tfm::cli {
 
@@ -19,12 +18,7 @@ Action add_plot(CLI::App& app) {
   cmd->add_option("-o,--output", o->output, "SVG file (default: RUN/training.svg)");
   return [cmd, o] {
     if (!*cmd) return -1;
-    namespace fs = std::filesystem;
-    const std::string metrics = (fs::path(o->run) / "metrics.jsonl").string();
-    TFM_CHECK(fs::exists(metrics), "no metrics in '", o->run, "': '", metrics, "' does not exist");
-    const std::string out = o->output.empty() ? (fs::path(o->run) / "training.svg").string() : o->output;
-    TFM_CHECK(write_training_plot(MetricsLog(metrics), out), "'", metrics, "' holds no records yet");
-    std::printf("%s\n", out.c_str());
+    std::printf("%s\n", transformer::plot_training(o->run, o->output).c_str());
     return 0;
   };
 }
