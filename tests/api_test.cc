@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "testing/errors.h"
+#include "transformer/attention_svg.h"
 #include "transformer/metrics.h"
 #include "transformer/model.h"
 #include "transformer/shortlist.h"
@@ -103,8 +104,21 @@ TEST(Api, AttentionIsAProbabilityOverTheSource) {
         for (int64_t s = 0; s < a.source_length; ++s) sum += a.at(l, h, i, s);
         EXPECT_NEAR(sum, 1.0, 1e-5);
       }
+  // Its picture: one heatmap labelled with the pieces, a grid of every head, and errors naming
+  // a layer or head the model lacks.
+  const std::string svg = attention_svg(t, r, r.best());
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("average of " + std::to_string(a.heads) + " heads"), std::string::npos);
+  EXPECT_NE(svg.find(t.piece(r.source_ids[0])), std::string::npos);
+  const std::string grid = attention_svg(t, r, r.best(), {.grid = true});
+  EXPECT_NE(grid.find("head " + std::to_string(a.heads - 1)), std::string::npos);
+  const std::string bad_layer = "layer " + std::to_string(a.layers) + " is outside";
+  tfm::testing::expect_error([&] { attention_svg(t, r, r.best(), {.layer = a.layers}); }, {bad_layer.c_str()});
+  tfm::testing::expect_error([&] { attention_svg(t, r, r.best(), {.head = a.heads}); }, {"head", "outside"});
   o.search.record_attention = false;
-  EXPECT_TRUE(t.translate({"one"}, o)[0].best().attention.empty());
+  const Translation plain = t.translate({"one"}, o)[0];
+  EXPECT_TRUE(plain.best().attention.empty());
+  tfm::testing::expect_error([&] { attention_svg(t, plain, plain.best()); }, {"no attention"});
 }
 
 TEST(Api, InputPolicyRepairsAndReports) {

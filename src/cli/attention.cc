@@ -6,7 +6,7 @@
 #include "transformer/text.h"
 #include "transformer/translator.h"
 #include "io/atomic_file.h"
-#include "viz/heatmap.h"
+#include "transformer/attention_svg.h"
 
 namespace tfm::cli {
 
@@ -34,37 +34,7 @@ int run(const Options& o) {
   to.search.record_attention = true;
   const transformer::Translation t = translator.translate({clean.text}, to)[0];
   const transformer::Hypothesis& h = t.best();
-  const transformer::Attention& a = h.attention;  // [layers, heads, T, S]
-  const int64_t L = a.layers, H = a.heads, T = a.target_length, S = a.source_length;
-  const int64_t layer = o.layer < 0 ? L - 1 : o.layer;
-  TFM_CHECK(layer >= 0 && layer < L, "--layer ", o.layer, " is outside [0, ", L, ")");
-  TFM_CHECK(o.head < H, "--head ", o.head, " is outside [0, ", H, ")");
-  std::vector<std::string> src, tgt;
-  for (int32_t id : t.source_ids) src.push_back(translator.piece(id));
-  src.push_back("</s>");
-  for (int32_t id : h.ids) tgt.push_back(translator.piece(id));
-  tgt.push_back("</s>");
-  auto head_map = [&](int64_t hd) {
-    Heatmap m{cat("layer ", layer, ", head ", hd), std::vector<std::vector<float>>(T, std::vector<float>(S))};
-    for (int64_t i = 0; i < T; ++i)
-      for (int64_t s = 0; s < S; ++s) m.weights[i][s] = a.at(layer, hd, i, s);
-    return m;
-  };
-  std::vector<Heatmap> maps;
-  if (o.grid) {
-    for (int64_t hd = 0; hd < H; ++hd) maps.push_back(head_map(hd));
-  } else if (o.head >= 0) {
-    maps.push_back(head_map(o.head));
-  } else {
-    Heatmap avg{cat("layer ", layer, ", average of ", H, " heads"), std::vector<std::vector<float>>(T, std::vector<float>(S))};
-    for (int64_t hd = 0; hd < H; ++hd) {
-      const Heatmap m = head_map(hd);
-      for (int64_t i = 0; i < T; ++i)
-        for (int64_t s = 0; s < S; ++s) avg.weights[i][s] += m.weights[i][s] / static_cast<float>(H);
-    }
-    maps.push_back(avg);
-  }
-  const std::string svg = heatmaps_svg(maps, src, tgt, 4);
+  const std::string svg = transformer::attention_svg(translator, t, h, {o.layer, o.head, o.grid});
   write_file_atomic(o.output, [&](std::ostream& out) { out << svg; });
   std::printf("%s\n%s\n", h.text.c_str(), o.output.c_str());
   return 0;

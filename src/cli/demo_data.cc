@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
-#include "data/number_words.h"
+#include "transformer/demo.h"
 
 namespace tfm::cli {
 
@@ -13,7 +13,7 @@ Action add_demo_data(CLI::App& app) {
   struct Options {
     std::string out;
     uint64_t seed = 1;
-    int64_t train = kDefaultNumberTrain, valid = kDefaultNumberValid, test = kDefaultNumberTest;
+    int64_t train = 20000, valid = 500, test = 1000;  // write_demo_data's defaults
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -26,19 +26,15 @@ Action add_demo_data(CLI::App& app) {
   cmd->add_option("--test", o->test, "test pairs")->capture_default_str();
   return [cmd, o] {
     if (!*cmd) return -1;
-    const NumberDataset data = write_number_dataset(o->out, o->seed, o->train, o->valid, o->test);
+    const transformer::DemoData data = transformer::write_demo_data(o->out, o->seed, o->train, o->valid, o->test);
     const std::filesystem::path dir(o->out);
-    const std::pair<const char*, const std::vector<int64_t>*> splits[] = {
-        {"train", &data.train}, {"valid", &data.valid}, {"test", &data.test}};
+    const std::pair<const char*, int64_t> splits[] = {{"train", data.train}, {"valid", data.valid}, {"test", data.test}};
     std::printf("wrote the number-words demo task (seed %llu) to %s\n", static_cast<unsigned long long>(o->seed),
                 o->out.c_str());
-    for (const auto& [name, numbers] : splits)
-      std::printf("  %-5s %7lld pairs  %s, %s\n", name, static_cast<long long>(numbers->size()),
+    for (const auto& [name, pairs] : splits)
+      std::printf("  %-5s %7lld pairs  %s, %s\n", name, static_cast<long long>(pairs),
                   (dir / (std::string(name) + ".en")).c_str(), (dir / (std::string(name) + ".de")).c_str());
-    if (!data.train.empty()) {
-      const int64_t n = data.train.front();
-      std::printf("example: %s → %s\n", english_number(n).c_str(), german_number(n).c_str());
-    }
+    if (data.train > 0) std::printf("example: %s → %s\n", data.example_source.c_str(), data.example_target.c_str());
     return 0;
   };
 }

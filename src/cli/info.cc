@@ -3,7 +3,7 @@
 #include "cli/commands.h"
 #include "cli/model_io.h"
 #include "core/error.h"
-#include "ops/cpu/isa.h"
+#include "transformer/system.h"
 #include "transformer/model.h"
 
 namespace tfm::cli {
@@ -35,7 +35,7 @@ Action add_info(CLI::App& app) {
   return [cmd, path, cpu, no_verify] {
     if (!*cmd) return -1;
     if (*cpu) {
-      std::printf("%s", cpu::cpu_report().c_str());
+      std::printf("%s", transformer::cpu_report().c_str());
       if (path->empty()) return 0;
       std::printf("\n");
     }
