@@ -3,7 +3,8 @@
 # missing, runs `apt-get update` at most once, and does nothing (no network) when all is present.
 # Runs as root directly, through sudo otherwise.
 #
-#   scripts/install-deps.sh              build + test + benchmark dependencies
+#   scripts/install-deps.sh              build + test + benchmark dependencies (the Python module's
+#                                        included: Debian's python3, pybind11, NumPy and pytest)
 #   scripts/install-deps.sh --fixtures   also python3-torch, needed only to regenerate the PyTorch
 #                                        fixtures (tools/make_fixtures.py); tests never need it
 #   scripts/install-deps.sh --fuzz       also clang and its runtime, for `make fuzz` (libFuzzer)
@@ -25,6 +26,8 @@ packages=(
   libgtest-dev libgmock-dev   # tests
   libbenchmark-dev            # micro-benchmarks (make bench)
   qemu-user                   # qemu-x86_64 runs the binary on emulated older CPUs (tests/cli/portable_test.sh)
+  python3-dev pybind11-dev    # the Python module (python/): Debian's Python headers and pybind11
+  python3-numpy python3-pytest  # the Python module's attention arrays, and its tests
 )
 for arg in "$@"; do
   case "$arg" in
