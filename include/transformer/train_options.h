@@ -70,4 +70,10 @@ struct TrainOptions {
   void validate() const;
 };
 
+// The options as the JSON of a `train --config` file and RUN/config.json (docs/training.md): read
+// over the defaults (fields absent keep them; "model" holds ModelConfig overrides), and written.
+// Unknown fields and values of the wrong type are errors naming them.
+TrainOptions train_options_from_json(const std::string& json);
+std::string train_options_to_json(const TrainOptions& options);
+
 }  // namespace transformer

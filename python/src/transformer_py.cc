@@ -18,10 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include "transformer/demo.h"
 #include "transformer/error.h"
 #include "transformer/metrics.h"
 #include "transformer/model.h"
 #include "transformer/text.h"
+#include "transformer/trainer.h"
 #include "transformer/translator.h"
 
 namespace py = pybind11;
@@ -62,6 +64,9 @@ struct TranslateArgs {
   int64_t batch_size, max_input_tokens;
   std::optional<int64_t> max_memory;
   int64_t parallel_batches;
+  int64_t sampling_topk;
+  double sampling_topp, sampling_temperature;
+  uint64_t seed;
 
   TranslateOptions options() const {
     TranslateOptions o;
@@ -76,12 +81,17 @@ struct TranslateArgs {
     o.max_input_tokens = max_input_tokens;
     o.max_memory = max_memory.value_or(-1);
     o.parallel_batches = parallel_batches;
+    o.search.sampling_topk = sampling_topk;
+    o.search.sampling_topp = sampling_topp;
+    o.search.sampling_temperature = sampling_temperature;
+    o.search.seed = seed;
     return o;
   }
 };
 
 template <class Sources>
-using TranslateMethod = std::vector<Translation> (Translator::*)(const Sources&, const TranslateOptions&) const;
+using TranslateMethod = std::vector<Translation> (Translator::*)(const Sources&, const TranslateOptions&,
+                                                                 const Sources&) const;
 
 template <class Sources>
 void def_translate(py::class_<Translator>& c, const char* name, const char* argument, TranslateMethod<Sources> method,
@@ -90,18 +100,24 @@ void def_translate(py::class_<Translator>& c, const char* name, const char* argu
       name,
       [method](const Translator& t, const Sources& sources, int64_t beam, int64_t n_best, double length_penalty,
                double max_length_a, double max_length_b, int64_t min_length, bool attention, int64_t batch_size,
-               int64_t max_input_tokens, std::optional<int64_t> max_memory, int64_t parallel_batches) {
-        const TranslateOptions o = TranslateArgs{beam,       n_best,     length_penalty,   max_length_a,
-                                                 max_length_b, min_length, attention,        batch_size,
-                                                 max_input_tokens, max_memory, parallel_batches}
-                                       .options();
+               int64_t max_input_tokens, std::optional<int64_t> max_memory, int64_t parallel_batches,
+               int64_t sampling_topk, double sampling_topp, double sampling_temperature, uint64_t seed,
+               const std::optional<Sources>& target_prefixes) {
+        const TranslateOptions o =
+            TranslateArgs{beam,       n_best,     length_penalty,   max_length_a, max_length_b,
+                          min_length, attention,  batch_size,       max_input_tokens, max_memory,
+                          parallel_batches, sampling_topk, sampling_topp, sampling_temperature, seed}
+                .options();
+        const Sources prefixes = target_prefixes.value_or(Sources{});
         py::gil_scoped_release release;
-        return (t.*method)(sources, o);
+        return (t.*method)(sources, o, prefixes);
       },
       py::arg(argument), py::kw_only(), py::arg("beam") = 4, py::arg("n_best") = 1, py::arg("length_penalty") = 0.6,
       py::arg("max_length_a") = 1.0, py::arg("max_length_b") = 50.0, py::arg("min_length") = 0,
       py::arg("attention") = false, py::arg("batch_size") = 64, py::arg("max_input_tokens") = 1024,
-      py::arg("max_memory") = py::none(), py::arg("parallel_batches") = 0, doc);
+      py::arg("max_memory") = py::none(), py::arg("parallel_batches") = 0, py::arg("sampling_topk") = 0,
+      py::arg("sampling_topp") = 1.0, py::arg("sampling_temperature") = 1.0, py::arg("seed") = 0,
+      py::arg("target_prefixes") = py::none(), doc);
 }
 
 template <class Sources>
@@ -130,6 +146,62 @@ py::object attention_array(const py::object& self) {
   py::array_t<float> array({a.layers, a.heads, a.target_length, a.source_length}, a.weights.data(), self);
   array.attr("setflags")(py::arg("write") = false);
   return array;
+}
+
+// A Python callable kept by a C++ callback. Copies of the callback share it without touching its
+// reference count; the last one releases it with the GIL held.
+std::shared_ptr<py::object> keep(const py::object& f) {
+  return std::shared_ptr<py::object>(new py::object(f), [](py::object* o) {
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
+}
+
+// The Trainer's callbacks, calling Python with the GIL held. A Ctrl-C (KeyboardInterrupt) noticed at
+// a step asks the training to stop, as SIGINT does for `transformer train`: the step completes, a
+// checkpoint is saved, and run() returns a result with interrupted = True.
+struct PythonCallbacks {
+  py::object on_message, on_progress, on_metrics;
+};
+
+TrainCallbacks make_callbacks(const PythonCallbacks& p, Trainer** trainer) {
+  TrainCallbacks c;
+  if (!p.on_message.is_none()) {
+    auto f = keep(p.on_message);
+    c.on_message = [f](const std::string& line) {
+      py::gil_scoped_acquire gil;
+      (*f)(text_of(line));
+    };
+  }
+  auto progress = p.on_progress.is_none() ? nullptr : keep(p.on_progress);
+  c.on_progress = [progress, trainer](const Progress& pr) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() < 0) {
+      if (!PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) throw py::error_already_set();
+      PyErr_Clear();
+      if (*trainer) (*trainer)->request_stop();
+    }
+    if (progress) (*progress)(pr);
+  };
+  if (!p.on_metrics.is_none()) {
+    auto f = keep(p.on_metrics);
+    c.on_metrics = [f](const MetricsRecord& r) {
+      py::gil_scoped_acquire gil;
+      (*f)(r);
+    };
+  }
+  return c;
+}
+
+// A Trainer and the pointer its callbacks use to reach it (for a stop on Ctrl-C).
+struct PyTrainer {
+  std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<Trainer*> self = std::make_unique<Trainer*>(nullptr);
+};
+
+TrainOptions options_from_kwargs(const py::kwargs& kwargs) {
+  const std::string json = py::module_::import("json").attr("dumps")(kwargs).cast<std::string>();
+  return train_options_from_json(json);
 }
 
 template <class T>
@@ -213,6 +285,9 @@ PYBIND11_MODULE(_transformer, m) {
                     "the encoded (maybe truncated) source, without end of sentence")
       .def_readonly("truncated", &Translation::truncated, "the source had more than max_input_tokens tokens")
       .def_readonly("repairs", &Translation::repairs, "what clean_input changed in the input line")
+      .def_readonly("target_prefix_ids", &Translation::target_prefix_ids,
+                    "the forced target prefix, encoded: every hypothesis's ids start with it")
+      .def_readonly("prefix_repairs", &Translation::prefix_repairs, "what clean_input changed in the target prefix")
       .def("__len__", [](const Translation& t) { return t.hypotheses.size(); })
       .def("__repr__", [](const Translation& t) {
         std::string best = t.hypotheses.empty() ? "None" : py::repr(text_of(t.hypotheses.front().text)).cast<std::string>();
@@ -286,7 +361,10 @@ several threads may use one Translator at once.)");
       });
   def_translate<std::vector<std::string>>(
       translator, "translate", "lines", &Translator::translate,
-      "Sentences → a list of Translation, in input order (sorted by length into batches internally).");
+      "Sentences → a list of Translation, in input order (sorted by length into batches internally). "
+      "sampling_topk (0: search; -1: the whole vocabulary; k: the k most probable), sampling_topp, "
+      "sampling_temperature and seed sample instead of searching (beam=1); target_prefixes (one per line, \"\" "
+      "for none) force the start of each translation.");
   def_translate<std::vector<std::vector<int32_t>>>(
       translator, "translate_ids", "sources", &Translator::translate_ids,
       "Token-id lists (without end of sentence) → Translations whose hypotheses have ids only (text \"\").");
@@ -426,4 +504,128 @@ several threads may use one Translator at once.)");
       py::arg("hyps"), py::arg("refs"), py::kw_only(), py::arg("lowercase") = false,
       "The share of hypotheses identical to one of their references (after Unicode lowercasing when lowercase). "
       "refs as for bleu.");
+
+  // ---- training
+  py::class_<Progress>(m, "Progress", "What one optimizer step did, as the command line's progress line shows it.")
+      .def_readonly("step", &Progress::step)
+      .def_readonly("epoch", &Progress::epoch)
+      .def_readonly("loss", &Progress::loss, "mean label-smoothed loss per target token since the last log step")
+      .def_readonly("learning_rate", &Progress::learning_rate)
+      .def_readonly("tokens_per_s", &Progress::tokens_per_s)
+      .def_readonly("elapsed_s", &Progress::elapsed_s)
+      .def_readonly("eta_s", &Progress::eta_s, "seconds to max_steps at this pace; -1 when max_steps is 0")
+      .def_readonly("log_step", &Progress::log_step, "a log step: a training record follows")
+      .def("__repr__", [](const Progress& p) {
+        return "Progress(step=" + std::to_string(p.step) + ", loss=" + py::repr(py::float_(p.loss)).cast<std::string>() + ")";
+      });
+  py::class_<MetricsRecord>(m, "MetricsRecord", "One record of RUN/metrics.jsonl.")
+      .def_property_readonly("kind", [](const MetricsRecord& r) {
+        return r.kind == MetricsRecord::Kind::kTraining ? "training" : "validation";
+      }, "\"training\" or \"validation\"")
+      .def_readonly("step", &MetricsRecord::step)
+      .def_readonly("values", &MetricsRecord::values, "the record's other fields under their metrics.jsonl names")
+      .def("__repr__", [](const MetricsRecord& r) {
+        return std::string("MetricsRecord(kind=") + (r.kind == MetricsRecord::Kind::kTraining ? "'training'" : "'validation'") +
+               ", step=" + std::to_string(r.step) + ", values=" + py::repr(py::cast(r.values)).cast<std::string>() + ")";
+      });
+  py::class_<ValidationResult>(m, "ValidationResult", "A validation's loss, perplexity, BLEU and exact match.")
+      .def_readonly("loss", &ValidationResult::loss)
+      .def_readonly("ppl", &ValidationResult::ppl)
+      .def_readonly("bleu", &ValidationResult::bleu)
+      .def_readonly("exact", &ValidationResult::exact, "fraction of translations equal to their reference");
+  py::class_<StepResult>(m, "StepResult", "What one Trainer.step() did.")
+      .def_readonly("step", &StepResult::step)
+      .def_readonly("epoch", &StepResult::epoch)
+      .def_readonly("stepped", &StepResult::stepped, "an optimizer step was taken")
+      .def_readonly("loss", &StepResult::loss)
+      .def_readonly("tokens", &StepResult::tokens)
+      .def_readonly("learning_rate", &StepResult::learning_rate)
+      .def_readonly("finished", &StepResult::finished);
+  py::class_<TrainResult>(m, "TrainResult", "How a training ended.")
+      .def_readonly("steps", &TrainResult::steps)
+      .def_readonly("epochs", &TrainResult::epochs)
+      .def_readonly("last_loss", &TrainResult::last_loss)
+      .def_readonly("best_score", &TrainResult::best_score)
+      .def_readonly("final_model", &TrainResult::final_model, "RUN/model.safetensors, once finished")
+      .def_readonly("stop_reason", &TrainResult::stop_reason)
+      .def_readonly("interrupted", &TrainResult::interrupted, "stopped by request_stop() or Ctrl-C")
+      .def("__repr__", [](const TrainResult& r) {
+        return "TrainResult(steps=" + std::to_string(r.steps) + ", stop_reason=" +
+               py::repr(py::str(r.stop_reason)).cast<std::string>() + ")";
+      });
+
+  py::class_<PyTrainer>(m, "Trainer", R"(Trains a translation model from parallel text, as `transformer train`.
+
+Trainer(*, on_message=None, on_progress=None, on_metrics=None, **options)
+
+options: the fields of a `train --config` file (docs/training.md), e.g. train_source, train_target,
+valid_source, valid_target, run_dir, preset, model={"d_model": 256}, max_steps, seed, threads;
+unknown fields and wrong types raise Error naming them. The constructor validates them, takes the run
+folder's lock and prepares data, vocabulary and model (or resumes with resume=True). on_message(str)
+gets the log lines, on_progress(Progress) each step, on_metrics(MetricsRecord) each metrics.jsonl
+record. Calls release the GIL; the callbacks run with it. Ctrl-C during run() or step() stops the
+training as request_stop() does (a checkpoint is saved; the result says interrupted).)")
+      .def(py::init([](const py::object& on_message, const py::object& on_progress, const py::object& on_metrics,
+                       const py::kwargs& kwargs) {
+             const TrainOptions options = options_from_kwargs(kwargs);
+             auto t = std::make_unique<PyTrainer>();
+             const TrainCallbacks callbacks = make_callbacks({on_message, on_progress, on_metrics}, t->self.get());
+             {
+               py::gil_scoped_release release;
+               t->trainer = std::make_unique<Trainer>(options, callbacks);
+             }
+             *t->self = t->trainer.get();
+             return t;
+           }),
+           py::kw_only(), py::arg("on_message") = py::none(), py::arg("on_progress") = py::none(),
+           py::arg("on_metrics") = py::none())
+      .def("run", [](PyTrainer& t) {
+             py::gil_scoped_release release;
+             return t.trainer->run();
+           }, "Trains to the end (a limit, patience, or a stop request); returns the TrainResult.")
+      .def("step", [](PyTrainer& t) {
+             py::gil_scoped_release release;
+             return t.trainer->step();
+           }, "One optimizer step with what the schedule adds (log, validation, checkpoint); finishes the training "
+              "at a limit or a stop request.")
+      .def("validate", [](PyTrainer& t) {
+             py::gil_scoped_release release;
+             return t.trainer->validate();
+           }, "A validation of the current model, now (needs validation files); records nothing.")
+      .def("save_checkpoint", [](PyTrainer& t) {
+             py::gil_scoped_release release;
+             return t.trainer->save_checkpoint();
+           }, "Writes a checkpoint of the current step; returns its path.")
+      .def("request_stop", [](PyTrainer& t) { t.trainer->request_stop(); },
+           "Asks the training to stop after the step under way (a checkpoint is saved). Safe from any thread.")
+      .def_property_readonly("finished", [](const PyTrainer& t) { return t.trainer->finished(); })
+      .def_property_readonly("result", [](const PyTrainer& t) { return t.trainer->result(); })
+      .def_property_readonly("options", [](const PyTrainer& t) {
+             return py::module_::import("json").attr("loads")(train_options_to_json(t.trainer->options()));
+           }, "the resolved options, as the run folder's config.json holds them");
+
+  m.def("plot_training", [](const py::object& run_dir, const py::object& output) {
+          const std::string run = fspath(run_dir), out = fspath_or_none(output).value_or("");
+          py::gil_scoped_release release;
+          return plot_training(run, out);
+        }, py::arg("run_dir"), py::arg("output") = py::none(),
+        "Draws RUN/metrics.jsonl's loss and BLEU curves as SVG (default RUN/training.svg); returns the path.");
+
+  m.def("write_demo_data", [](const py::object& dir, uint64_t seed, int64_t train, int64_t valid, int64_t test) {
+          const std::string d = fspath(dir);
+          DemoData data;
+          {
+            py::gil_scoped_release release;
+            data = write_demo_data(d, seed, train, valid, test);
+          }
+          py::dict out;
+          out["train"] = data.train;
+          out["valid"] = data.valid;
+          out["test"] = data.test;
+          out["example"] = py::make_tuple(text_of(data.example_source), text_of(data.example_target));
+          return out;
+        }, py::arg("dir"), py::kw_only(), py::arg("seed") = 1, py::arg("train") = 20000, py::arg("valid") = 500,
+        py::arg("test") = 1000,
+        "Writes the demo task (English → German number words) as dir/{train,valid,test}.{en,de}; returns the "
+        "pairs per split and the first training pair.");
 }

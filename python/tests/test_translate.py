@@ -206,3 +206,24 @@ def test_model_info_and_averaging(tmp_path):
     assert b.load_notes.notes == []
     with pytest.raises(transformer.Error, match="at least one"):
         transformer.average_checkpoints([], out)
+
+
+def test_sampling_is_seeded_and_prefixes_are_forced(translator, plain):
+    lines = ["three hundred forty-two", "seventy-one thousand one hundred one", "nine"]
+    a = translator.translate(lines, beam=1, sampling_topk=-1, sampling_temperature=1.5, seed=7)
+    b = translator.translate(lines[::-1], beam=1, sampling_topk=-1, sampling_temperature=1.5, seed=7, batch_size=1)
+    assert [r.best.ids for r in a] == [r.best.ids for r in b[::-1]]  # independent of order and batching
+    seeds = {tuple(translator.translate(lines, beam=1, sampling_topk=-1, sampling_temperature=2.0, seed=s)[0].best.ids)
+             for s in range(8)}
+    assert len(seeds) > 1
+    with pytest.raises(transformer.Error, match="beam"):
+        translator.translate(lines, beam=4, sampling_topk=5)
+    # A forced prefix starts every hypothesis, and its score is teacher forcing's.
+    (r,) = plain.translate(["three hundred forty-two"], beam=4, n_best=2, target_prefixes=["dreihundert"])
+    assert r.target_prefix_ids == plain.encode("dreihundert")
+    for h in r.hypotheses:
+        assert h.ids[: len(r.target_prefix_ids)] == r.target_prefix_ids
+    (s,) = plain.score_ids([r.source_ids], [r.best.ids])
+    assert s.total == pytest.approx(r.best.score, abs=1e-4)
+    with pytest.raises(transformer.Error, match="prefix"):
+        plain.translate(["one", "two"], target_prefixes=["eins"])

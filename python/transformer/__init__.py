@@ -22,11 +22,17 @@ from ._transformer import (
     ExactMatch,
     Hypothesis,
     LoadNotes,
+    MetricsRecord,
     ModelInfo,
+    Progress,
     Repairs,
     Score,
+    StepResult,
+    Trainer,
+    TrainResult,
     Translation,
     Translator,
+    ValidationResult,
     __version__,
     average_checkpoints,
     bleu,
@@ -34,14 +40,22 @@ from ._transformer import (
     clean_input,
     exact_match,
     model_info,
+    plot_training,
     repair_warnings,
+    write_demo_data,
 )
 
 # Tracebacks and reprs name transformer.Error, transformer.Translator, ... (not the C++ module).
-for _cls in (BleuScore, ChrfScore, CleanText, Error, ExactMatch, Hypothesis, LoadNotes, ModelInfo, Repairs, Score,
-             Translation, Translator):
+for _cls in (BleuScore, ChrfScore, CleanText, Error, ExactMatch, Hypothesis, LoadNotes, MetricsRecord, ModelInfo,
+             Progress, Repairs, Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult):
     _cls.__module__ = __name__
 del _cls
+
+
+def train(*, on_message=None, on_progress=None, on_metrics=None, **options) -> TrainResult:
+    """Trains to the end: Trainer(...).run(). The options are those of a `train --config` file
+    (docs/training.md); see Trainer for the callbacks and Ctrl-C."""
+    return Trainer(on_message=on_message, on_progress=on_progress, on_metrics=on_metrics, **options).run()
 
 __all__ = [
     "MAX_BATCH_SENTENCES",
@@ -54,11 +68,17 @@ __all__ = [
     "ExactMatch",
     "Hypothesis",
     "LoadNotes",
+    "MetricsRecord",
     "ModelInfo",
+    "Progress",
     "Repairs",
     "Score",
+    "StepResult",
+    "TrainResult",
+    "Trainer",
     "Translation",
     "Translator",
+    "ValidationResult",
     "__version__",
     "average_checkpoints",
     "bleu",
@@ -66,5 +86,8 @@ __all__ = [
     "clean_input",
     "exact_match",
     "model_info",
+    "plot_training",
     "repair_warnings",
+    "train",
+    "write_demo_data",
 ]
