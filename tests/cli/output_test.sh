@@ -50,8 +50,9 @@ rc=0
 [ "$rc" -ne 0 ] && grep -q "cannot write --attention '/dev/full': No space left on device" "$work/err" ||
   fail "--attention on a full file: status $rc, $(cat "$work/err")"
 
-# A reader that goes away: quietly, status 141 (more output than a pipe holds, SIGPIPE ignored).
-for i in $(seq 300); do cat "$fix/input.en"; done > "$work/big.en"
+# A reader that goes away: quietly, status 141 (SIGPIPE ignored). The output, about 500 KB, is far
+# more than a pipe holds plus what head reads at once, so that writes are still due when it exits.
+for i in $(seq 2000); do cat "$fix/input.en"; done > "$work/big.en"
 status=$( (trap '' PIPE; "$bin" translate -m "$model" --vocab "$fix/vocab.model" --threads 1 --beam 1 \
   --input "$work/big.en" 2> "$work/err" | head -n 1 > /dev/null; echo "${PIPESTATUS[0]}") )
 [ "$status" = 141 ] || fail "EPIPE: status $status, expected 141"
