@@ -10,54 +10,18 @@
 #include "decode/search.h"
 #include "decode/shortlist.h"
 #include "model/transformer.h"
+#include "testing/decoding.h"
 #include "testing/errors.h"
 
 namespace tfm {
 namespace {
 
-ModelConfig tiny(int64_t vocab) {
-  ModelConfig c = model_preset("tiny");
-  c.vocab_size = vocab;
-  c.d_model = 16;
-  c.heads = 2;
-  c.d_ff = 24;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  return c;
-}
+using testing::sequence_score;
+using testing::tiny_decoding_config;
 
 // A model whose output distributions are far from uniform, so that search decisions matter.
 std::unique_ptr<Transformer> make_model(int64_t vocab, uint64_t seed, DType dtype = DType::F32, bool pre_norm = false) {
-  ModelConfig c = tiny(vocab);
-  c.pre_norm = pre_norm;
-  auto m = std::make_unique<Transformer>(c, dtype);
-  m->init_parameters(seed);
-  const Tensor e = m->params().value(m->tgt_embedding);
-  std::vector<double> v = e.to_doubles();
-  for (double& x : v) x *= 6.0;
-  e.copy_from(Tensor::from<double>(e.shape(), v).to(dtype));
-  return m;
-}
-
-// Σ log p(y_t | y_<t, x) of `target` followed by EOS, by the teacher-forced training forward; with
-// `allowed`, the softmax runs over those tokens only (a shortlist's).
-double sequence_score(const Transformer& m, const std::vector<int32_t>& source, const std::vector<int32_t>& target,
-                      const std::vector<int32_t>& allowed = {}) {
-  const Batch batch = make_batch({source}, {target}, m.config());
-  const Tensor logits = m.forward(m.context(), batch, nullptr).to(DType::F64);
-  const int64_t V = m.config().vocab_size;
-  std::vector<int32_t> vocab = allowed;
-  for (int32_t v = 0; vocab.empty() || (allowed.empty() && v < V); ++v) vocab.push_back(v);
-  double total = 0;
-  for (int64_t t = 0; t <= static_cast<int64_t>(target.size()); ++t) {
-    const double* z = logits.data<double>() + t * V;
-    double max = -INFINITY, sum = 0;
-    for (int32_t v : vocab) max = std::max(max, z[v]);
-    for (int32_t v : vocab) sum += std::exp(z[v] - max);
-    const int32_t y = t < static_cast<int64_t>(target.size()) ? target[t] : m.config().eos_id;
-    total += z[y] - max - std::log(sum);
-  }
-  return total;
+  return testing::scaled_model(vocab, seed, dtype, 6.0, pre_norm);
 }
 
 const std::vector<std::vector<int32_t>> kSources = {{4, 5, 6, 7}, {8, 9}, {10, 4, 11, 5, 12, 6}, {7}};
@@ -142,23 +106,9 @@ TEST(Decode, WideBeamFindsTheBestSequenceUnderTheLengthPenalty) {
     const std::vector<std::vector<int32_t>> sources = {{4, 5, 4}, {5}, {4, 4, 5, 5, 4}};
     const auto beam = beam_search(*m, sources, o);
     for (size_t b = 0; b < sources.size(); ++b) {
-      double best = -INFINITY;
-      std::vector<int32_t> best_seq;
-      std::function<void(std::vector<int32_t>&)> visit = [&](std::vector<int32_t>& prefix) {
-        const double normalized =
-            sequence_score(*m, sources[b], prefix) / length_penalty(static_cast<int64_t>(prefix.size()) + 1, alpha);
-        if (normalized > best) best = normalized, best_seq = prefix;
-        if (prefix.size() + 1 >= 4) return;
-        for (int32_t v : {1, 4, 5}) {
-          prefix.push_back(v);
-          visit(prefix);
-          prefix.pop_back();
-        }
-      };
-      std::vector<int32_t> empty;
-      visit(empty);
-      EXPECT_EQ(beam[b][0].tokens, best_seq) << "alpha " << alpha << " sentence " << b;
-      EXPECT_NEAR(beam[b][0].normalized, best, 1e-4) << "alpha " << alpha << " sentence " << b;
+      const testing::Best best = testing::exhaustive_best(*m, sources[b], {}, 4, alpha, {1, 4, 5});
+      EXPECT_EQ(beam[b][0].tokens, best.tokens) << "alpha " << alpha << " sentence " << b;
+      EXPECT_NEAR(beam[b][0].normalized, best.normalized, 1e-4) << "alpha " << alpha << " sentence " << b;
     }
   }
 }
@@ -414,7 +364,7 @@ namespace {
 // twice the sentences, twice the
 // estimate; recorded attention adds to it; and an absurd beam or length saturates, not overflows.
 TEST(SearchMemory, EstimateGrowsAsTheSearchDoes) {
-  ModelConfig c = tiny(120);
+  ModelConfig c = tiny_decoding_config(120);
   SearchOptions o;
   auto estimate = [&](int64_t sentences, int64_t beam) {
     o.beam_size = beam;

@@ -17,6 +17,7 @@
 #include "decode/shortlist.h"
 #include "decode/translator.h"
 #include "model/transformer.h"
+#include "testing/decoding.h"
 #include "testing/errors.h"
 
 namespace tfm {
@@ -24,59 +25,12 @@ namespace {
 
 constexpr int32_t kPad = 0, kBos = 2, kEos = 3;
 
-ModelConfig tiny(int64_t vocab) {
-  ModelConfig c = model_preset("tiny");
-  c.vocab_size = vocab;
-  c.d_model = 16;
-  c.heads = 2;
-  c.d_ff = 24;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  return c;
-}
+using testing::forced_logits;
+using testing::sequence_score;
 
-// A float64 model whose target embedding is scaled by `scale`: large scales make peaked output
-// distributions (search decisions matter), small ones spread ones (sampling has much to draw from).
+// A float64 model whose target embedding is scaled by `scale` (testing/decoding.h).
 std::unique_ptr<Transformer> make_model(int64_t vocab, uint64_t seed, double scale) {
-  auto m = std::make_unique<Transformer>(tiny(vocab), DType::F64);
-  m->init_parameters(seed);
-  const Tensor e = m->params().value(m->tgt_embedding);
-  std::vector<double> v = e.to_doubles();
-  for (double& x : v) x *= scale;
-  e.copy_from(Tensor::from<double>(e.shape(), v));
-  return m;
-}
-
-// The teacher-forced logits of `target` (decoder input BOS + target): row t scores token t.
-std::vector<std::vector<double>> forced_logits(const Transformer& m, const std::vector<int32_t>& source,
-                                               const std::vector<int32_t>& target) {
-  const Batch batch = make_batch({source}, {target}, m.config());
-  const Tensor logits = m.forward(m.context(), batch, nullptr).to(DType::F64);
-  const int64_t V = m.config().vocab_size;
-  std::vector<std::vector<double>> rows;
-  for (int64_t t = 0; t <= static_cast<int64_t>(target.size()); ++t)
-    rows.emplace_back(logits.data<double>() + t * V, logits.data<double>() + (t + 1) * V);
-  return rows;
-}
-
-// Σ log p of `target` and EOS under teacher forcing, the softmax over `allowed` (empty: all V).
-double sequence_score(const Transformer& m, const std::vector<int32_t>& source, const std::vector<int32_t>& target,
-                      const std::vector<int32_t>& allowed = {}) {
-  const auto rows = forced_logits(m, source, target);
-  std::vector<int32_t> vocab = allowed;
-  if (vocab.empty()) {
-    vocab.resize(static_cast<size_t>(m.config().vocab_size));
-    std::iota(vocab.begin(), vocab.end(), 0);
-  }
-  double total = 0;
-  for (size_t t = 0; t < rows.size(); ++t) {
-    double max = -INFINITY, sum = 0;
-    for (int32_t v : vocab) max = std::max(max, rows[t][v]);
-    for (int32_t v : vocab) sum += std::exp(rows[t][v] - max);
-    const int32_t y = t < target.size() ? target[t] : kEos;
-    total += rows[t][y] - max - std::log(sum);
-  }
-  return total;
+  return testing::scaled_model(vocab, seed, DType::F64, scale);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -512,23 +466,9 @@ TEST(DecodePrefix, WideBeamFindsTheBestContinuation) {
     o.max_length_b = 5;
     const auto beam = beam_search(*m, sources, o, nullptr, prefixes);
     for (size_t b = 0; b < sources.size(); ++b) {
-      double best = -INFINITY;
-      std::vector<int32_t> best_seq;
-      std::function<void(std::vector<int32_t>&)> visit = [&](std::vector<int32_t>& seq) {
-        const double normalized =
-            sequence_score(*m, sources[b], seq) / length_penalty(static_cast<int64_t>(seq.size()) + 1, alpha);
-        if (normalized > best) best = normalized, best_seq = seq;
-        if (seq.size() + 1 >= 5) return;
-        for (int32_t v : {1, 4, 5}) {
-          seq.push_back(v);
-          visit(seq);
-          seq.pop_back();
-        }
-      };
-      std::vector<int32_t> seq = prefixes[b];
-      visit(seq);
-      EXPECT_EQ(beam[b][0].tokens, best_seq) << "alpha " << alpha << " sentence " << b;
-      EXPECT_NEAR(beam[b][0].normalized, best, 1e-9) << "alpha " << alpha << " sentence " << b;
+      const testing::Best best = testing::exhaustive_best(*m, sources[b], prefixes[b], 5, alpha, {1, 4, 5});
+      EXPECT_EQ(beam[b][0].tokens, best.tokens) << "alpha " << alpha << " sentence " << b;
+      EXPECT_NEAR(beam[b][0].normalized, best.normalized, 1e-9) << "alpha " << alpha << " sentence " << b;
     }
   }
 }
