@@ -34,6 +34,18 @@ void ScoreOptions::validate() const {
             kMaxInputTokens, "], got ", max_input_tokens);
 }
 
+namespace {
+// An id input may hold: in the vocabulary, and not padding, BOS or EOS (the model adds those
+// itself). `as_written`: the id as the caller gave it; `where`: "line 3", "sentence 2, target prefix".
+void check_token_id(const tfm::ModelConfig& c, long long v, const std::string& as_written, const std::string& where) {
+  TFM_CHECK(v >= 0 && v < c.vocab_size, where, ": token id ", as_written, " is outside the vocabulary [0, ",
+            c.vocab_size, ")");
+  TFM_CHECK(v != c.pad_id && v != c.bos_id && v != c.eos_id, where, ": token id ", v, " is the ",
+            v == c.pad_id ? "padding" : v == c.bos_id ? "beginning-of-sentence" : "end-of-sentence",
+            " id, which input may not contain");
+}
+}  // namespace
+
 struct Translator::Impl {
   std::string path;
   TranslatorOptions options;
@@ -82,14 +94,7 @@ struct Translator::Impl {
   }
   // `what`: "" for a source or a target to score, or ", target prefix", named after the sentence.
   void check_ids(const std::vector<int32_t>& ids, size_t sentence, const char* what = "") const {
-    const tfm::ModelConfig& c = model->config();
-    for (int32_t v : ids) {
-      TFM_CHECK(v >= 0 && v < c.vocab_size, "sentence ", sentence, what, ": token id ", v,
-                " is outside the vocabulary [0, ", c.vocab_size, ")");
-      TFM_CHECK(v != c.pad_id && v != c.bos_id && v != c.eos_id, "sentence ", sentence, what, ": token id ", v,
-                " is the ", v == c.pad_id ? "padding" : v == c.bos_id ? "beginning-of-sentence" : "end-of-sentence",
-                " id, which input may not contain");
-    }
+    for (int32_t v : ids) check_token_id(model->config(), v, std::to_string(v), tfm::cat("sentence ", sentence, what));
   }
   void check_prefix_count(size_t sentences, size_t prefixes) const {
     TFM_CHECK(prefixes == 0 || prefixes == sentences, "there are ", sentences, " sentences but ", prefixes,
@@ -278,12 +283,7 @@ std::vector<int32_t> Translator::parse_ids(std::string_view line, int64_t line_n
     const long long v = std::strtoll(word.c_str(), &stop, 10);
     TFM_CHECK(stop && *stop == '\0', "line ", line_number, ": '", word, "' is not a token id");
     // Out of range for strtoll too (ERANGE clamps it): the id as written, not the clamped value.
-    TFM_CHECK(errno != ERANGE && v >= 0 && v < c.vocab_size, "line ", line_number, ": token id ", word,
-              " is outside the vocabulary [0, ", c.vocab_size, ")");
-    // The model adds BOS and EOS itself; padding is not a token.
-    TFM_CHECK(v != c.pad_id && v != c.bos_id && v != c.eos_id, "line ", line_number, ": token id ", v, " is the ",
-              v == c.pad_id ? "padding" : v == c.bos_id ? "beginning-of-sentence" : "end-of-sentence",
-              " id, which input may not contain");
+    check_token_id(c, errno == ERANGE ? -1 : v, word, tfm::cat("line ", line_number));
     ids.push_back(static_cast<int32_t>(v));
   }
   return ids;

@@ -225,7 +225,7 @@ void attention(const AttentionDims& d, const T* q, const T* k, const T* v, bool 
       }
       const T* weights = p;
       if (dropout > 0) {
-        apply_dropout<T, false>(tile, static_cast<uint64_t>(hv.p_off), p, dropout, rng, dropped.data());
+        apply_dropout<T>(tile, static_cast<uint64_t>(hv.p_off), p, dropout, rng, dropped.data());
         weights = dropped.data();
       }
       if (seen > 0) {
@@ -254,7 +254,7 @@ void attention_backward(const AttentionDims& d, const T* q, const T* k, const T*
       const T* p = probs + hv.p_off;
       const T* weights = p;
       if (dropout > 0) {
-        apply_dropout<T, false>(tile, static_cast<uint64_t>(hv.p_off), p, dropout, rng, dropped.data());
+        apply_dropout<T>(tile, static_cast<uint64_t>(hv.p_off), p, dropout, rng, dropped.data());
         weights = dropped.data();
       }
       // dV += P̃ᵀ · dO
@@ -264,7 +264,7 @@ void attention_backward(const AttentionDims& d, const T* q, const T* k, const T*
       gemm_ld<T>(false, true, d.queries, d.keys, d.d_v, T(1), dout + hv.o_off, ldv, v + hv.v_off, ldv, T(0),
                  dp.data(), d.keys);
       if (dropout > 0)
-        apply_dropout<T, false>(tile, static_cast<uint64_t>(hv.p_off), dp.data(), dropout, rng, dp.data());
+        apply_dropout<T>(tile, static_cast<uint64_t>(hv.p_off), dp.data(), dropout, rng, dp.data());
       for (int64_t t = 0; t < d.queries; ++t)
         softmax_row_backward<T, false>(d.keys, p + t * d.keys, dp.data() + t * d.keys, dp.data() + t * d.keys);
       // dQ += dZ · K / √d_k ;  dK += dZᵀ · Q / √d_k

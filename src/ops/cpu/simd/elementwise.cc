@@ -76,7 +76,7 @@ void dropout(int64_t n, const T* x, double p, const RngStream& rng, T* y) {
   constexpr int64_t kChunk = 4096;  // a multiple of 4: each chunk starts a Philox block
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (int64_t c = 0; c < n; c += kChunk)
-    apply_dropout<T, false>(std::min(kChunk, n - c), static_cast<uint64_t>(c), x + c, p, rng, y + c);
+    apply_dropout<T>(std::min(kChunk, n - c), static_cast<uint64_t>(c), x + c, p, rng, y + c);
 }
 
 template <class T>
