@@ -23,6 +23,7 @@ packages=(
   nlohmann-json3-dev          # config files, checkpoint headers, fixtures
   libxxhash-dev               # XXH3-64 checksums of model and shortlist files
   libcli11-dev                # command line
+  libcpp-httplib-dev          # `transformer serve` (HTTP server)
   libgtest-dev libgmock-dev   # tests
   libbenchmark-dev            # micro-benchmarks (make bench)
   qemu-user                   # qemu-x86_64 runs the binary on emulated older CPUs (tests/cli/portable_test.sh)

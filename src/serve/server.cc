@@ -1,0 +1,576 @@
+#include "serve/server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "serve/assets.h"
+#include "serve/metrics.h"
+#include "transformer/model.h"
+#include "transformer/text.h"
+
+namespace tfm::serve {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+ModelSpec parse_model_spec(const std::string& text) {
+  ModelSpec spec;
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    spec.path = text;
+    spec.name = std::filesystem::path(text).stem().string();
+  } else {
+    spec.name = text.substr(0, eq);
+    spec.path = text.substr(eq + 1);
+  }
+  TFM_CHECK(!spec.path.empty(), "-m '", text, "' names no model file (give PATH or NAME=PATH)");
+  TFM_CHECK(!spec.name.empty() && std::all_of(spec.name.begin(), spec.name.end(),
+                                               [](char c) {
+                                                 return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                                                        c == '_' || c == '.';
+                                               }),
+            "-m '", text, "': a model's name must be letters, digits, '-', '_' or '.', got '", spec.name, "'");
+  return spec;
+}
+
+void ServerOptions::validate() const {
+  TFM_CHECK(!models.empty(), "serve needs at least one model (-m PATH or -m NAME=PATH)");
+  for (size_t i = 0; i < models.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      TFM_CHECK(models[i].name != models[j].name, "two models are named '", models[i].name,
+                "': name them apart with -m NAME=PATH");
+  TFM_CHECK(port >= 0 && port <= 65535, "--port must be in [0, 65535] (0: any free port), got ", port);
+  batching.validate();
+  TFM_CHECK(threads_per_worker >= 1 && threads_per_worker <= 1024, "--threads must be in [1, 1024], got ",
+            threads_per_worker);
+  TFM_CHECK(http_threads >= 1 && http_threads <= 4096, "--http-threads must be in [1, 4096], got ", http_threads);
+  TFM_CHECK(max_body_bytes >= 64, "--max-body-bytes must be >= 64, got ", max_body_bytes);
+  TFM_CHECK(max_sentences >= 1, "--max-sentences must be >= 1, got ", max_sentences);
+  TFM_CHECK(max_sentences <= batching.max_queue_sentences, "--max-sentences ", max_sentences,
+            " is more than --queue-size ", batching.max_queue_sentences, ": such a request could never be queued");
+  TFM_CHECK(max_text_bytes >= 1, "--max-text-bytes must be >= 1, got ", max_text_bytes);
+  TFM_CHECK(max_beam >= 1 && max_beam <= transformer::kMaxBeamSize, "--max-beam must be in [1, ",
+            transformer::kMaxBeamSize, "], got ", max_beam);
+  TFM_CHECK(max_input_tokens >= 1 && max_input_tokens <= transformer::kMaxInputTokens,
+            "--max-input-tokens must be in [1, ", transformer::kMaxInputTokens, "], got ", max_input_tokens);
+  TFM_CHECK(std::isfinite(retry_after_seconds) && retry_after_seconds >= 0, "Retry-After must be >= 0, got ",
+            retry_after_seconds);
+}
+
+std::string read_api_key(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TFM_CHECK(in && !std::filesystem::is_directory(path), "cannot read --api-key-file '", path, "'");
+  std::string key;
+  std::getline(in, key);
+  const transformer::CleanText clean = transformer::clean_input(key);
+  TFM_CHECK(!clean.text.empty(), "--api-key-file '", path, "' holds no key (its first line is empty)");
+  TFM_CHECK(!clean.repairs.any(), "--api-key-file '", path, "': the key is not plain UTF-8 text");
+  return clean.text;
+}
+
+namespace {
+
+// An error the client caused (or a full queue): the status and the message of the JSON body.
+struct HttpError {
+  int status;
+  std::string message;
+};
+
+std::string error_body(const std::string& message) { return json{{"error", message}}.dump() + "\n"; }
+
+// A model and its translators: the decoding one, and one with the plain float32 weights for
+// scoring (which needs them), loaded on the first /v1/score request.
+struct LoadedModel {
+  ModelSpec spec;
+  transformer::TranslatorOptions options;
+  std::unique_ptr<transformer::Translator> translator;
+  std::mutex scorer_mutex;
+  std::unique_ptr<transformer::Translator> scorer;
+  json info;
+
+  const transformer::Translator& score_translator() {
+    if (options.weights == transformer::TranslatorOptions::Weights::kPlain) return *translator;
+    std::lock_guard lock(scorer_mutex);
+    if (!scorer) {
+      transformer::TranslatorOptions o = options;
+      o.weights = transformer::TranslatorOptions::Weights::kPlain;
+      o.verify = false;  // verified when the server started
+      scorer = std::make_unique<transformer::Translator>(spec.path, o);
+    }
+    return *scorer;
+  }
+};
+
+// One /v1/translate request's sentences.
+class TranslateJob : public Job {
+ public:
+  TranslateJob(std::string key, std::vector<int64_t> costs, const transformer::Translator& t,
+               transformer::TranslateOptions o, std::vector<std::vector<int32_t>> sources)
+      : Job(std::move(key), std::move(costs)), translator(t), options(o), sources(std::move(sources)),
+        results(this->sources.size()) {}
+
+  void run_batch(const std::vector<Item>& items) override {
+    std::vector<std::vector<int32_t>> batch;
+    batch.reserve(items.size());
+    for (const Item& item : items) batch.push_back(static_cast<TranslateJob&>(*item.job).sources[item.index]);
+    transformer::TranslateOptions o = options;
+    o.batch_sentences = static_cast<int64_t>(batch.size());
+    o.parallel_batches = 1;
+    std::vector<transformer::Translation> out = translator.translate_ids(batch, o);
+    for (size_t i = 0; i < items.size(); ++i)
+      static_cast<TranslateJob&>(*items[i].job).results[items[i].index] = std::move(out[i]);
+  }
+
+  const transformer::Translator& translator;
+  const transformer::TranslateOptions options;
+  const std::vector<std::vector<int32_t>> sources;
+  std::vector<transformer::Translation> results;
+};
+
+// One /v1/score request's sentence pairs.
+class ScoreJob : public Job {
+ public:
+  ScoreJob(std::string key, std::vector<int64_t> costs, const transformer::Translator& t, int64_t max_input_tokens,
+           std::vector<std::vector<int32_t>> sources, std::vector<std::vector<int32_t>> targets)
+      : Job(std::move(key), std::move(costs)), scorer(t), max_input_tokens(max_input_tokens),
+        sources(std::move(sources)), targets(std::move(targets)), results(this->sources.size()) {}
+
+  void run_batch(const std::vector<Item>& items) override {
+    std::vector<std::vector<int32_t>> src, tgt;
+    for (const Item& item : items) {
+      const auto& job = static_cast<ScoreJob&>(*item.job);
+      src.push_back(job.sources[item.index]);
+      tgt.push_back(job.targets[item.index]);
+    }
+    transformer::ScoreOptions o;
+    o.batch_sentences = static_cast<int64_t>(src.size());
+    o.max_input_tokens = max_input_tokens;
+    std::vector<transformer::Score> out = scorer.score_ids(src, tgt, o);
+    for (size_t i = 0; i < items.size(); ++i)
+      static_cast<ScoreJob&>(*items[i].job).results[items[i].index] = out[i];
+  }
+
+  const transformer::Translator& scorer;
+  const int64_t max_input_tokens;
+  const std::vector<std::vector<int32_t>> sources, targets;
+  std::vector<transformer::Score> results;
+};
+
+// The request body's fields, checked by type and range; every error names the field and value.
+class Fields {
+ public:
+  Fields(const httplib::Request& req, std::initializer_list<const char*> known) {
+    try {
+      body_ = json::parse(req.body);
+    } catch (const json::parse_error& e) {
+      throw HttpError{400, cat("the request body is not valid JSON: ", e.what())};
+    }
+    if (!body_.is_object())
+      throw HttpError{400, cat("the request body must be a JSON object, got ", body_.type_name())};
+    for (const auto& [name, value] : body_.items())
+      if (std::find_if(known.begin(), known.end(), [&](const char* k) { return name == k; }) == known.end()) {
+        std::string list;
+        for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        throw HttpError{400, cat("unknown field '", name, "' (known: ", list, ")")};
+      }
+  }
+  bool has(const char* name) const { return body_.contains(name) && !body_[name].is_null(); }
+  int64_t integer(const char* name, int64_t fallback, int64_t lo, int64_t hi, const char* why = "") const {
+    if (!has(name)) return fallback;
+    const json& v = body_[name];
+    if (!v.is_number_integer())
+      throw HttpError{400, cat("'", name, "' must be an integer, got ", v.dump())};
+    const auto n = v.get<int64_t>();
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) 
+      throw HttpError{400, cat("'", name, "' must be in [", lo, ", ", hi, "]", why, ", got ", v.dump())};
+    if (n < lo || n > hi) throw HttpError{400, cat("'", name, "' must be in [", lo, ", ", hi, "]", why, ", got ", n)};
+    return n;
+  }
+  double number(const char* name, double fallback, double lo, double hi) const {
+    if (!has(name)) return fallback;
+    const json& v = body_[name];
+    if (!v.is_number()) throw HttpError{400, cat("'", name, "' must be a number, got ", v.dump())};
+    const auto x = v.get<double>();
+    if (!(x >= lo && x <= hi)) throw HttpError{400, cat("'", name, "' must be in [", lo, ", ", hi, "], got ", x)};
+    return x;
+  }
+  bool boolean(const char* name, bool fallback) const {
+    if (!has(name)) return fallback;
+    const json& v = body_[name];
+    if (!v.is_boolean()) throw HttpError{400, cat("'", name, "' must be true or false, got ", v.dump())};
+    return v.get<bool>();
+  }
+  std::string string(const char* name) const {
+    if (!has(name)) return "";
+    const json& v = body_[name];
+    if (!v.is_string()) throw HttpError{400, cat("'", name, "' must be a string, got ", v.dump())};
+    return v.get<std::string>();
+  }
+  // A required list of texts (a single string counts as a list of one).
+  std::vector<std::string> texts(const char* name, int64_t max_sentences) const {
+    if (!has(name)) throw HttpError{400, cat("the field '", name, "' is missing: give a list of texts")};
+    const json& v = body_[name];
+    if (v.is_string()) return {v.get<std::string>()};
+    if (!v.is_array())
+      throw HttpError{400, cat("'", name, "' must be a string or a list of strings, got ", v.type_name())};
+    if (v.empty()) throw HttpError{400, cat("'", name, "' is an empty list: give at least one text")};
+    if (static_cast<int64_t>(v.size()) > max_sentences)
+      throw HttpError{413, cat("'", name, "' has ", v.size(), " texts, more than the limit of ", max_sentences,
+                               " per request (--max-sentences): send them in several requests")};
+    std::vector<std::string> out;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_string())
+        throw HttpError{400, cat("'", name, "[", i, "]' must be a string, got ", v[i].type_name())};
+      out.push_back(v[i].get<std::string>());
+    }
+    return out;
+  }
+
+ private:
+  json body_;
+};
+
+std::vector<std::string> tokens_of(const transformer::Translator& t, const std::vector<int32_t>& ids) {
+  std::vector<std::string> out;
+  out.reserve(ids.size() + 1);
+  for (int32_t id : ids) out.push_back(t.piece(id));
+  out.push_back("</s>");
+  return out;
+}
+
+// Hypothesis attention [layer][head][target][source] as nested JSON arrays, rounded to 5 decimals.
+json attention_json(const transformer::Attention& a) {
+  json layers = json::array();
+  for (int64_t l = 0; l < a.layers; ++l) {
+    json heads = json::array();
+    for (int64_t h = 0; h < a.heads; ++h) {
+      json rows = json::array();
+      for (int64_t t = 0; t < a.target_length; ++t) {
+        json row = json::array();
+        for (int64_t s = 0; s < a.source_length; ++s) row.push_back(std::round(a.at(l, h, t, s) * 1e5) / 1e5);
+        rows.push_back(std::move(row));
+      }
+      heads.push_back(std::move(rows));
+    }
+    layers.push_back(std::move(heads));
+  }
+  return layers;
+}
+
+const char* const kEndpoints[] = {"/",       "/health",       "/metrics",   "/openapi.json",
+                                  "/v1/models", "/v1/translate", "/v1/score"};
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions options;
+  std::vector<std::unique_ptr<LoadedModel>> models;
+  Metrics metrics;
+  std::unique_ptr<Batcher> batcher;
+  httplib::Server http;
+  int port = -1;
+
+  LoadedModel& model(const Fields& f) {
+    const std::string name = f.string("model");
+    if (name.empty()) {
+      if (models.size() == 1) return *models[0];
+      throw HttpError{400, cat("this server has ", models.size(), " models: name one in 'model' (", names(), ")")};
+    }
+    for (auto& m : models)
+      if (m->spec.name == name) return *m;
+    throw HttpError{404, cat("unknown model '", name, "' (this server has: ", names(), ")")};
+  }
+  std::string names() const {
+    std::string out;
+    for (const auto& m : models) out += (out.empty() ? "" : ", ") + m->spec.name;
+    return out;
+  }
+
+  // A text cleaned (transformer/text.h) and checked: not empty, not over the limit.
+  std::string clean(const std::string& text, const std::string& what, std::vector<std::string>& warnings) const {
+    transformer::CleanText c = transformer::clean_input(text);
+    for (const std::string& w : transformer::repair_warnings(c.repairs, what)) warnings.push_back(w);
+    if (c.text.empty()) throw HttpError{400, cat(what, " is empty (nothing to translate once trimmed)")};
+    if (static_cast<int64_t>(c.text.size()) > options.max_text_bytes)
+      throw HttpError{413, cat(what, " has ", c.text.size(), " bytes, more than the limit of ", options.max_text_bytes,
+                               " (--max-text-bytes)")};
+    return std::move(c.text);
+  }
+
+  void submit(const std::shared_ptr<Job>& job) {
+    if (!batcher->submit(job))
+      throw HttpError{503, cat("the server is busy: its queue holds ", batcher->queued(), " of ",
+                               options.batching.max_queue_sentences, " sentences and this request has ", job->size(),
+                               "; retry later")};
+    job->wait();  // decoding errors (e.g. the memory limit) are thrown here: 500
+  }
+
+  json translate(const httplib::Request& req) {
+    const Fields f(req, {"text", "model", "beam", "n_best", "length_penalty", "scores", "attention"});
+    LoadedModel& m = model(f);
+    const std::vector<std::string> texts = f.texts("text", options.max_sentences);
+    transformer::TranslateOptions o;
+    o.search.beam_size = f.integer("beam", 4, 1, options.max_beam, " (--max-beam)");
+    o.search.n_best = f.integer("n_best", 1, 1, o.search.beam_size, " (at most the beam)");
+    o.search.length_penalty = f.number("length_penalty", 0.6, 0, 10);
+    o.search.record_attention = f.boolean("attention", false);
+    o.max_input_tokens = options.max_input_tokens;
+    const bool scores = f.boolean("scores", false);
+    std::vector<std::vector<std::string>> warnings(texts.size());
+    std::vector<std::vector<int32_t>> sources;
+    std::vector<int64_t> costs;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      sources.push_back(m.translator->encode(clean(texts[i], cat("text[", i, "]"), warnings[i])));
+      costs.push_back(std::min<int64_t>(static_cast<int64_t>(sources.back().size()), options.max_input_tokens) + 1);
+    }
+    const std::string key = cat(m.spec.name, "\ttranslate\t", o.search.beam_size, "\t", o.search.n_best, "\t",
+                                o.search.length_penalty, "\t", o.search.record_attention);
+    auto job = std::make_shared<TranslateJob>(key, costs, *m.translator, o, std::move(sources));
+    submit(job);
+    json out = json::array();
+    int64_t source_tokens = 0, target_tokens = 0;
+    for (size_t i = 0; i < job->results.size(); ++i) {
+      const transformer::Translation& r = job->results[i];
+      const transformer::Hypothesis& best = r.best();
+      source_tokens += static_cast<int64_t>(r.source_ids.size()) + 1;
+      target_tokens += static_cast<int64_t>(best.ids.size()) + 1;
+      json t = {{"text", best.text.empty() ? m.translator->decode(best.ids) : best.text}};
+      if (scores) t["score"] = best.normalized;
+      if (r.truncated) t["truncated"] = true;
+      if (!warnings[i].empty()) t["warnings"] = warnings[i];
+      if (o.search.n_best > 1 || o.search.record_attention) {
+        json hyps = json::array();
+        for (const transformer::Hypothesis& h : r.hypotheses) {
+          json hj = {{"text", m.translator->decode(h.ids)}, {"score", h.normalized}};
+          if (o.search.record_attention) {
+            hj["target_tokens"] = tokens_of(*m.translator, h.ids);
+            hj["attention"] = attention_json(h.attention);
+          }
+          hyps.push_back(std::move(hj));
+        }
+        t["hypotheses"] = std::move(hyps);
+      }
+      if (o.search.record_attention) t["source_tokens"] = tokens_of(*m.translator, r.source_ids);
+      out.push_back(std::move(t));
+    }
+    metrics.sentences(m.spec.name, "translate", static_cast<int64_t>(texts.size()), source_tokens, target_tokens);
+    return {{"model", m.spec.name}, {"translations", std::move(out)}};
+  }
+
+  json score(const httplib::Request& req) {
+    const Fields f(req, {"source", "target", "model"});
+    LoadedModel& m = model(f);
+    const std::vector<std::string> src_texts = f.texts("source", options.max_sentences);
+    const std::vector<std::string> tgt_texts = f.texts("target", options.max_sentences);
+    if (src_texts.size() != tgt_texts.size())
+      throw HttpError{400, cat("'source' has ", src_texts.size(), " texts but 'target' has ", tgt_texts.size(),
+                               ": give one target per source")};
+    std::vector<std::vector<int32_t>> src, tgt;
+    std::vector<int64_t> costs;
+    std::vector<std::vector<std::string>> warnings(src_texts.size());
+    for (size_t i = 0; i < src_texts.size(); ++i) {
+      src.push_back(m.translator->encode(clean(src_texts[i], cat("source[", i, "]"), warnings[i])));
+      tgt.push_back(m.translator->encode(clean(tgt_texts[i], cat("target[", i, "]"), warnings[i])));
+      costs.push_back(std::min<int64_t>(static_cast<int64_t>(src.back().size()), options.max_input_tokens) +
+                      std::min<int64_t>(static_cast<int64_t>(tgt.back().size()), options.max_input_tokens) + 2);
+    }
+    const transformer::Translator& scorer = m.score_translator();
+    auto job = std::make_shared<ScoreJob>(cat(m.spec.name, "\tscore"), costs, scorer, options.max_input_tokens,
+                                          std::move(src), std::move(tgt));
+    submit(job);
+    json out = json::array();
+    int64_t source_tokens = 0, target_tokens = 0;
+    for (size_t i = 0; i < job->results.size(); ++i) {
+      const transformer::Score& s = job->results[i];
+      json j = {{"score", s.total}, {"per_token", s.per_token}, {"tokens", s.tokens}};
+      if (s.truncated) j["truncated"] = true;
+      if (!warnings[i].empty()) j["warnings"] = warnings[i];
+      source_tokens += static_cast<int64_t>(job->sources[i].size()) + 1;
+      target_tokens += s.tokens;
+      out.push_back(std::move(j));
+    }
+    metrics.sentences(m.spec.name, "score", static_cast<int64_t>(src_texts.size()), source_tokens, target_tokens);
+    return {{"model", m.spec.name}, {"scores", std::move(out)}};
+  }
+
+  // Runs a JSON endpoint: errors become their status and a JSON body.
+  void answer(httplib::Response& res, const std::function<json()>& body) {
+    try {
+      res.set_content(body().dump() + "\n", "application/json");
+      res.status = 200;
+    } catch (const HttpError& e) {
+      res.status = e.status;
+      if (e.status == 503) res.set_header("Retry-After", cat(std::ceil(options.retry_after_seconds)));
+      res.set_content(error_body(e.message), "application/json");
+    } catch (const std::bad_alloc&) {
+      res.status = 503;
+      res.set_content(error_body("the server ran out of memory for this request; retry later or send less"),
+                      "application/json");
+    } catch (const std::exception& e) {
+      res.status = 500;
+      res.set_content(error_body(e.what()), "application/json");
+    }
+  }
+
+  bool authorized(const httplib::Request& req) const {
+    if (options.api_key.empty()) return true;
+    std::string given = req.get_header_value("Authorization");
+    if (given.rfind("Bearer ", 0) == 0) given = given.substr(7);
+    else given = req.get_header_value("X-API-Key");
+    // Compared in time independent of where they differ.
+    unsigned char diff = given.size() == options.api_key.size() ? 0 : 1;
+    for (size_t i = 0; i < given.size(); ++i)
+      diff |= static_cast<unsigned char>(given[i] ^ options.api_key[i % options.api_key.size()]);
+    return diff == 0;
+  }
+
+  void routes() {
+    static thread_local Clock::time_point arrival;
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      arrival = Clock::now();
+      const bool protected_path = req.path.rfind("/v1/", 0) == 0 || req.path == "/metrics";
+      if (protected_path && !authorized(req)) {
+        res.status = 401;
+        res.set_header("WWW-Authenticate", "Bearer");
+        res.set_content(error_body("this server needs an API key: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'"),
+                        "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      const char* endpoint = "other";
+      for (const char* e : kEndpoints)
+        if (req.path == e) endpoint = e;
+      metrics.request(endpoint, res.status, std::chrono::duration<double>(Clock::now() - arrival).count());
+    });
+    http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                       httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      std::string message;
+      if (res.status == 404) message = cat("no such endpoint: ", req.method, " ", req.path, " (see /openapi.json)");
+      else if (res.status == 413)
+        message = cat("the request body is over the limit of ", options.max_body_bytes, " bytes (--max-body-bytes)");
+      else if (res.status == 400) message = "the request is not valid HTTP";
+      else message = cat("HTTP status ", res.status);
+      res.set_content(error_body(message), "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+      res.status = 500;
+      res.set_content(error_body("internal error"), "application/json");
+    });
+    http.Post("/v1/translate", [this](const httplib::Request& req, httplib::Response& res) {
+      answer(res, [&] { return translate(req); });
+    });
+    http.Post("/v1/score", [this](const httplib::Request& req, httplib::Response& res) {
+      answer(res, [&] { return score(req); });
+    });
+    for (const char* path : {"/v1/translate", "/v1/score"})
+      http.Get(path, [path](const httplib::Request&, httplib::Response& res) {
+        res.status = 405;
+        res.set_header("Allow", "POST");
+        res.set_content(error_body(cat(path, " takes POST with a JSON body (see /openapi.json)")), "application/json");
+      });
+    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+      answer(res, [&] {
+        json list = json::array();
+        for (const auto& m : models) list.push_back(m->info);
+        return json{{"models", list}};
+      });
+    });
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      answer(res, [&] {
+        return json{{"status", "ok"}, {"models", models.size()}, {"queue", batcher->queued()}};
+      });
+    });
+    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics.render(batcher->queued(), options.batching.max_queue_sentences),
+                      "text/plain; version=0.0.4");
+    });
+    http.Get("/openapi.json", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(kOpenApiJson), "application/json");
+    });
+    http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(kIndexHtml), "text/html; charset=utf-8");
+    });
+  }
+};
+
+Server::Server(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  options.validate();
+  s.options = options;
+  for (const ModelSpec& spec : options.models) {
+    auto m = std::make_unique<LoadedModel>();
+    m->spec = spec;
+    m->options.vocab = spec.vocab;
+    m->options.verify = options.verify;
+    m->options.weights = options.weights;
+    m->options.threads = options.threads_per_worker;
+    try {
+      const transformer::ModelInfo info = transformer::model_info(spec.path, false);
+      m->translator = std::make_unique<transformer::Translator>(spec.path, m->options);
+      json config = json::object();
+      for (const auto& [k, v] : info.config) config[k] = json::parse(v);
+      m->info = {{"name", spec.name}, {"config", config}, {"parameters", info.total_parameters}};
+    } catch (const Error& e) {
+      throw Error(cat("model '", spec.name, "': ", e.what()));
+    }
+    s.models.push_back(std::move(m));
+  }
+  s.batcher = std::make_unique<Batcher>(options.batching, [&s](const BatchReport& r) {
+    s.metrics.batch(r.sentences, r.tokens, r.seconds);
+  });
+  const int http_threads = options.http_threads;
+  s.http.new_task_queue = [http_threads] { return new httplib::ThreadPool(static_cast<size_t>(http_threads)); };
+  s.http.set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
+  s.http.set_keep_alive_max_count(1000);
+  s.http.set_keep_alive_timeout(2);
+  s.http.set_read_timeout(10);
+  s.http.set_write_timeout(10);
+  s.routes();
+}
+
+Server::~Server() {
+  stop();
+  impl_->batcher->stop();
+}
+
+std::vector<std::string> Server::load_messages() const {
+  std::vector<std::string> out;
+  for (const auto& m : impl_->models) {
+    for (const std::string& n : m->translator->load_notes().notes) out.push_back(cat("note: model '", m->spec.name, "': ", n));
+    for (const std::string& w : m->translator->load_notes().warnings)
+      out.push_back(cat("warning: model '", m->spec.name, "': ", w));
+  }
+  return out;
+}
+
+int Server::bind() {
+  Impl& s = *impl_;
+  const int port = s.options.port == 0 ? s.http.bind_to_any_port(s.options.host)
+                                        : (s.http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1);
+  TFM_CHECK(port > 0, "cannot listen on ", s.options.host, ":", s.options.port,
+            " (the port is in use, or the host is not an address of this machine)");
+  s.port = port;
+  return port;
+}
+
+void Server::listen() {
+  impl_->http.listen_after_bind();  // returns after stop(), once the connections' threads are done
+  impl_->batcher->stop();
+}
+
+void Server::stop() { impl_->http.stop(); }
+
+}  // namespace tfm::serve
