@@ -85,7 +85,10 @@ struct HttpError {
   std::string message;
 };
 
-std::string error_body(const std::string& message) { return json{{"error", message}}.dump() + "\n"; }
+// Replaces bytes that are not UTF-8 (a parse error quotes the bad input) rather than throw.
+std::string error_body(const std::string& message) {
+  return json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
 
 // A model and its translators: the decoding one, and one with the plain float32 weights for
 // scoring (which needs them), loaded on the first /v1/score request.
