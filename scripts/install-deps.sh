@@ -24,6 +24,8 @@ packages=(
   libxxhash-dev               # XXH3-64 checksums of model and shortlist files
   libcli11-dev                # command line
   libcpp-httplib-dev          # `transformer serve` (HTTP server)
+  python3-jsonschema          # its OpenAPI document checked against it (tests/serve/openapi_test.py)
+  chromium chromium-driver python3-selenium  # its web page in a headless browser (tests/serve/browser_test.py)
   libgtest-dev libgmock-dev   # tests
   libbenchmark-dev            # micro-benchmarks (make bench)
   qemu-user                   # qemu-x86_64 runs the binary on emulated older CPUs (tests/cli/portable_test.sh)

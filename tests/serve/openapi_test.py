@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""The server's OpenAPI document (GET /openapi.json) checked against the running command, as
+schemathesis checks an API: requests generated from the document's own request schemas (valid
+ones, and each field with values of the wrong type, out of range, missing, or unknown) must get a
+status the document lists for the operation, never a 5xx, and a body of the content type and
+schema the document gives for that status. Every documented GET answers; an undocumented path is a
+JSON 404. Then SIGTERM ends the command with status 0.
+
+Needs only Debian's python3 and python3-jsonschema.
+  tests/serve/openapi_test.py --binary build/transformer --model tests/fixtures/tiny_model/model.safetensors
+"""
+import argparse
+import itertools
+import json
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+try:
+    import jsonschema
+except ImportError:
+    print("skipped: python3-jsonschema is not installed (scripts/install-deps.sh installs it)")
+    sys.exit(77)
+
+failures = []
+
+
+def fail(message):
+    failures.append(message)
+    print("FAIL:", message)
+
+
+def start(binary, model, extra):
+    proc = subprocess.Popen([binary, "serve", "-m", "tiny=" + model, "--port", "0"] + extra,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        match = re.search(r"on http://127\.0\.0\.1:(\d+)/", line)
+        if match:
+            return proc, int(match.group(1))
+    proc.kill()
+    sys.exit("the server did not start: " + (proc.stderr.read() or "no output"))
+
+
+def request(port, method, path, body=None):
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                 headers={"Content-Type": "application/json"} if data is not None else {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read()
+
+
+class Spec:
+    def __init__(self, doc):
+        self.doc = doc
+        registry = {"": doc}
+        self.resolver = jsonschema.RefResolver("", doc, store=registry)
+
+    def resolve(self, node):
+        while isinstance(node, dict) and "$ref" in node:
+            node = self.resolver.resolve(node["$ref"])[1]
+        return node
+
+    def validator(self, schema):
+        return jsonschema.Draft202012Validator(schema, resolver=self.resolver)
+
+    def check_response(self, op_name, operation, status, content_type, body):
+        responses = operation["responses"]
+        if str(status) not in responses:
+            fail(f"{op_name}: status {status} is not documented ({sorted(responses)}): {body[:200]!r}")
+            return
+        if status >= 500:
+            fail(f"{op_name}: a server error {status}: {body[:200]!r}")
+        response = self.resolve(responses[str(status)])
+        media = response.get("content", {})
+        kind = content_type.split(";")[0].strip()
+        if kind not in media:
+            fail(f"{op_name}: status {status} came as {kind!r}, documented {sorted(media)}")
+            return
+        if kind == "application/json":
+            try:
+                value = json.loads(body)
+            except ValueError:
+                fail(f"{op_name}: status {status}: the body is not JSON: {body[:200]!r}")
+                return
+            errors = list(self.validator(media[kind]["schema"]).iter_errors(value))
+            if errors:
+                fail(f"{op_name}: status {status}: the body breaks its schema: {errors[0].message}")
+
+
+def values(schema, spec, depth=0):
+    """Valid and invalid values for a schema node: (value, valid?)."""
+    schema = spec.resolve(schema)
+    wrong = [None, 3.5, "x", [], {}, True]
+    if "oneOf" in schema:
+        out = []
+        for option in schema["oneOf"]:
+            out += values(option, spec, depth)
+        return out
+    kind = schema.get("type")
+    if kind == "integer":
+        lo = schema.get("minimum", 0)
+        return [(lo, True), (lo + 1, True), (4, True), (lo - 1, False), (2**64 - 1, False), (1e30, False)] + \
+               [(w, False) for w in wrong if not isinstance(w, bool) and w is not None]
+    if kind == "number":
+        lo, hi = schema.get("minimum", -1e9), schema.get("maximum", 1e9)
+        return [(lo, True), (hi, True), ((lo + hi) / 2 if hi < 1e9 else lo + 1, True), (lo - 1, False),
+                (hi + 1, False), ("1", False)]
+    if kind == "boolean":
+        return [(True, True), (False, True), ("true", False), (1, False)]
+    if kind == "string":
+        good = ["one", "three hundred forty-two", "zwei\u00e9"]
+        return [(g, True) for g in good] + [("", False), ("   ", False), (7, False), ("a" * 100000, False)]
+    if kind == "array":
+        items = spec.resolve(schema["items"])
+        good = [v for v, ok in values(items, spec, depth + 1) if ok][:3]
+        return [([good[0]], True), (good, True), (good * 3, True), ([], False), ([good[0], 5], False),
+                ([good[0]] * 50, False)]
+    return [(w, False) for w in wrong]
+
+
+def generated_bodies(schema, spec, rng, count):
+    """Objects built from the request schema: each property from its value list, some left out,
+    sometimes an unknown field, sometimes a required one missing."""
+    schema = spec.resolve(schema)
+    props = schema["properties"]
+    choices = {name: values(sub, spec) for name, sub in props.items()}
+    for name in ("model",):
+        if name in choices:
+            choices[name] = [("tiny", True), ("no-such-model", False), (3, False)]
+    bodies = []
+    for _ in range(count):
+        body = {}
+        for name, options in choices.items():
+            required = name in schema.get("required", [])
+            if required or rng.random() < 0.5:
+                body[name] = rng.choice(options)[0]
+        if rng.random() < 0.1:
+            body["unknown_field"] = 1
+        if rng.random() < 0.1 and schema.get("required"):
+            body.pop(rng.choice(schema["required"]), None)
+        bodies.append(body)
+    # Each property alone with each of its values, the others valid.
+    base = {name: next(v for v, ok in choices[name] if ok) for name in schema.get("required", [])}
+    for name, options in choices.items():
+        for value, _ in options:
+            bodies.append(dict(base, **{name: value}))
+    return bodies
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--requests", type=int, default=150, help="generated bodies per operation")
+    args = parser.parse_args()
+
+    proc, port = start(args.binary, args.model, ["--max-sentences", "8", "--max-text-bytes", "1000",
+                                                 "--max-body-bytes", "60000"])
+    try:
+        status, kind, body = request(port, "GET", "/openapi.json")
+        assert status == 200 and kind.startswith("application/json"), (status, kind)
+        doc = json.loads(body)
+        spec = Spec(doc)
+        for name, schema in doc["components"]["schemas"].items():
+            jsonschema.Draft202012Validator.check_schema(schema)
+        rng = random.Random(1)
+        sent = 0
+        for path, methods in doc["paths"].items():
+            for method, operation in methods.items():
+                op_name = f"{method.upper()} {path}"
+                if "requestBody" in operation:
+                    schema = operation["requestBody"]["content"]["application/json"]["schema"]
+                    bodies = generated_bodies(schema, spec, rng, args.requests)
+                    bodies += [b"{not json", b"[]", b"null", b"\"text\"", b"{\"text\": \"\xff\"}"]
+                    statuses = {}
+                    for body in bodies:
+                        status, kind, answer = request(port, method.upper(), path, body)
+                        statuses[status] = statuses.get(status, 0) + 1
+                        spec.check_response(op_name, operation, status, kind, answer)
+                        sent += 1
+                    print(f"{op_name}: {len(bodies)} requests, statuses {dict(sorted(statuses.items()))}")
+                    if statuses.get(200, 0) == 0 or not any(400 <= s < 500 for s in statuses):
+                        fail(f"{op_name}: the generated requests did not reach both 200 and a 4xx: {statuses}")
+                    # The wrong method: documented as not there (405 with Allow).
+                    status, kind, answer = request(port, "GET", path)
+                    if status != 405 or not kind.startswith("application/json"):
+                        fail(f"GET {path}: expected a JSON 405, got {status} {kind}")
+                else:
+                    status, kind, answer = request(port, method.upper(), path)
+                    spec.check_response(op_name, operation, status, kind, answer)
+                    print(f"{op_name}: {status} {kind}")
+                    sent += 1
+        status, kind, answer = request(port, "GET", "/v1/nothing")
+        if status != 404 or "error" not in json.loads(answer):
+            fail(f"GET /v1/nothing: expected a JSON 404, got {status} {answer[:100]!r}")
+        # Every route the server answers is documented (the page's, the API's, the operational ones).
+        for path in ["/", "/health", "/metrics", "/openapi.json", "/v1/models", "/v1/translate", "/v1/score"]:
+            if path not in doc["paths"]:
+                fail(f"{path} is served but not documented")
+        print(f"{sent} requests checked against the document")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = "a hang"
+        rest = proc.stderr.read()
+        if code != 0 or "serve: stopped" not in rest:
+            fail(f"SIGTERM: expected exit status 0 and 'serve: stopped', got {code}: {rest}")
+    if failures:
+        sys.exit(f"{len(failures)} failures")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
