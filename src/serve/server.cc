@@ -281,6 +281,7 @@ struct Server::Impl {
   std::unique_ptr<Batcher> batcher;
   httplib::Server http;
   int port = -1;
+  socket_t listen_socket = INVALID_SOCKET;
 
   LoadedModel& model(const Fields& f) {
     const std::string name = f.string("model");
@@ -537,6 +538,14 @@ Server::Server(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
   const int http_threads = options.http_threads;
   s.http.new_task_queue = [http_threads] { return new httplib::ThreadPool(static_cast<size_t>(http_threads)); };
   s.http.set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
+  // The listening socket, to widen its backlog once bound: Debian's cpp-httplib listens with a
+  // backlog of 5, and more clients connecting at once had their connections dropped and retried
+  // after a second, some failing (seen with 64 clients of scripts/serve_load.sh).
+  s.http.set_socket_options([&s](socket_t sock) {
+    httplib::default_socket_options(sock);  // SO_REUSEADDR
+    s.listen_socket = sock;
+  });
+  s.http.set_tcp_nodelay(true);  // headers and body go in separate writes: no Nagle delay between them
   s.http.set_keep_alive_max_count(1000);
   s.http.set_keep_alive_timeout(2);
   s.http.set_read_timeout(10);
@@ -566,6 +575,7 @@ int Server::bind() {
   TFM_CHECK(port > 0, "cannot listen on ", s.options.host, ":", s.options.port,
             " (the port is in use, or the host is not an address of this machine)");
   s.port = port;
+  if (s.listen_socket != INVALID_SOCKET) ::listen(s.listen_socket, SOMAXCONN);  // Linux: a new backlog
   return port;
 }
 
