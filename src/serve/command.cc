@@ -114,8 +114,8 @@ Action add_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--http-threads", s.http_threads, "connections served at once")->capture_default_str();
   cmd->add_option("--max-body-bytes", s.max_body_bytes, "largest request body (413 above)")->capture_default_str();
-  cmd->add_option("--max-sentences", s.max_sentences, "most texts in one request (413 above)")->capture_default_str();
-  cmd->add_option("--max-text-bytes", s.max_text_bytes, "longest text, in bytes (413 above)")->capture_default_str();
+  cmd->add_option("--max-sentences", s.max_sentences, "most texts in one request (400 above)")->capture_default_str();
+  cmd->add_option("--max-text-length", s.max_text_length, "longest text, in characters (400 above)")->capture_default_str();
   cmd->add_option("--max-beam", s.max_beam, "largest beam (and n_best) a request may ask for")->capture_default_str();
   cmd->add_option("--max-input-tokens", s.max_input_tokens, "longer texts are truncated (\"truncated\": true)")
       ->capture_default_str();

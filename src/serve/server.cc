@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -57,7 +58,7 @@ void ServerOptions::validate() const {
   TFM_CHECK(max_sentences >= 1, "--max-sentences must be >= 1, got ", max_sentences);
   TFM_CHECK(max_sentences <= batching.max_queue_sentences, "--max-sentences ", max_sentences,
             " is more than --queue-size ", batching.max_queue_sentences, ": such a request could never be queued");
-  TFM_CHECK(max_text_bytes >= 1, "--max-text-bytes must be >= 1, got ", max_text_bytes);
+  TFM_CHECK(max_text_length >= 1, "--max-text-length must be >= 1, got ", max_text_length);
   TFM_CHECK(max_beam >= 1 && max_beam <= transformer::kMaxBeamSize, "--max-beam must be in [1, ",
             transformer::kMaxBeamSize, "], got ", max_beam);
   TFM_CHECK(max_input_tokens >= 1 && max_input_tokens <= transformer::kMaxInputTokens,
@@ -186,7 +187,7 @@ class Fields {
         throw HttpError{400, cat("unknown field '", name, "' (known: ", list, ")")};
       }
   }
-  bool has(const char* name) const { return body_.contains(name) && !body_[name].is_null(); }
+  bool has(const char* name) const { return body_.contains(name); }  // null is a wrong type, not absence
   int64_t integer(const char* name, int64_t fallback, int64_t lo, int64_t hi, const char* why = "") const {
     if (!has(name)) return fallback;
     const json& v = body_[name];
@@ -227,7 +228,7 @@ class Fields {
       throw HttpError{400, cat("'", name, "' must be a string or a list of strings, got ", v.type_name())};
     if (v.empty()) throw HttpError{400, cat("'", name, "' is an empty list: give at least one text")};
     if (static_cast<int64_t>(v.size()) > max_sentences)
-      throw HttpError{413, cat("'", name, "' has ", v.size(), " texts, more than the limit of ", max_sentences,
+      throw HttpError{400, cat("'", name, "' has ", v.size(), " texts, more than the limit of ", max_sentences,
                                " per request (--max-sentences): send them in several requests")};
     std::vector<std::string> out;
     for (size_t i = 0; i < v.size(); ++i) {
@@ -280,6 +281,7 @@ struct Server::Impl {
   Metrics metrics;
   std::unique_ptr<Batcher> batcher;
   httplib::Server http;
+  std::string openapi;  // the OpenAPI document with this server's limits
   int port = -1;
   socket_t listen_socket = INVALID_SOCKET;
 
@@ -299,14 +301,16 @@ struct Server::Impl {
     return out;
   }
 
-  // A text cleaned (transformer/text.h) and checked: not empty, not over the limit.
+  // A text checked (not over the limit, in characters as the OpenAPI document's maxLength counts
+  // them, before cleaning) and cleaned (transformer/text.h): not empty once trimmed.
   std::string clean(const std::string& text, const std::string& what, std::vector<std::string>& warnings) const {
+    const auto characters = std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; });
+    if (characters > options.max_text_length)
+      throw HttpError{400, cat(what, " has ", characters, " characters, more than the limit of ",
+                               options.max_text_length, " (--max-text-length)")};
     transformer::CleanText c = transformer::clean_input(text);
     for (const std::string& w : transformer::repair_warnings(c.repairs, what)) warnings.push_back(w);
     if (c.text.empty()) throw HttpError{400, cat(what, " is empty (nothing to translate once trimmed)")};
-    if (static_cast<int64_t>(c.text.size()) > options.max_text_bytes)
-      throw HttpError{413, cat(what, " has ", c.text.size(), " bytes, more than the limit of ", options.max_text_bytes,
-                               " (--max-text-bytes)")};
     return std::move(c.text);
   }
 
@@ -323,7 +327,10 @@ struct Server::Impl {
     LoadedModel& m = model(f);
     const std::vector<std::string> texts = f.texts("text", options.max_sentences);
     transformer::TranslateOptions o;
-    o.search.beam_size = f.integer("beam", 4, 1, options.max_beam, " (--max-beam)");
+    // n_best without a beam widens the default beam to it; with one, it may not be more.
+    const int64_t n_best = f.integer("n_best", 1, 1, options.max_beam, " (--max-beam)");
+    o.search.beam_size = f.integer("beam", std::max<int64_t>(std::min<int64_t>(4, options.max_beam), n_best), 1,
+                                   options.max_beam, " (--max-beam)");
     o.search.n_best = f.integer("n_best", 1, 1, o.search.beam_size, " (at most the beam)");
     o.search.length_penalty = f.number("length_penalty", 0.6, 0, 10);
     o.search.record_attention = f.boolean("attention", false);
@@ -464,7 +471,17 @@ struct Server::Impl {
       if (res.status == 404) message = cat("no such endpoint: ", req.method, " ", req.path, " (see /openapi.json)");
       else if (res.status == 413)
         message = cat("the request body is over the limit of ", options.max_body_bytes, " bytes (--max-body-bytes)");
-      else if (res.status == 400) message = "the request is not valid HTTP";
+      else if (res.status == 400 && !req.method.empty() &&
+               !std::set<std::string>{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"}.count(req.method)) {
+        res.status = 405;  // a method the HTTP library does not parse (TRACE, QUERY, …): 405, not 400
+        const bool known = std::find(std::begin(kEndpoints), std::end(kEndpoints), req.path) != std::end(kEndpoints);
+        res.set_header("Allow", !known ? "GET, POST" : req.path.rfind("/v1/", 0) == 0 && req.path != "/v1/models" ? "POST" : "GET");
+        message = cat("the method ", req.method, " is not one this server takes (see /openapi.json)");
+        res.set_header("Connection", "close");  // its body, if any, was not read: the connection cannot go on
+      } else if (res.status == 400) {
+        message = "the request is not valid HTTP";
+        res.set_header("Connection", "close");
+      }
       else message = cat("HTTP status ", res.status);
       res.set_content(error_body(message), "application/json");
       return httplib::Server::HandlerResponse::Handled;
@@ -479,12 +496,23 @@ struct Server::Impl {
     http.Post("/v1/score", [this](const httplib::Request& req, httplib::Response& res) {
       answer(res, [&] { return score(req); });
     });
-    for (const char* path : {"/v1/translate", "/v1/score"})
-      http.Get(path, [path](const httplib::Request&, httplib::Response& res) {
+    // Other methods on the documented paths: 405 naming the one allowed.
+    for (const char* path : kEndpoints) {
+      const bool post = std::string(path).rfind("/v1/", 0) == 0 && std::string(path) != "/v1/models";
+      auto not_allowed = [path, post](const httplib::Request& req, httplib::Response& res) {
         res.status = 405;
-        res.set_header("Allow", "POST");
-        res.set_content(error_body(cat(path, " takes POST with a JSON body (see /openapi.json)")), "application/json");
-      });
+        res.set_header("Allow", post ? "POST" : "GET");
+        res.set_content(error_body(cat(req.method, " ", path, ": this endpoint takes ", post ? "POST with a JSON body" : "GET",
+                                       " (see /openapi.json)")),
+                        "application/json");
+      };
+      if (post) http.Get(path, not_allowed);
+      else http.Post(path, not_allowed);
+      http.Put(path, not_allowed);
+      http.Delete(path, not_allowed);
+      http.Patch(path, not_allowed);
+      http.Options(path, not_allowed);
+    }
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
       answer(res, [&] {
         json list = json::array();
@@ -501,8 +529,8 @@ struct Server::Impl {
       res.set_content(metrics.render(batcher->queued(), options.batching.max_queue_sentences),
                       "text/plain; version=0.0.4");
     });
-    http.Get("/openapi.json", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(std::string(kOpenApiJson), "application/json");
+    http.Get("/openapi.json", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(openapi, "application/json");
     });
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(std::string(kIndexHtml), "text/html; charset=utf-8");
@@ -532,6 +560,15 @@ Server::Server(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
     }
     s.models.push_back(std::move(m));
   }
+  // The document states this server's own limits.
+  json doc = json::parse(kOpenApiJson);
+  json& schemas = doc["components"]["schemas"];
+  for (const char* field : {"beam", "n_best"})
+    schemas["TranslateRequest"]["properties"][field]["maximum"] = options.max_beam;
+  json& texts = schemas["Texts"]["oneOf"];
+  for (json* text : {&texts[0], &texts[1]["items"]}) (*text)["maxLength"] = options.max_text_length;
+  texts[1]["maxItems"] = options.max_sentences;
+  s.openapi = doc.dump(1) + "\n";
   s.batcher = std::make_unique<Batcher>(options.batching, [&s](const BatchReport& r) {
     s.metrics.batch(r.sentences, r.tokens, r.seconds);
   });

@@ -40,7 +40,7 @@ struct ServerOptions {
   int http_threads = 128;                // connections served at once (each holds a thread while open)
   int64_t max_body_bytes = 1 << 20;      // a larger request body: 413
   int64_t max_sentences = 256;           // per request
-  int64_t max_text_bytes = 4096;         // per sentence (after cleaning)
+  int64_t max_text_length = 4096;        // characters (Unicode code points) per text
   int64_t max_beam = 16;                 // the largest beam (and n_best) a request may ask for
   int64_t max_input_tokens = 1024;       // longer sentences are truncated ("truncated": true)
   std::string api_key;                   // "": none; else /v1/* and /metrics need it

@@ -166,7 +166,7 @@ def main():
     parser.add_argument("--requests", type=int, default=150, help="generated bodies per operation")
     args = parser.parse_args()
 
-    proc, port = start(args.binary, args.model, ["--max-sentences", "8", "--max-text-bytes", "1000",
+    proc, port = start(args.binary, args.model, ["--max-sentences", "8", "--max-text-length", "1000",
                                                  "--max-body-bytes", "60000"])
     try:
         status, kind, body = request(port, "GET", "/openapi.json")

@@ -335,7 +335,7 @@ struct Bad {
 TEST(Server, BadRequestsGetA4xxWithAJsonErrorNamingTheProblem) {
   ServerOptions o = two_workers();
   o.max_sentences = 3;
-  o.max_text_bytes = 50;
+  o.max_text_length = 50;
   o.max_body_bytes = 4096;
   const Running s(o);
   const std::vector<Bad> cases = {
@@ -346,8 +346,8 @@ TEST(Server, BadRequestsGetA4xxWithAJsonErrorNamingTheProblem) {
       {"/v1/translate", R"({"text": ["one", 7]})", 400, {"'text[1]'", "number"}},
       {"/v1/translate", R"({"text": []})", 400, {"empty list"}},
       {"/v1/translate", R"({"text": ["one", "  "]})", 400, {"text[1] is empty"}},
-      {"/v1/translate", R"({"text": ["one", "two", "three", "four"]})", 413, {"4 texts", "limit of 3", "--max-sentences"}},
-      {"/v1/translate", json{{"text", {std::string(60, 'a')}}}.dump(), 413, {"text[0]", "60 bytes", "--max-text-bytes"}},
+      {"/v1/translate", R"({"text": ["one", "two", "three", "four"]})", 400, {"4 texts", "limit of 3", "--max-sentences"}},
+      {"/v1/translate", json{{"text", {std::string(60, 'a')}}}.dump(), 400, {"text[0]", "60 characters", "--max-text-length"}},
       {"/v1/translate", R"({"text": "one", "beam": 0})", 400, {"'beam'", "[1, 16]", "got 0"}},
       {"/v1/translate", R"({"text": "one", "beam": 17})", 400, {"'beam'", "--max-beam", "got 17"}},
       {"/v1/translate", R"({"text": "one", "beam": 1e30})", 400, {"'beam' must be an integer"}},
@@ -359,6 +359,7 @@ TEST(Server, BadRequestsGetA4xxWithAJsonErrorNamingTheProblem) {
       {"/v1/translate", R"({"text": "one", "beams": 4})", 400, {"unknown field 'beams'", "beam"}},
       {"/v1/translate", R"({"text": "one", "model": "fr-de"})", 404, {"unknown model 'fr-de'", "tiny"}},
       {"/v1/translate", R"({"text": "one", "model": 3})", 400, {"'model' must be a string"}},
+      {"/v1/translate", R"({"text": "one", "scores": null})", 400, {"'scores' must be true or false", "null"}},
       {"/v1/translate", "{\"text\": \"\xff\xfe\"}", 400, {"not valid JSON", "UTF-8"}},
       {"/v1/translate", json{{"text", {std::string(5000, 'a')}}}.dump(), 413, {"4096 bytes", "--max-body-bytes"}},
       {"/v1/score", R"({"source": ["one", "two"], "target": ["eins"]})", 400, {"'source' has 2", "'target' has 1"}},
@@ -383,6 +384,8 @@ TEST(Server, BadRequestsGetA4xxWithAJsonErrorNamingTheProblem) {
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
   EXPECT_NE(missing->body.find("no such endpoint: GET /v2/translate"), std::string::npos);
+  // The limit counts characters: 50 of them in 51 bytes pass.
+  EXPECT_EQ(s.post_json("/v1/translate", {{"text", "\xc3\xa9" + std::string(49, 'a')}})["translations"].size(), 1u);
   // After all of that the server still translates.
   EXPECT_EQ(s.post_json("/v1/translate", {{"text", "one"}})["translations"].size(), 1u);
 }
