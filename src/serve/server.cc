@@ -583,7 +583,8 @@ Server::Server(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
     s.listen_socket = sock;
   });
   s.http.set_tcp_nodelay(true);  // headers and body go in separate writes: no Nagle delay between them
-  s.http.set_keep_alive_max_count(1000);
+  // A connection is closed after 100 requests, so that connections waiting for a thread get one.
+  s.http.set_keep_alive_max_count(100);
   s.http.set_keep_alive_timeout(2);
   s.http.set_read_timeout(10);
   s.http.set_write_timeout(10);

@@ -37,7 +37,10 @@ struct ServerOptions {
   int threads_per_worker = 1;  // each worker's threads (workers × threads ≈ cores)
   transformer::TranslatorOptions::Weights weights = transformer::TranslatorOptions::Weights::kPacked;
   bool verify = true;                    // verify the model files' checksums when loading
-  int http_threads = 128;                // connections served at once (each holds a thread while open)
+  // Connections served at once: each holds a thread while open, and further ones wait for one.
+  // Threads are cheap (their stacks are mostly untouched); too few starved clients beyond them for
+  // the whole of a 60 s overload test (scripts/serve_load.sh, 256 clients with 128 threads).
+  int http_threads = 512;
   int64_t max_body_bytes = 1 << 20;      // a larger request body: 413
   int64_t max_sentences = 256;           // per request
   int64_t max_text_length = 4096;        // characters (Unicode code points) per text

@@ -26,7 +26,7 @@ def find(*names):
 
 def start_server(binary, model):
     """Starts the server on a free port; returns (process, base URL, stderr lines so far)."""
-    proc = subprocess.Popen([binary, "serve", "-m", "tiny=" + model, "--port", "0"], stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0"], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines, found = [], queue.Queue()
 
@@ -145,6 +145,7 @@ def main():
     parser.add_argument("--binary", required=True, help="the transformer binary")
     parser.add_argument("--model", required=True, help="the model to serve")
     parser.add_argument("--screenshot", help="write a PNG of the page here after the checks")
+    parser.add_argument("--name", help="the model's name on the page (default: the file's stem)")
     parser.add_argument("--sentence", default=SENTENCE, help="what to type (default: %(default)r)")
     args = parser.parse_args()
     SENTENCE = args.sentence
@@ -162,7 +163,7 @@ def main():
         sys.exit(77)
 
     started = time.monotonic()
-    server, url, log = start_server(args.binary, args.model)
+    server, url, log = start_server(args.binary, f"{args.name}={args.model}" if args.name else args.model)
     driver, failure = None, None
     with tempfile.TemporaryDirectory(prefix="browser_test.") as profile:
         try:
