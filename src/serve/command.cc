@@ -6,6 +6,9 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <chrono>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "cli/commands.h"
@@ -31,6 +34,7 @@ struct Options {
   std::string vocab, api_key_file;
   bool int8 = false, packed = true, no_verify = false;
   int workers = 0, threads = 1;
+  int drain_seconds = 30;
   serve::ServerOptions server;
 };
 
@@ -50,35 +54,76 @@ int run(Options& o) {
   s.threads_per_worker = o.threads;
   if (!o.api_key_file.empty()) s.api_key = serve::read_api_key(o.api_key_file);
   s.validate();
-  serve::Server server(s);
-  for (const std::string& line : server.load_messages()) std::fprintf(stderr, "%s\n", line.c_str());
-  const int port = server.bind();
-  // SIGTERM and SIGINT write their number into a pipe (all a handler may safely do); a thread
-  // reading it stops the server, whose listen() then returns once the requests in flight are answered.
+  // SIGTERM and SIGINT write their number into a pipe (all a handler may safely do), from before
+  // the models load; a thread reading it stops the server, whose listen() then returns once the
+  // requests in flight are answered. A signal while loading ends the command once loading is done;
+  // a second signal, or connections still open drain_seconds after the first, end it at once.
   TFM_CHECK(pipe(g_signal_pipe) == 0, "serve: cannot create a pipe for the signals");
   struct sigaction action = {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  std::mutex mutex;
+  serve::Server* serving = nullptr;  // under mutex
+  bool stop_requested = false;       // under mutex
   std::thread waiter([&] {
-    unsigned char signal = 0;
-    while (read(g_signal_pipe[0], &signal, 1) < 0 && errno == EINTR) {
+    for (int signals = 0;; ++signals) {
+      unsigned char signal = 0;
+      ssize_t n;
+      while ((n = read(g_signal_pipe[0], &signal, 1)) < 0 && errno == EINTR) {
+      }
+      if (n <= 0) return;  // the pipe was closed: the server ended
+      const char* name = signal == SIGTERM ? "SIGTERM" : "SIGINT";
+      if (signals > 0) {
+        std::fprintf(stderr, "serve: a second %s: exiting now\n", name);
+        std::_Exit(128 + signal);
+      }
+      std::fprintf(stderr, "serve: %s: finishing the requests in flight (at most %d s), then exiting\n", name,
+                   o.drain_seconds);
+      std::lock_guard lock(mutex);
+      stop_requested = true;
+      if (serving) serving->stop();
+      std::thread([seconds = o.drain_seconds] {
+        std::this_thread::sleep_for(std::chrono::seconds(seconds));
+        std::fprintf(stderr, "serve: connections still open %d s after the signal (slow or idle clients): exiting\n",
+                     seconds);
+        std::_Exit(1);
+      }).detach();
     }
-    if (signal == 0) return;  // the pipe was closed: the server ended on its own
-    std::fprintf(stderr, "serve: %s: finishing the requests in flight, then exiting\n",
-                 signal == SIGTERM ? "SIGTERM" : "SIGINT");
-    server.stop();
   });
+  auto end_waiter = [&] {
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    close(g_signal_pipe[1]);  // ends the waiter if no signal came
+    waiter.join();
+  };
+  std::unique_ptr<serve::Server> server;
+  try {
+    server = std::make_unique<serve::Server>(s);
+  } catch (...) {
+    end_waiter();
+    throw;
+  }
+  for (const std::string& line : server->load_messages()) std::fprintf(stderr, "%s\n", line.c_str());
+  int port = 0;
+  try {
+    port = server->bind();
+  } catch (...) {
+    end_waiter();
+    throw;
+  }
+  {
+    std::lock_guard lock(mutex);
+    serving = server.get();
+    if (stop_requested) server->stop();  // listen() below then returns at once
+  }
   std::string names;
   for (const auto& m : s.models) names += (names.empty() ? "" : ", ") + m.name;
   std::fprintf(stderr, "serving %s on http://%s:%d/ (%d workers of %d threads; POST /v1/translate, GET /openapi.json)\n",
                names.c_str(), s.host.c_str(), port, s.batching.workers, s.threads_per_worker);
-  server.listen();
-  signal(SIGTERM, SIG_DFL);
-  signal(SIGINT, SIG_DFL);
-  close(g_signal_pipe[1]);  // ends the waiter if no signal came
-  waiter.join();
+  server->listen();
+  end_waiter();
   std::fprintf(stderr, "serve: stopped\n");
   return 0;
 }
@@ -119,6 +164,14 @@ Action add_serve(CLI::App& app) {
   cmd->add_option("--max-beam", s.max_beam, "largest beam (and n_best) a request may ask for")->capture_default_str();
   cmd->add_option("--max-input-tokens", s.max_input_tokens, "longer texts are truncated (\"truncated\": true)")
       ->capture_default_str();
+  cmd->add_option("--max-attention-values", s.max_attention_values,
+                  "refuse (400) a request for attention whose weights could number more than this (texts x n_best x "
+                  "layers x heads x source x output tokens)")
+      ->capture_default_str();
+  cmd->add_option("--drain-seconds", o->drain_seconds,
+                  "after SIGTERM or SIGINT, how long requests in flight may take before the server exits anyway")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400));
   cmd->add_option("--api-key-file", o->api_key_file,
                   "a file whose first line is the API key that /v1/* and /metrics then require "
                   "('Authorization: Bearer KEY' or 'X-API-Key: KEY')");

@@ -10,7 +10,7 @@ namespace {
 std::string number(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
 }
 
@@ -96,7 +96,7 @@ std::string Metrics::render(int64_t queue, int64_t queue_capacity) const {
   out += "# HELP transformer_batch_sentences Sentences per decoded batch.\n";
   out += "# TYPE transformer_batch_sentences histogram\n";
   batch_sentences_.render(out, "transformer_batch_sentences", "");
-  out += "# HELP transformer_batch_tokens Source tokens per decoded batch.\n";
+  out += "# HELP transformer_batch_tokens Tokens per decoded batch (translate: source tokens; score: source and target).\n";
   out += "# TYPE transformer_batch_tokens histogram\n";
   batch_tokens_.render(out, "transformer_batch_tokens", "");
   out += "# HELP transformer_batch_duration_seconds Decoding time per batch.\n";

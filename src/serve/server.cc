@@ -3,8 +3,10 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -61,6 +63,7 @@ void ServerOptions::validate() const {
   TFM_CHECK(max_text_length >= 1, "--max-text-length must be >= 1, got ", max_text_length);
   TFM_CHECK(max_beam >= 1 && max_beam <= transformer::kMaxBeamSize, "--max-beam must be in [1, ",
             transformer::kMaxBeamSize, "], got ", max_beam);
+  TFM_CHECK(max_attention_values >= 1, "--max-attention-values must be >= 1, got ", max_attention_values);
   TFM_CHECK(max_input_tokens >= 1 && max_input_tokens <= transformer::kMaxInputTokens,
             "--max-input-tokens must be in [1, ", transformer::kMaxInputTokens, "], got ", max_input_tokens);
   TFM_CHECK(std::isfinite(retry_after_seconds) && retry_after_seconds >= 0, "Retry-After must be >= 0, got ",
@@ -100,6 +103,7 @@ struct LoadedModel {
   std::mutex scorer_mutex;
   std::unique_ptr<transformer::Translator> scorer;
   json info;
+  int64_t decoder_layers = 0, heads = 0;
 
   const transformer::Translator& score_translator() {
     if (options.weights == transformer::TranslatorOptions::Weights::kPlain) return *translator;
@@ -173,9 +177,15 @@ class ScoreJob : public Job {
 class Fields {
  public:
   Fields(const httplib::Request& req, std::initializer_list<const char*> known) {
+    // No request needs nesting deeper than 3; deeper is refused while parsing (a body of 100,000
+    // '[' inside a field once crashed the error message's dump() by recursion).
+    static constexpr int kMaxDepth = 16;
     try {
-      body_ = json::parse(req.body);
-    } catch (const json::parse_error& e) {
+      body_ = json::parse(req.body, [](int depth, json::parse_event_t, json&) {
+        if (depth > kMaxDepth) throw HttpError{400, cat("the request body nests deeper than ", kMaxDepth, " levels")};
+        return true;
+      });
+    } catch (const json::exception& e) {  // parse errors, and numbers out of range (1e400)
       throw HttpError{400, cat("the request body is not valid JSON: ", e.what())};
     }
     if (!body_.is_object())
@@ -184,25 +194,31 @@ class Fields {
       if (std::find_if(known.begin(), known.end(), [&](const char* k) { return name == k; }) == known.end()) {
         std::string list;
         for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        throw HttpError{400, cat("unknown field '", name, "' (known: ", list, ")")};
+        throw HttpError{400, cat("unknown field '", name.size() > 80 ? name.substr(0, 77) + "..." : name, "' (known: ", list, ")")};
       }
   }
   bool has(const char* name) const { return body_.contains(name); }  // null is a wrong type, not absence
+  // A value for an error message: a scalar as JSON (cut at 80 bytes), a container by its type.
+  static std::string describe(const json& v) {
+    if (v.is_structured()) return v.type_name();
+    std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    return text.size() > 80 ? text.substr(0, 77) + "..." : text;
+  }
   int64_t integer(const char* name, int64_t fallback, int64_t lo, int64_t hi, const char* why = "") const {
     if (!has(name)) return fallback;
     const json& v = body_[name];
     if (!v.is_number_integer())
-      throw HttpError{400, cat("'", name, "' must be an integer, got ", v.dump())};
+      throw HttpError{400, cat("'", name, "' must be an integer, got ", describe(v))};
     const auto n = v.get<int64_t>();
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) 
-      throw HttpError{400, cat("'", name, "' must be in [", lo, ", ", hi, "]", why, ", got ", v.dump())};
+      throw HttpError{400, cat("'", name, "' must be in [", lo, ", ", hi, "]", why, ", got ", describe(v))};
     if (n < lo || n > hi) throw HttpError{400, cat("'", name, "' must be in [", lo, ", ", hi, "]", why, ", got ", n)};
     return n;
   }
   double number(const char* name, double fallback, double lo, double hi) const {
     if (!has(name)) return fallback;
     const json& v = body_[name];
-    if (!v.is_number()) throw HttpError{400, cat("'", name, "' must be a number, got ", v.dump())};
+    if (!v.is_number()) throw HttpError{400, cat("'", name, "' must be a number, got ", describe(v))};
     const auto x = v.get<double>();
     if (!(x >= lo && x <= hi)) throw HttpError{400, cat("'", name, "' must be in [", lo, ", ", hi, "], got ", x)};
     return x;
@@ -210,13 +226,13 @@ class Fields {
   bool boolean(const char* name, bool fallback) const {
     if (!has(name)) return fallback;
     const json& v = body_[name];
-    if (!v.is_boolean()) throw HttpError{400, cat("'", name, "' must be true or false, got ", v.dump())};
+    if (!v.is_boolean()) throw HttpError{400, cat("'", name, "' must be true or false, got ", describe(v))};
     return v.get<bool>();
   }
   std::string string(const char* name) const {
     if (!has(name)) return "";
     const json& v = body_[name];
-    if (!v.is_string()) throw HttpError{400, cat("'", name, "' must be a string, got ", v.dump())};
+    if (!v.is_string()) throw HttpError{400, cat("'", name, "' must be a string, got ", describe(v))};
     return v.get<std::string>();
   }
   // A required list of texts (a single string counts as a list of one).
@@ -284,6 +300,7 @@ struct Server::Impl {
   std::string openapi;  // the OpenAPI document with this server's limits
   int port = -1;
   socket_t listen_socket = INVALID_SOCKET;
+  std::atomic<bool> stopping{false};
 
   LoadedModel& model(const Fields& f) {
     const std::string name = f.string("model");
@@ -314,6 +331,15 @@ struct Server::Impl {
     return std::move(c.text);
   }
 
+  // A text cleaned, checked and encoded; one the vocabulary turns into no tokens at all (only
+  // zero-width or ideographic spaces, say) is refused like an empty one.
+  std::vector<int32_t> encode(const LoadedModel& m, const std::string& text, const std::string& what,
+                              std::vector<std::string>& warnings) const {
+    std::vector<int32_t> ids = m.translator->encode(clean(text, what, warnings));
+    if (ids.empty()) throw HttpError{400, cat(what, " has no tokens: the vocabulary drops every character of it")};
+    return ids;
+  }
+
   void submit(const std::shared_ptr<Job>& job) {
     if (!batcher->submit(job))
       throw HttpError{503, cat("the server is busy: its queue holds ", batcher->queued(), " of ",
@@ -339,12 +365,25 @@ struct Server::Impl {
     std::vector<std::vector<std::string>> warnings(texts.size());
     std::vector<std::vector<int32_t>> sources;
     std::vector<int64_t> costs;
+    int64_t attention_values = 0;  // at most, were every output as long as allowed
     for (size_t i = 0; i < texts.size(); ++i) {
-      sources.push_back(m.translator->encode(clean(texts[i], cat("text[", i, "]"), warnings[i])));
-      costs.push_back(std::min<int64_t>(static_cast<int64_t>(sources.back().size()), options.max_input_tokens) + 1);
+      sources.push_back(encode(m, texts[i], cat("text[", i, "]"), warnings[i]));
+      const int64_t length = std::min<int64_t>(static_cast<int64_t>(sources.back().size()), options.max_input_tokens);
+      costs.push_back(length + 1);
+      const auto max_output = static_cast<int64_t>(o.search.max_length_a * static_cast<double>(length) + o.search.max_length_b);
+      attention_values += o.search.n_best * m.decoder_layers * m.heads * (length + 1) * (max_output + 1);
     }
+    if (o.search.record_attention && attention_values > options.max_attention_values)
+      throw HttpError{400, cat("the attention of this request could be ", attention_values,
+                               " weights (texts × n_best × layers × heads × source × output tokens), more than the limit of ",
+                               options.max_attention_values,
+                               " (--max-attention-values): ask for attention with fewer or shorter texts, or a smaller n_best")};
+    // Requests share batches only with equal options: the length penalty by its exact bits (printed
+    // with 6 digits, 0.1234561 and 0.1234564 were one key and decoded alike).
+    uint64_t penalty_bits = 0;
+    std::memcpy(&penalty_bits, &o.search.length_penalty, sizeof penalty_bits);
     const std::string key = cat(m.spec.name, "\ttranslate\t", o.search.beam_size, "\t", o.search.n_best, "\t",
-                                o.search.length_penalty, "\t", o.search.record_attention);
+                                penalty_bits, "\t", o.search.record_attention);
     auto job = std::make_shared<TranslateJob>(key, costs, *m.translator, o, std::move(sources));
     submit(job);
     json out = json::array();
@@ -389,8 +428,8 @@ struct Server::Impl {
     std::vector<int64_t> costs;
     std::vector<std::vector<std::string>> warnings(src_texts.size());
     for (size_t i = 0; i < src_texts.size(); ++i) {
-      src.push_back(m.translator->encode(clean(src_texts[i], cat("source[", i, "]"), warnings[i])));
-      tgt.push_back(m.translator->encode(clean(tgt_texts[i], cat("target[", i, "]"), warnings[i])));
+      src.push_back(encode(m, src_texts[i], cat("source[", i, "]"), warnings[i]));
+      tgt.push_back(encode(m, tgt_texts[i], cat("target[", i, "]"), warnings[i]));
       costs.push_back(std::min<int64_t>(static_cast<int64_t>(src.back().size()), options.max_input_tokens) +
                       std::min<int64_t>(static_cast<int64_t>(tgt.back().size()), options.max_input_tokens) + 2);
     }
@@ -413,8 +452,14 @@ struct Server::Impl {
     return {{"model", m.spec.name}, {"scores", std::move(out)}};
   }
 
-  // Runs a JSON endpoint: errors become their status and a JSON body.
-  void answer(httplib::Response& res, const std::function<json()>& body) {
+  // Runs a JSON endpoint: errors become their status and a JSON body. `req` given: the endpoint
+  // needs the API key (checked here, in the handler, once httplib has read the body: answered
+  // before that, the unread body would be read as the connection's next request).
+  void answer(httplib::Response& res, const std::function<json()>& body, const httplib::Request* req = nullptr) {
+    if (req && !authorized(*req)) {
+      unauthorized(res);
+      return;
+    }
     try {
       res.set_content(body().dump() + "\n", "application/json");
       res.status = 200;
@@ -432,6 +477,13 @@ struct Server::Impl {
     }
   }
 
+  void unauthorized(httplib::Response& res) const {
+    res.status = 401;
+    res.set_header("WWW-Authenticate", "Bearer");
+    res.set_content(error_body("this server needs an API key: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'"),
+                    "application/json");
+  }
+
   bool authorized(const httplib::Request& req) const {
     if (options.api_key.empty()) return true;
     std::string given = req.get_header_value("Authorization");
@@ -445,30 +497,30 @@ struct Server::Impl {
   }
 
   void routes() {
-    static thread_local Clock::time_point arrival;
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // A request's arrival, on its connection's thread; unset (0 latency) for requests httplib
+    // refuses before routing (malformed, or a URI too long).
+    static thread_local Clock::time_point arrival{};
+    http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
       arrival = Clock::now();
-      const bool protected_path = req.path.rfind("/v1/", 0) == 0 || req.path == "/metrics";
-      if (protected_path && !authorized(req)) {
-        res.status = 401;
-        res.set_header("WWW-Authenticate", "Bearer");
-        res.set_content(error_body("this server needs an API key: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'"),
-                        "application/json");
-        return httplib::Server::HandlerResponse::Handled;
-      }
       return httplib::Server::HandlerResponse::Unhandled;
     });
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       const char* endpoint = "other";
       for (const char* e : kEndpoints)
         if (req.path == e) endpoint = e;
-      metrics.request(endpoint, res.status, std::chrono::duration<double>(Clock::now() - arrival).count());
+      const Clock::time_point now = Clock::now();
+      metrics.request(endpoint, res.status,
+                      arrival == Clock::time_point{} ? 0.0 : std::chrono::duration<double>(now - arrival).count());
+      arrival = {};
     });
     http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
                                                                        httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
       std::string message;
       if (res.status == 404) message = cat("no such endpoint: ", req.method, " ", req.path, " (see /openapi.json)");
+      else if (res.status == 413 && req.get_header_value("Content-Type") == "application/x-www-form-urlencoded")
+        message = "a form-encoded body (curl -d's default) is limited to 8192 bytes by the HTTP library: send it "
+                  "with 'Content-Type: application/json'";
       else if (res.status == 413)
         message = cat("the request body is over the limit of ", options.max_body_bytes, " bytes (--max-body-bytes)");
       else if (res.status == 400 && !req.method.empty() &&
@@ -491,10 +543,10 @@ struct Server::Impl {
       res.set_content(error_body("internal error"), "application/json");
     });
     http.Post("/v1/translate", [this](const httplib::Request& req, httplib::Response& res) {
-      answer(res, [&] { return translate(req); });
+      answer(res, [&] { return translate(req); }, &req);
     });
     http.Post("/v1/score", [this](const httplib::Request& req, httplib::Response& res) {
-      answer(res, [&] { return score(req); });
+      answer(res, [&] { return score(req); }, &req);
     });
     // Other methods on the documented paths: 405 naming the one allowed.
     for (const char* path : kEndpoints) {
@@ -513,19 +565,23 @@ struct Server::Impl {
       http.Patch(path, not_allowed);
       http.Options(path, not_allowed);
     }
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      answer(res, [&] {
-        json list = json::array();
-        for (const auto& m : models) list.push_back(m->info);
-        return json{{"models", list}};
-      });
+    http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+      answer(
+          res,
+          [&] {
+            json list = json::array();
+            for (const auto& m : models) list.push_back(m->info);
+            return json{{"models", list}};
+          },
+          &req);
     });
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       answer(res, [&] {
         return json{{"status", "ok"}, {"models", models.size()}, {"queue", batcher->queued()}};
       });
     });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+      if (!authorized(req)) return unauthorized(res);
       res.set_content(metrics.render(batcher->queued(), options.batching.max_queue_sentences),
                       "text/plain; version=0.0.4");
     });
@@ -555,6 +611,8 @@ Server::Server(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
       json config = json::object();
       for (const auto& [k, v] : info.config) config[k] = json::parse(v);
       m->info = {{"name", spec.name}, {"config", config}, {"parameters", info.total_parameters}};
+      m->decoder_layers = info.decoder_layers;
+      m->heads = config.value("heads", int64_t{1});
     } catch (const Error& e) {
       throw Error(cat("model '", spec.name, "': ", e.what()));
     }
@@ -579,7 +637,10 @@ Server::Server(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
   // backlog of 5, and more clients connecting at once had their connections dropped and retried
   // after a second, some failing (seen with 64 clients of scripts/serve_load.sh).
   s.http.set_socket_options([&s](socket_t sock) {
-    httplib::default_socket_options(sock);  // SO_REUSEADDR
+    // SO_REUSEADDR (a restarted server binds at once), not httplib's default SO_REUSEPORT, with
+    // which a second server on the same port started and shared the connections.
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     s.listen_socket = sock;
   });
   s.http.set_tcp_nodelay(true);  // headers and body go in separate writes: no Nagle delay between them
@@ -618,10 +679,21 @@ int Server::bind() {
 }
 
 void Server::listen() {
-  impl_->http.listen_after_bind();  // returns after stop(), once the connections' threads are done
+  // listen_after_bind returns after stop(), once the connections' threads are done; a stop() that
+  // came before it started shut the socket down, so that it returns at once.
+  if (!impl_->stopping) impl_->http.listen_after_bind();
+  impl_->stopping = true;  // the socket is closed now: a later stop() must not touch its number
   impl_->batcher->stop();
 }
 
-void Server::stop() { impl_->http.stop(); }
+void Server::stop() {
+  Impl& s = *impl_;
+  if (s.stopping.exchange(true)) return;
+  // The socket is still open here (httplib closes it in its stop()). Shut down, it wakes and ends a
+  // listen_after_bind that is running or about to start, which httplib's stop() alone does not do
+  // before that has begun.
+  if (s.listen_socket != INVALID_SOCKET) ::shutdown(s.listen_socket, SHUT_RDWR);
+  s.http.stop();
+}
 
 }  // namespace tfm::serve

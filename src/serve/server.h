@@ -45,6 +45,9 @@ struct ServerOptions {
   int64_t max_sentences = 256;           // per request
   int64_t max_text_length = 4096;        // characters (Unicode code points) per text
   int64_t max_beam = 16;                 // the largest beam (and n_best) a request may ask for
+  // A request asking for attention is refused when its weights could number more than this (each
+  // is about 8 bytes of JSON): texts × n_best × layers × heads × source tokens × most output tokens.
+  int64_t max_attention_values = 4'000'000;
   int64_t max_input_tokens = 1024;       // longer sentences are truncated ("truncated": true)
   std::string api_key;                   // "": none; else /v1/* and /metrics need it
   double retry_after_seconds = 1;        // Retry-After of a 503 for a full queue

@@ -336,7 +336,8 @@ TEST(Server, BadRequestsGetA4xxWithAJsonErrorNamingTheProblem) {
   ServerOptions o = two_workers();
   o.max_sentences = 3;
   o.max_text_length = 50;
-  o.max_body_bytes = 4096;
+  o.max_body_bytes = 300000;
+  o.max_attention_values = 10000;  // 2 texts of 1 token, n_best 16, 1 layer, 4 heads: 2·16·4·2·52 = 13,312
   const Running s(o);
   const std::vector<Bad> cases = {
       {"/v1/translate", "{\"text\": [\"one\"", 400, {"not valid JSON"}},
@@ -361,7 +362,14 @@ TEST(Server, BadRequestsGetA4xxWithAJsonErrorNamingTheProblem) {
       {"/v1/translate", R"({"text": "one", "model": 3})", 400, {"'model' must be a string"}},
       {"/v1/translate", R"({"text": "one", "scores": null})", 400, {"'scores' must be true or false", "null"}},
       {"/v1/translate", "{\"text\": \"\xff\xfe\"}", 400, {"not valid JSON", "UTF-8"}},
-      {"/v1/translate", json{{"text", {std::string(5000, 'a')}}}.dump(), 413, {"4096 bytes", "--max-body-bytes"}},
+      {"/v1/translate", json{{"text", {std::string(300000, 'a')}}}.dump(), 413, {"300000 bytes", "--max-body-bytes"}},
+      {"/v1/translate", R"({"text": "one", "length_penalty": 1e400})", 400, {"not valid JSON", "number overflow"}},
+      {"/v1/translate", R"({"text": "\u3000\u200b"})", 400, {"text[0] has no tokens"}},
+      {"/v1/translate", std::string(R"({"text": "one", "model": )") + std::string(100000, '[') + std::string(100000, ']') + "}",
+       400, {"nests deeper than 16"}},
+      {"/v1/translate", R"({"text": "one", "model": [[1, 2]]})", 400, {"'model' must be a string, got array"}},
+      {"/v1/translate", R"({"text": ["one", "two"], "beam": 16, "n_best": 16, "attention": true})", 400,
+       {"attention", "--max-attention-values"}},
       {"/v1/score", R"({"source": ["one", "two"], "target": ["eins"]})", 400, {"'source' has 2", "'target' has 1"}},
       {"/v1/score", R"({"source": ["one"]})", 400, {"'target' is missing"}},
       {"/v1/score", R"({"source": ["one"], "target": [""]})", 400, {"target[0] is empty"}},
@@ -461,6 +469,58 @@ TEST(Server, AnApiKeyGuardsTheApiButNotThePageOrHealth) {
   std::ofstream(file) << "\n";
   testing::expect_error([&] { read_api_key(file); }, {"holds no key"});
   testing::expect_error([&] { read_api_key(file + ".missing"); }, {"cannot read --api-key-file"});
+}
+
+// Requests share a batch only with equal options: length penalties that print alike with 6 digits
+// are decoded each with its own.
+TEST(Server, RequestsWithOptionsThatDifferAreNotBatchedTogether) {
+  ServerOptions o;
+  o.batching.workers = 1;
+  o.batching.max_wait_ms = 300;
+  const Running s(o);
+  const transformer::Translator t(kModel);
+  auto ask = [&](double penalty) {
+    return std::async(std::launch::async, [&s, penalty] {
+      return s.post_json("/v1/translate", {{"text", "three hundred forty-two"}, {"scores", true}, {"length_penalty", penalty}});
+    });
+  };
+  auto a = ask(0.1234561), b = ask(0.1234564);
+  for (auto [penalty, answer] : {std::pair{0.1234561, a.get()}, std::pair{0.1234564, b.get()}}) {
+    transformer::TranslateOptions to;
+    to.search.length_penalty = penalty;
+    const double want = t.translate({"three hundred forty-two"}, to)[0].best().normalized;
+    EXPECT_DOUBLE_EQ(answer["translations"][0]["score"].get<double>(), want) << penalty;
+  }
+}
+
+TEST(Server, A401LeavesTheConnectionUsable) {
+  ServerOptions o;
+  o.api_key = "k";
+  const Running s(o);
+  httplib::Client c = s.client();
+  c.set_keep_alive(true);
+  // The refused request's body is read, not taken for the connection's next request.
+  auto refused = c.Post("/v1/translate", {{"X-API-Key", "wrong"}}, "{\"text\": \"one\"}\r\nGET /health HTTP/1.1\r\n\r\n",
+                        "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 401);
+  auto next = c.Post("/v1/translate", {{"X-API-Key", "k"}}, R"({"text": "one"})", "application/json");
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, 200) << next->body;
+}
+
+TEST(Server, AStopBeforeListenEndsItAtOnceAndAPortServesOneServer) {
+  ServerOptions o;
+  o.models = {parse_model_spec("tiny=" + kModel)};
+  o.port = 0;
+  Server first(o);
+  o.port = first.bind();
+  Server second(o);
+  testing::expect_error([&] { second.bind(); }, {"cannot listen on 127.0.0.1:", std::to_string(o.port).c_str()});
+  first.stop();  // before listen(): a signal that came while the models loaded
+  const auto start = std::chrono::steady_clock::now();
+  first.listen();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
 TEST(Server, StopAnswersTheRequestsInFlight) {
