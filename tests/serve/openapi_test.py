@@ -112,16 +112,17 @@ def values(schema, spec, depth=0):
     if kind == "integer":
         lo = schema.get("minimum", 0)
         return [(lo, True), (lo + 1, True), (4, True), (lo - 1, False), (2**64 - 1, False), (1e30, False)] + \
-               [(w, False) for w in wrong if not isinstance(w, bool) and w is not None]
+               [(w, False) for w in wrong if not isinstance(w, bool)]
     if kind == "number":
         lo, hi = schema.get("minimum", -1e9), schema.get("maximum", 1e9)
         return [(lo, True), (hi, True), ((lo + hi) / 2 if hi < 1e9 else lo + 1, True), (lo - 1, False),
-                (hi + 1, False), ("1", False)]
+                (hi + 1, False), ("1", False), (None, False)]
     if kind == "boolean":
-        return [(True, True), (False, True), ("true", False), (1, False)]
+        return [(True, True), (False, True), ("true", False), (1, False), (None, False)]
     if kind == "string":
         good = ["one", "three hundred forty-two", "zwei\u00e9"]
-        return [(g, True) for g in good] + [("", False), ("   ", False), (7, False), ("a" * 100000, False)]
+        return [(g, True) for g in good] + [("", False), ("   ", False), (7, False), (None, False),
+                                            ("a" * 100000, False)]
     if kind == "array":
         items = spec.resolve(schema["items"])
         good = [v for v, ok in values(items, spec, depth + 1) if ok][:3]
@@ -202,6 +203,14 @@ def main():
                     spec.check_response(op_name, operation, status, kind, answer)
                     print(f"{op_name}: {status} {kind}")
                     sent += 1
+        # Methods a path does not take: 405, naming the one it does in Allow.
+        for path, methods in doc["paths"].items():
+            for method in ["PUT", "DELETE", "PATCH"] + (["POST"] if "post" not in methods else ["GET"]):
+                if method.lower() in methods:
+                    continue
+                status, kind, answer = request(port, method, path, b"{}" if method != "GET" else None)
+                if status != 405 or not kind.startswith("application/json"):
+                    fail(f"{method} {path}: expected a JSON 405, got {status} {kind}")
         status, kind, answer = request(port, "GET", "/v1/nothing")
         if status != 404 or "error" not in json.loads(answer):
             fail(f"GET /v1/nothing: expected a JSON 404, got {status} {answer[:100]!r}")
