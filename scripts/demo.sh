@@ -35,3 +35,4 @@ paste -d '\t' "$run/examples.en" "$run/examples.hyp" <(head -n 6 "$run/data/test
 
 "$bin" plot "$run" >/dev/null
 echo "== the run folder: $run (model.safetensors, vocab.model, metrics.jsonl, training.svg)"
+echo "== serve it: $bin serve -m $run/model.safetensors   (then open http://127.0.0.1:8080/; docs/serve.md)"
