@@ -537,6 +537,24 @@ TEST(Server, StopAnswersTheRequestsInFlight) {
   EXPECT_EQ(r->status, 200) << r->body;
 }
 
+TEST(Server, Int8WeightsAnswerAsTheLibrarysInt8Translator) {
+  ServerOptions o = two_workers();
+  o.weights = transformer::TranslatorOptions::Weights::kInt8;
+  const Running s(o);
+  transformer::TranslatorOptions to;
+  to.weights = transformer::TranslatorOptions::Weights::kInt8;
+  const transformer::Translator t(kModel, to);
+  const std::vector<std::string> lines = inputs();
+  const auto want = t.translate(lines);
+  const json j = s.post_json("/v1/translate", {{"text", lines}, {"scores", true}});
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(j["translations"][i]["text"], want[i].best().text);
+    EXPECT_NEAR(j["translations"][i]["score"].get<double>(), want[i].best().normalized, 1e-4);
+  }
+  // Scoring needs the float32 weights: the server loads them for it.
+  EXPECT_EQ(s.post_json("/v1/score", {{"source", "one"}, {"target", "eins"}})["scores"].size(), 1u);
+}
+
 TEST(Server, SeveralModelsByName) {
   ServerOptions o;
   o.models = {parse_model_spec("a=" + kModel), parse_model_spec("b=" + kModel)};
