@@ -416,14 +416,16 @@ TEST(Server, AFullQueueAnswers503WithRetryAfter) {
   o.max_sentences = 2;
   const Running s(o);
   auto first = std::async(std::launch::async, [&] { return s.post("/v1/translate", R"({"text": ["one", "two"]})"); });
+  // Once the first request's 2 sentences wait in the queue (GET /health says so), it is full.
   const auto until = std::chrono::steady_clock::now() + 10s;
-  auto busy = [&] { return s.post("/v1/translate", R"({"text": ["three"]})"); };
-  std::this_thread::sleep_for(20ms);
-  httplib::Result second = busy();
-  while (second && second->status == 200 && std::chrono::steady_clock::now() < until) {  // until the first is queued
-    std::this_thread::sleep_for(20ms);
-    second = busy();
+  int64_t queued = 0;
+  while (queued < 2 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(5ms);
+    auto health = s.client().Get("/health");
+    if (health && health->status == 200) queued = json::parse(health->body)["queue"].get<int64_t>();
   }
+  ASSERT_EQ(queued, 2);
+  httplib::Result second = s.post("/v1/translate", R"({"text": ["three"]})");
   ASSERT_TRUE(second);
   EXPECT_EQ(second->status, 503) << second->body;
   EXPECT_EQ(second->get_header_value("Retry-After"), "1");
@@ -525,10 +527,15 @@ TEST(Server, AStopBeforeListenEndsItAtOnceAndAPortServesOneServer) {
 
 TEST(Server, StopAnswersTheRequestsInFlight) {
   ServerOptions o;
-  o.batching.max_wait_ms = 1000;  // the request is still queued when stop() comes
+  o.batching.max_wait_ms = 2000;  // the request is still queued when stop() comes
   auto s = std::make_unique<Running>(o);
   auto inflight = std::async(std::launch::async, [&] { return s->post("/v1/translate", R"({"text": ["one"]})"); });
-  std::this_thread::sleep_for(300ms);
+  const auto until = std::chrono::steady_clock::now() + 10s;  // until it waits in the queue
+  for (int64_t queued = 0; queued < 1 && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(5ms);
+    auto health = s->client().Get("/health");
+    if (health && health->status == 200) queued = json::parse(health->body)["queue"].get<int64_t>();
+  }
   const auto start = std::chrono::steady_clock::now();
   s.reset();  // stop(), then join listen()
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
