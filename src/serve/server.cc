@@ -289,6 +289,11 @@ json attention_json(const transformer::Attention& a) {
 const char* const kEndpoints[] = {"/",       "/health",       "/metrics",   "/openapi.json",
                                   "/v1/models", "/v1/translate", "/v1/score"};
 
+// The one method an endpoint takes: POST for the JSON work endpoints, GET for the rest.
+const char* method_of(std::string_view endpoint) {
+  return endpoint == "/v1/translate" || endpoint == "/v1/score" ? "POST" : "GET";
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -527,7 +532,7 @@ struct Server::Impl {
                !std::set<std::string>{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"}.count(req.method)) {
         res.status = 405;  // a method the HTTP library does not parse (TRACE, QUERY, …): 405, not 400
         const bool known = std::find(std::begin(kEndpoints), std::end(kEndpoints), req.path) != std::end(kEndpoints);
-        res.set_header("Allow", !known ? "GET, POST" : req.path.rfind("/v1/", 0) == 0 && req.path != "/v1/models" ? "POST" : "GET");
+        res.set_header("Allow", known ? method_of(req.path) : "GET, POST");
         message = cat("the method ", req.method, " is not one this server takes (see /openapi.json)");
         res.set_header("Connection", "close");  // its body, if any, was not read: the connection cannot go on
       } else if (res.status == 400) {
@@ -550,7 +555,7 @@ struct Server::Impl {
     });
     // Other methods on the documented paths: 405 naming the one allowed.
     for (const char* path : kEndpoints) {
-      const bool post = std::string(path).rfind("/v1/", 0) == 0 && std::string(path) != "/v1/models";
+      const bool post = std::string_view(method_of(path)) == "POST";
       auto not_allowed = [path, post](const httplib::Request& req, httplib::Response& res) {
         res.status = 405;
         res.set_header("Allow", post ? "POST" : "GET");

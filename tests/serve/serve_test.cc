@@ -216,6 +216,16 @@ class Running {
     EXPECT_EQ(r->status, status) << r->body;
     return json::parse(r->body);
   }
+  // Polls GET /health until the queue holds `sentences` (true), for at most 10 s (false).
+  bool wait_until_queued(int64_t sentences) const {
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < until) {
+      auto health = client().Get("/health");
+      if (health && health->status == 200 && json::parse(health->body)["queue"].get<int64_t>() >= sentences) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
   std::unique_ptr<Server> server;
   int port = 0;
   std::thread thread;
@@ -416,15 +426,8 @@ TEST(Server, AFullQueueAnswers503WithRetryAfter) {
   o.max_sentences = 2;
   const Running s(o);
   auto first = std::async(std::launch::async, [&] { return s.post("/v1/translate", R"({"text": ["one", "two"]})"); });
-  // Once the first request's 2 sentences wait in the queue (GET /health says so), it is full.
-  const auto until = std::chrono::steady_clock::now() + 10s;
-  int64_t queued = 0;
-  while (queued < 2 && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(5ms);
-    auto health = s.client().Get("/health");
-    if (health && health->status == 200) queued = json::parse(health->body)["queue"].get<int64_t>();
-  }
-  ASSERT_EQ(queued, 2);
+  // Once the first request's 2 sentences wait in the queue, it is full.
+  ASSERT_TRUE(s.wait_until_queued(2));
   httplib::Result second = s.post("/v1/translate", R"({"text": ["three"]})");
   ASSERT_TRUE(second);
   EXPECT_EQ(second->status, 503) << second->body;
@@ -530,12 +533,7 @@ TEST(Server, StopAnswersTheRequestsInFlight) {
   o.batching.max_wait_ms = 2000;  // the request is still queued when stop() comes
   auto s = std::make_unique<Running>(o);
   auto inflight = std::async(std::launch::async, [&] { return s->post("/v1/translate", R"({"text": ["one"]})"); });
-  const auto until = std::chrono::steady_clock::now() + 10s;  // until it waits in the queue
-  for (int64_t queued = 0; queued < 1 && std::chrono::steady_clock::now() < until;) {
-    std::this_thread::sleep_for(5ms);
-    auto health = s->client().Get("/health");
-    if (health && health->status == 200) queued = json::parse(health->body)["queue"].get<int64_t>();
-  }
+  ASSERT_TRUE(s->wait_until_queued(1));
   const auto start = std::chrono::steady_clock::now();
   s.reset();  // stop(), then join listen()
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
