@@ -398,7 +398,7 @@ struct Server::Impl {
       const transformer::Hypothesis& best = r.best();
       source_tokens += static_cast<int64_t>(r.source_ids.size()) + 1;
       target_tokens += static_cast<int64_t>(best.ids.size()) + 1;
-      json t = {{"text", best.text.empty() ? m.translator->decode(best.ids) : best.text}};
+      json t = {{"text", m.translator->decode(best.ids)}};  // translate_ids gives ids only
       if (scores) t["score"] = best.normalized;
       if (r.truncated) t["truncated"] = true;
       if (!warnings[i].empty()) t["warnings"] = warnings[i];
