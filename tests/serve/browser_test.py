@@ -15,38 +15,16 @@ Exits 77 (ctest's skip) when selenium, chromium or chromedriver is missing, non-
   tests/serve/browser_test.py --binary build/transformer --model tests/fixtures/tiny_model/model.safetensors \
       [--screenshot page.png]
 """
-import argparse, base64, json, queue, re, shutil, signal, subprocess, sys, tempfile, threading, time, urllib.request
+import argparse, base64, json, os, re, shutil, sys, tempfile, time, urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serving import Serving  # noqa: E402
 
 SENTENCE = "three hundred forty-two"
 
 
 def find(*names):
     return next((p for p in map(shutil.which, names) if p), None)
-
-
-def start_server(binary, model):
-    """Starts the server on a free port; returns (process, base URL, stderr lines so far)."""
-    proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0"], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    lines, found = [], queue.Queue()
-
-    def drain():  # keeps reading stderr so the server never blocks on a full pipe
-        for line in proc.stderr:
-            lines.append(line.rstrip("\n"))
-            m = re.search(r"^serving .* on (http://[\d.]+:\d+)/", line)
-            if m: found.put(m.group(1))
-        found.put(None)
-
-    threading.Thread(target=drain, daemon=True).start()
-    try:
-        url = found.get(timeout=60)
-    except queue.Empty:
-        url = None
-    if url is None:
-        why = "within 60 s" if proc.poll() is None else f"(it exited with status {proc.wait()})"
-        proc.kill()
-        sys.exit(f"FAIL: the server printed no 'serving ... on http://HOST:PORT/' line {why}:\n" + "\n".join(lines))
-    return proc, url, lines
 
 
 def post(url, body):
@@ -163,7 +141,8 @@ def main():
         sys.exit(77)
 
     started = time.monotonic()
-    server, url, log = start_server(args.binary, f"{args.name}={args.model}" if args.name else args.model)
+    server = Serving(args.binary, f"{args.name}={args.model}" if args.name else args.model)
+    url = server.url
     driver, failure = None, None
     with tempfile.TemporaryDirectory(prefix="browser_test.") as profile:
         try:
@@ -185,16 +164,10 @@ def main():
                 except Exception as e:
                     failure = failure or f"could not write the screenshot {args.screenshot}: {e}"
                 driver.quit()
-            server.send_signal(signal.SIGTERM)
-            try:
-                code = server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                code = "none: still running 30 s after SIGTERM (killed)"
-    if failure is None and code != 0:
-        failure = f"the server's exit status after SIGTERM is {code}, not 0"
+            stopped = server.stop()
+    failure = failure or stopped
     if failure:
-        print("FAIL: " + failure + "\nserver stderr:\n  " + "\n  ".join(log), file=sys.stderr)
+        print("FAIL: " + failure + "\nserver stderr:\n  " + "\n  ".join(server.lines), file=sys.stderr)
         sys.exit(1)
     text, n, s, t, layers, heads = found
     print(f"ok: {SENTENCE!r} -> {text!r}; {n} hypotheses; heatmap {s}x{t[0]}, then {s}x{t[1]} for the second; "

@@ -10,16 +10,15 @@ Needs only Debian's python3 and python3-jsonschema.
   tests/serve/openapi_test.py --binary build/transformer --model tests/fixtures/tiny_model/model.safetensors
 """
 import argparse
-import itertools
 import json
+import os
 import random
-import re
-import signal
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serving import Serving  # noqa: E402
 
 try:
     import jsonschema
@@ -33,21 +32,6 @@ failures = []
 def fail(message):
     failures.append(message)
     print("FAIL:", message)
-
-
-def start(binary, model, extra):
-    proc = subprocess.Popen([binary, "serve", "-m", "tiny=" + model, "--port", "0"] + extra,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        match = re.search(r"on http://127\.0\.0\.1:(\d+)/", line)
-        if match:
-            return proc, int(match.group(1))
-    proc.kill()
-    sys.exit("the server did not start: " + (proc.stderr.read() or "no output"))
 
 
 def request(port, method, path, body=None):
@@ -167,8 +151,9 @@ def main():
     parser.add_argument("--requests", type=int, default=150, help="generated bodies per operation")
     args = parser.parse_args()
 
-    proc, port = start(args.binary, args.model, ["--max-sentences", "8", "--max-text-length", "1000",
-                                                 "--max-body-bytes", "60000"])
+    server = Serving(args.binary, "tiny=" + args.model,
+                     ["--max-sentences", "8", "--max-text-length", "1000", "--max-body-bytes", "60000"])
+    port = server.port
     try:
         status, kind, body = request(port, "GET", "/openapi.json")
         assert status == 200 and kind.startswith("application/json"), (status, kind)
@@ -220,15 +205,9 @@ def main():
                 fail(f"{path} is served but not documented")
         print(f"{sent} requests checked against the document")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = "a hang"
-        rest = proc.stderr.read()
-        if code != 0 or "serve: stopped" not in rest:
-            fail(f"SIGTERM: expected exit status 0 and 'serve: stopped', got {code}: {rest}")
+        stopped = server.stop()
+        if stopped:
+            fail("SIGTERM: " + stopped)
     if failures:
         sys.exit(f"{len(failures)} failures")
     print("ok")
