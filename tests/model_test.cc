@@ -3,8 +3,11 @@
 // a padded batch gives each sentence the logits it gets alone; the parameter layout.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "model/transformer.h"
 #include "ops/loss.h"
+#include "ops/positional.h"
 #include "testing/gradcheck.h"
 
 namespace tfm {
@@ -48,15 +51,48 @@ double batch_loss(const Transformer& model, const Batch& batch, uint64_t dropout
 struct ModelCase {
   const char* name;
   bool pre_norm, tied;
+  void (*variant)(ModelConfig&) = nullptr;  // published models' configurations (issue 26)
 };
+
+// As an imported Marian model: swish, sines then cosines at Marian's rates, no padding token, the
+// decoder starting from a zero vector, a logits bias.
+void marian_like(ModelConfig& c) {
+  c.activation = "swish";
+  c.positions = "sin_cos";
+  c.position_frequencies = "marian";
+  c.pad_id = -1;
+  c.bos_id = -1;
+  c.output_bias = true;
+}
+// Other variants together: exact GELU, an output projection of its own, unscaled embeddings,
+// positions from 2, the decoder starting from the padding token (Hugging Face), Marian's GELU.
+void other_variants(ModelConfig& c) {
+  c.activation = "gelu";
+  c.tie_output = false;
+  c.output_bias = true;
+  c.scale_embeddings = false;
+  c.position_offset = 2;
+  c.bos_id = c.pad_id;
+}
+void gelu_sigmoid(ModelConfig& c) {
+  c.activation = "gelu_sigmoid";
+  c.positions = "sin_cos";
+}
 void PrintTo(const ModelCase& c, std::ostream* os) { *os << c.name; }
 
 class ModelGradTest : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(ModelGradTest, EveryParameterMatchesFiniteDifferences) {
-  const ModelConfig config = tiny_config(GetParam().pre_norm, GetParam().tied);
+  ModelConfig config = tiny_config(GetParam().pre_norm, GetParam().tied);
+  if (GetParam().variant) GetParam().variant(config);
   Transformer model(config, DType::F64);
   model.init_parameters(3);
+  // Non-zero biases, so that a bias's gradient (the logits bias's included) is checked.
+  for (int id = 0; id < model.params().size(); ++id)
+    if (model.params().name(id).ends_with(".bias")) {
+      const Tensor b = model.params().value(id);
+      for (int64_t i = 0; i < b.numel(); ++i) b.data<double>()[i] = 0.05 * double((i * 7 + id) % 5) - 0.1;
+    }
   const Batch batch = sample_batch(config);
   Transformer::Saved saved;
   Tensor dlogits;
@@ -74,12 +110,16 @@ TEST_P(ModelGradTest, EveryParameterMatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Model, ModelGradTest,
                          ::testing::Values(ModelCase{"post_ln_tied", false, true}, ModelCase{"pre_ln_tied", true, true},
-                                           ModelCase{"post_ln_untied", false, false}),
+                                           ModelCase{"post_ln_untied", false, false},
+                                           ModelCase{"marian_like", false, true, marian_like},
+                                           ModelCase{"pre_ln_other_variants", true, false, other_variants},
+                                           ModelCase{"gelu_sigmoid", false, true, gelu_sigmoid}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Model, PaddedBatchMatchesEachSentenceAlone) {
   for (bool pre_norm : {false, true}) {
-    const ModelConfig config = tiny_config(pre_norm, true);
+    ModelConfig config = tiny_config(pre_norm, true);
+    if (pre_norm) marian_like(config);  // no padding token: padded positions hold -1
     Transformer model(config, DType::F64);
     model.init_parameters(5);
     const std::vector<std::vector<int32_t>> src = {{4, 5, 6, 7, 8}, {9, 4}, {10, 5, 7}};
@@ -112,7 +152,76 @@ TEST(Model, ParameterNamesAndCounts) {
   EXPECT_EQ(model.params().shape(model.params().find("encoder.layers.0.ffn.fc1.weight")), Shape({f, d}));
 }
 
+TEST(Model, PublishedVariantsChangeTheLogitsAsConfigured) {
+  // Each variant changes the model's output (so none is silently ignored), and the zero-vector start
+  // equals a start token whose embedding row is zero.
+  ModelConfig base = tiny_config(false, true);
+  const std::vector<std::vector<int32_t>> src = {{4, 5, 6}}, tgt = {{7, 8}};
+  auto logits = [&](const ModelConfig& c, void (*edit)(Transformer&) = nullptr) {
+    Transformer model(c, DType::F64);
+    model.init_parameters(5);
+    if (edit) edit(model);
+    return model.forward(model.context(), make_batch(src, tgt, c), nullptr).to_doubles();
+  };
+  const std::vector<double> reference = logits(base);
+  auto differs = [&](const char* field, void (*set)(ModelConfig&)) {
+    ModelConfig c = base;
+    set(c);
+    const std::vector<double> got = logits(c);
+    double diff = 0;
+    for (size_t i = 0; i < got.size(); ++i) diff = std::max(diff, std::abs(got[i] - reference[i]));
+    EXPECT_GT(diff, 1e-6) << field << " did not change the logits";
+  };
+  differs("activation swish", [](ModelConfig& c) { c.activation = "swish"; });
+  differs("activation gelu", [](ModelConfig& c) { c.activation = "gelu"; });
+  differs("activation gelu_sigmoid", [](ModelConfig& c) { c.activation = "gelu_sigmoid"; });
+  differs("positions", [](ModelConfig& c) { c.positions = "sin_cos"; });
+  differs("position_frequencies", [](ModelConfig& c) { c.position_frequencies = "marian"; });
+  differs("position_offset", [](ModelConfig& c) { c.position_offset = 1; });
+  differs("scale_embeddings", [](ModelConfig& c) { c.scale_embeddings = false; });
+  differs("bos_id -1", [](ModelConfig& c) { c.bos_id = -1; });
+  // bos_id −1 is the start token's embedding set to zeros.
+  ModelConfig zero_start = base;
+  zero_start.bos_id = -1;
+  const std::vector<double> a = logits(zero_start);
+  const std::vector<double> b = logits(base, [](Transformer& m) {
+    const Tensor e = m.params().value(m.tgt_embedding);
+    for (int64_t d = 0; d < e.size(1); ++d) e.data<double>()[m.config().bos_id * e.size(1) + d] = 0;
+  });
+  ASSERT_EQ(a.size(), b.size());
+  const size_t V = static_cast<size_t>(base.vocab_size);
+  for (size_t i = 0; i < a.size(); ++i)  // the zeroed row is also the projection's column for BOS
+    if (i % V != static_cast<size_t>(base.bos_id)) ASSERT_NEAR(a[i], b[i], 1e-12) << i;
+}
+
+TEST(Model, PositionVariantsAreTheirFormulas) {
+  // sin_cos + marian rates, from position 3: PE(p, i) = sin(p · 10000^(−i/(D/2−1))), PE(p, D/2 + i) = cos(...)
+  const int64_t D = 8;
+  Tensor pe = Tensor::empty({2, D}, DType::F64);
+  ops::positional_encoding(pe, 3, {ops::PositionEncoding::Layout::kSinCos, ops::PositionEncoding::Rates::kMarian, 0});
+  for (int64_t t = 0; t < 2; ++t)
+    for (int64_t i = 0; i < D / 2; ++i) {
+      const double angle = double(3 + t) * std::pow(10000.0, -double(i) / double(D / 2 - 1));
+      EXPECT_NEAR(pe.data<double>()[t * D + i], std::sin(angle), 1e-15);
+      EXPECT_NEAR(pe.data<double>()[t * D + D / 2 + i], std::cos(angle), 1e-15);
+    }
+  // interleaved + paper rates with an offset of 2 is the paper's table two positions on.
+  Tensor shifted = Tensor::empty({2, D}, DType::F64), plain = Tensor::empty({4, D}, DType::F64);
+  ops::positional_encoding(shifted, 0, {ops::PositionEncoding::Layout::kInterleaved, ops::PositionEncoding::Rates::kPaper, 2});
+  ops::positional_encoding(plain, 0);
+  for (int64_t i = 0; i < 2 * D; ++i) EXPECT_EQ(shifted.data<double>()[i], plain.data<double>()[2 * D + i]);
+}
+
 TEST(Model, ConfigIsValidated) {
+  for (auto set : std::vector<void (*)(ModelConfig&)>{
+           [](ModelConfig& c) { c.activation = "tanh"; }, [](ModelConfig& c) { c.positions = "learned"; },
+           [](ModelConfig& c) { c.position_frequencies = "t5"; }, [](ModelConfig& c) { c.position_offset = -1; },
+           [](ModelConfig& c) { c.eos_id = -1; }, [](ModelConfig& c) { c.pad_id = -2; },
+           [](ModelConfig& c) { c.unk_id = c.eos_id; }}) {
+    ModelConfig c = model_preset("tiny");
+    set(c);
+    EXPECT_THROW(c.validate(), Error);
+  }
   ModelConfig c = model_preset("tiny");
   c.heads = 3;  // 32 is not divisible by 3
   EXPECT_THROW(Transformer model(c), Error);

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Writes the PyTorch reference fixtures that tests/torch_reference_test.cc checks our ops against.
+"""Writes the PyTorch reference fixtures that tests/torch_reference_test.cc checks our ops against
+(and tests/activation_test.cc the feed-forward activations).
 
 The tests read only the committed JSON files, so they never need PyTorch. To regenerate them (needs
 Debian's python3-torch; `scripts/install-deps.sh --fixtures` installs it):
@@ -167,6 +168,52 @@ def adam(out_dir):
     write(out_dir, "adam.json", e)
 
 
+# The feed-forward activations (src/ops/activation.h) as torch computes them: gelu_sigmoid (Marian's
+# "gelu") has no torch function, so it is written out.
+ACTIVATIONS = {
+    "relu": torch.relu,
+    "swish": torch.nn.functional.silu,
+    "gelu": lambda x: torch.nn.functional.gelu(x, approximate="none"),
+    "gelu_sigmoid": lambda x: x * torch.sigmoid(1.702 * x),
+}
+
+
+def feed_forward(out_dir):
+    gen = torch.Generator().manual_seed(1006)
+    # Elementwise: [-20, 20] in steps of 0.25 (0 and ReLU's kink included: its derivative there is
+    # taken as 0, as ours), and a few random values.
+    x = torch.cat([torch.linspace(-20, 20, 161), 3 * torch.randn(20, generator=gen)])
+    dy = torch.randn(x.shape, generator=gen)
+    e = header("Feed-forward activations (relu, swish = silu, exact gelu, gelu_sigmoid = x*sigmoid(1.702x)): "
+               "act:<name>:y = act(x) and act:<name>:dx from autograd with upstream gradient dy; then a layer "
+               "FFN(x) = fc2(act(fc1(x))) per activation from the same weights: ffn:<name>:y, and the gradients "
+               "of x and of every parameter with upstream gradient ffn_dy.")
+    e.update(x=x, dy=dy)
+    for name, act in ACTIVATIONS.items():
+        xr = x.clone().requires_grad_()
+        y = act(xr)
+        (dx,) = torch.autograd.grad(y, xr, dy)
+        e[f"act:{name}:y"] = y
+        e[f"act:{name}:dx"] = dx
+    B, L, D, F = 2, 3, 5, 7
+    shapes = {"fc1.weight": (F, D), "fc1.bias": (F,), "fc2.weight": (D, F), "fc2.bias": (D,)}
+    params = {n: torch.randn(s, generator=gen) / math.sqrt(s[-1]) for n, s in shapes.items()}
+    ffn_x = 2 * torch.randn(B, L, D, generator=gen)
+    ffn_dy = torch.randn(B, L, D, generator=gen)
+    e.update(d_model=D, d_ff=F, **params, ffn_x=ffn_x, ffn_dy=ffn_dy)
+    linear = torch.nn.functional.linear
+    for name, act in ACTIVATIONS.items():
+        xr = ffn_x.clone().requires_grad_()
+        p = {n: t.clone().requires_grad_() for n, t in params.items()}
+        y = linear(act(linear(xr, p["fc1.weight"], p["fc1.bias"])), p["fc2.weight"], p["fc2.bias"])
+        grads = torch.autograd.grad(y, [xr] + list(p.values()), ffn_dy)
+        e[f"ffn:{name}:y"] = y
+        e[f"ffn:{name}:dx"] = grads[0]
+        for n, g in zip(p, grads[1:]):
+            e[f"ffn:{name}:grad:{n}"] = g
+    write(out_dir, "feed_forward.json", e)
+
+
 class TorchTransformer(torch.nn.Module):
     """The paper's model from torch.nn layers: shared embedding ×√D + sinusoidal positions, encoder
     and decoder stacks of nn.TransformerEncoderLayer / nn.TransformerDecoderLayer (ReLU, dropout 0,
@@ -312,7 +359,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(0)  # nothing should draw from the global generator, but pin it anyway
-    for make in (attention, layer_norm, loss, softmax, adam, model):
+    for make in (attention, layer_norm, loss, softmax, adam, feed_forward, model):
         make(args.out)
 
 

@@ -23,10 +23,25 @@ struct ModelConfig {
   bool tie_source_target = true;  // one embedding matrix for source and target (§3.4); the target's is
                                   //   always the pre-softmax projection
   double layer_norm_eps = 1e-5;
-  int32_t pad_id = 0;           // token ids of the vocabulary's special pieces
-  int32_t unk_id = 1;
-  int32_t bos_id = 2;
-  int32_t eos_id = 3;
+  int32_t pad_id = 0;           // token ids of the vocabulary's special pieces. pad_id −1: no padding
+  int32_t unk_id = 1;           //   token (Marian); padded positions are masked whatever their id.
+  int32_t bos_id = 2;           //   bos_id is the decoder's first input; −1: a zero vector instead of
+  int32_t eos_id = 3;           //   a token's embedding (Marian). bos_id may equal pad_id (Hugging Face
+                                //   Marian models start from the padding token).
+
+  // How published models (OPUS-MT / Marian, Hugging Face; `transformer import`) differ from the
+  // paper, as configuration. The defaults are the paper's; docs/checkpoint-format.md has the details.
+  std::string activation = "relu";  // the feed-forward's (§3.3): relu | swish (x·σ(x), OPUS-MT) |
+                                    //   gelu (exact, erf) | gelu_sigmoid (x·σ(1.702x), Marian's "gelu")
+  std::string positions = "interleaved";  // sinusoid layout: interleaved (§3.5: sin at even, cos at odd
+                                          //   dimensions) | sin_cos (all sines, then all cosines)
+  std::string position_frequencies = "paper";  // pair i's angle rate: paper, 10000^(−2i/D) (§3.5; Hugging
+                                               //   Face, CTranslate2) | marian, 10000^(−i/(D/2−1))
+  int64_t position_offset = 0;  // the position of a sentence's first token
+  bool scale_embeddings = true;  // embeddings multiplied by √D (§3.4)
+  bool tie_output = true;   // the target embedding is the pre-softmax projection (§3.4); false: a matrix
+                            //   of its own, `output.weight`
+  bool output_bias = false;  // a bias added to the logits, `output.bias` [V] (Marian; HF's final_logits_bias)
 
   int64_t head_dim() const { return d_model / heads; }
   // Throws transformer::Error naming the first field that is out of range.
@@ -42,6 +57,9 @@ struct ModelOverrides {
   std::optional<bool> pre_norm, tie_source_target;
   std::optional<double> layer_norm_eps;
   std::optional<int32_t> pad_id, unk_id, bos_id, eos_id;
+  std::optional<std::string> activation, positions, position_frequencies;
+  std::optional<int64_t> position_offset;
+  std::optional<bool> scale_embeddings, tie_output, output_bias;
 
   // `base` with the fields set here replaced (not validated).
   ModelConfig apply_to(ModelConfig base) const;

@@ -29,8 +29,9 @@ ModelConfig ModelFlags::resolve() const {
     }
   };
   if (!layers_.empty()) overrides["encoder_layers"] = overrides["decoder_layers"] = parse("layers", layers_);
+  const nlohmann::json fields = ModelConfig();
   for (const auto& [field, text] : values_)
-    if (!text.empty()) overrides[field] = parse(field, text);
+    if (!text.empty()) overrides[field] = fields[field].is_string() ? nlohmann::json(text) : parse(field, text);
   for (const auto& [field, option] : flag_options_)
     if (option->count() > 0) overrides[field] = flags_.at(field);
   from_json(overrides, c);

@@ -4,13 +4,26 @@
 
 namespace tfm {
 
-FeedForward::FeedForward(ParamStore& params, const std::string& name, int64_t d_model, int64_t d_ff)
-    : fc1(params, name + ".fc1", d_model, d_ff), fc2(params, name + ".fc2", d_ff, d_model) {}
+FeedForward::FeedForward(ParamStore& params, const std::string& name, int64_t d_model, int64_t d_ff,
+                         ops::Activation act)
+    : fc1(params, name + ".fc1", d_model, d_ff), fc2(params, name + ".fc2", d_ff, d_model), activation(act) {}
 
 Tensor FeedForward::forward(const Context& ctx, const Tensor& x, Saved* saved) const {
-  Tensor hidden = fc1.forward(ctx, x, Activation::kRelu);
+  // The activation joins fc1's call (its int8 or packed product's last pass), except where a
+  // backward will need its input: then fc1 without it, and the activation into a tensor of its own.
+  const bool keep_pre = saved && activation != Activation::kRelu && activation != Activation::kNone &&
+                        !ctx.int8_weight(fc1.weight) && !ctx.packed_weight(fc1.weight);
+  Tensor pre, hidden;  // [B, L, F]
+  if (keep_pre) {
+    pre = fc1.forward(ctx, x);
+    hidden = Tensor::empty(pre.shape(), pre.dtype(), pre.device());
+    ops::activate(activation, pre, hidden);
+  } else {
+    hidden = fc1.forward(ctx, x, activation);
+    if (activation == Activation::kNone) pre = hidden;
+  }
   Tensor y = fc2.forward(ctx, hidden);
-  if (saved) *saved = {x, hidden};
+  if (saved) *saved = {x, hidden, pre};
   return y;
 }
 
@@ -18,7 +31,13 @@ void FeedForward::backward(const Context& ctx, const Saved& s, const Tensor& dy,
   Tensor dhidden = Tensor::zeros(s.hidden.shape(), dy.dtype(), dy.device());
   fc2.backward(ctx, s.hidden, dy, &dhidden);
   Tensor dpre = Tensor::zeros(s.hidden.shape(), dy.dtype(), dy.device());
-  ops::relu_backward(s.hidden, dhidden, dpre);
+  if (activation == Activation::kRelu) {
+    ops::relu_backward(s.hidden, dhidden, dpre);
+  } else {
+    TFM_CHECK(s.pre.defined(), "feed-forward backward (", ops::activation_name(activation),
+              "): the forward kept no input to its activation (an int8 or packed product's)");
+    ops::activation_backward(activation, s.pre, dhidden, dpre);
+  }
   fc1.backward(ctx, s.x, dpre, &dx);
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// Position-wise feed-forward network (§3.3): FFN(x) = max(0, x·W1ᵀ + b1)·W2ᵀ + b2.
+// Position-wise feed-forward network (§3.3): FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2, act the paper's ReLU
+// or another of ops/activation.h (swish for OPUS-MT's Marian models, gelu for Hugging Face's).
 #include <string>
 
 #include "layers/linear.h"
@@ -10,17 +11,23 @@ class FeedForward {
  public:
   struct Saved {
     Tensor x;       // input: [B, L, D]
-    Tensor hidden;  // after ReLU: [B, L, F]
+    Tensor hidden;  // after the activation: [B, L, F]
+    // before it, x·W1ᵀ + b1: [B, L, F], for the backward of every activation but ReLU (whose
+    // backward reads `hidden`, so a ReLU layer keeps one [B, L, F] tensor as before); `hidden`
+    // itself for kNone. Undefined where fc1's product was an int8 or packed one (inference).
+    Tensor pre;
   };
 
   FeedForward() = default;
   // Registers `<name>.fc1` (D → F) and `<name>.fc2` (F → D).
-  FeedForward(ParamStore& params, const std::string& name, int64_t d_model, int64_t d_ff);
+  FeedForward(ParamStore& params, const std::string& name, int64_t d_model, int64_t d_ff,
+              ops::Activation activation = ops::Activation::kRelu);
 
   Tensor forward(const Context& ctx, const Tensor& x, Saved* saved) const;
   void backward(const Context& ctx, const Saved& saved, const Tensor& dy, const Tensor& dx) const;
 
   Linear fc1, fc2;
+  ops::Activation activation = ops::Activation::kRelu;  // after fc1, fixed at construction
 };
 
 }  // namespace tfm

@@ -25,24 +25,25 @@ Tensor Linear::forward(const Context& ctx, const Tensor& x, Activation act) cons
   TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "linear layer expects inputs with last dim ", in, ", got shape ",
             x.shape());
   Tensor y = Tensor::empty(with_last(x.shape(), out), x.dtype(), x.device());
-  const bool relu = act == Activation::kRelu;
   if (const ops::QuantizedMatrix* q = ctx.int8_weight(weight)) {
     ops::matmul_int8(x, *q, y, ctx.value(bias), act);  // bias and activation join the dequantization pass
     return y;
   }
   if (const ops::PackedMatrix* p = ctx.packed_weight(weight)) {
     // Packed with its bias and activation (Transformer::pack_weights) or without either.
-    const bool packed_relu = p->act == Activation::kRelu;
-    TFM_CHECK(!packed_relu || (relu && p->bias.defined()), "linear layer '", ctx.params->name(weight),
-              "': its weight was packed with a ReLU that ", relu ? "would come before the bias" : "this call does not ask for");
+    const bool packed_act = p->act != Activation::kNone;
+    TFM_CHECK(!packed_act || (act == p->act && p->bias.defined()), "linear layer '", ctx.params->name(weight),
+              "': its weight was packed with activation '", ops::activation_name(p->act), "', which ",
+              act == p->act ? "would come before the bias"
+                            : cat("this call does not ask for (it asks for '", ops::activation_name(act), "')"));
     ops::matmul_packed(x, *p, y);
     if (!p->bias.defined()) ops::bias_add(y, ctx.value(bias), y);
-    if (relu && !packed_relu) ops::relu(y, y);
+    if (!packed_act) ops::activate(act, y, y);
     return y;
   }
   ops::matmul(x, ctx.value(weight), y, {.trans_b = true, .precision = ctx.products});
   ops::bias_add(y, ctx.value(bias), y);
-  if (relu) ops::relu(y, y);
+  ops::activate(act, y, y);
   return y;
 }
 

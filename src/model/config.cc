@@ -25,21 +25,44 @@ void ModelConfig::validate() const {
   for (double p : {dropout, embedding_dropout, attention_dropout})
     TFM_CHECK(p >= 0 && p < 1, "model: dropout rates must be in [0, 1), got ", p);
   TFM_CHECK(layer_norm_eps > 0, "model: layer_norm_eps must be positive, got ", layer_norm_eps);
-  for (int32_t id : {pad_id, unk_id, bos_id, eos_id})
+  for (int32_t id : {unk_id, eos_id})
     TFM_CHECK(id >= 0 && id < vocab_size, "model: special token id ", id, " is outside the vocabulary [0, ",
               vocab_size, ")");
+  for (int32_t id : {pad_id, bos_id})
+    TFM_CHECK(id >= -1 && id < vocab_size, "model: special token id ", id, " is outside the vocabulary [0, ",
+              vocab_size, ") and is not -1 (none)");
   const std::pair<const char*, int32_t> ids[] = {{"pad_id", pad_id}, {"unk_id", unk_id}, {"bos_id", bos_id},
                                                  {"eos_id", eos_id}};
   for (size_t a = 0; a < 4; ++a)
-    for (size_t b = a + 1; b < 4; ++b)
-      TFM_CHECK(ids[a].second != ids[b].second, "model: ", ids[a].first, " and ", ids[b].first,
+    for (size_t b = a + 1; b < 4; ++b) {
+      const bool allowed = ids[a].second == -1 || (a == 0 && b == 2);  // none, or the decoder starts from pad
+      TFM_CHECK(allowed || ids[a].second != ids[b].second, "model: ", ids[a].first, " and ", ids[b].first,
                 " must differ, both are ", ids[a].second);
+    }
+  auto one_of = [](const char* field, const std::string& value, std::initializer_list<const char*> known) {
+    std::string list;
+    for (const char* k : known) {
+      if (value == k) return;
+      list += list.empty() ? k : cat(", ", k);
+    }
+    throw Error(cat("model: ", field, " must be one of ", list, ", got '", value, "'"));
+  };
+  one_of("activation", activation, {"relu", "swish", "gelu", "gelu_sigmoid"});
+  one_of("positions", positions, {"interleaved", "sin_cos"});
+  one_of("position_frequencies", position_frequencies, {"paper", "marian"});
+  TFM_CHECK(position_frequencies != "marian" || d_model >= 4, "model: position_frequencies 'marian' needs d_model >= 4, got ",
+            d_model);
+  TFM_CHECK(positions != "sin_cos" || d_model % 2 == 0, "model: positions 'sin_cos' needs an even d_model, got ",
+            d_model);
+  TFM_CHECK(position_offset >= 0 && position_offset <= 1'000'000, "model: position_offset must be in [0, 1000000], got ",
+            position_offset);
 }
 
 int64_t parameter_count(const ModelConfig& c) {
   const int64_t d = c.d_model, attention = 4 * (d * d + d), ffn = 2 * d * c.d_ff + c.d_ff + d, norm = 2 * d;
   const int64_t embeddings = (c.tie_source_target ? 1 : 2) * c.vocab_size * d;
-  return embeddings + c.encoder_layers * (attention + ffn + 2 * norm) +
+  const int64_t output = (c.tie_output ? 0 : c.vocab_size * d) + (c.output_bias ? c.vocab_size : 0);
+  return embeddings + output + c.encoder_layers * (attention + ffn + 2 * norm) +
          c.decoder_layers * (2 * attention + ffn + 3 * norm) + (c.pre_norm ? 2 * norm : 0);
 }
 
@@ -62,7 +85,8 @@ ModelConfig model_preset(const std::string& name) {
 
 #define TFM_CONFIG_FIELDS(X)                                                                                   \
   X(vocab_size) X(d_model) X(d_ff) X(heads) X(encoder_layers) X(decoder_layers) X(dropout) X(embedding_dropout) \
-  X(attention_dropout) X(pre_norm) X(tie_source_target) X(layer_norm_eps) X(pad_id) X(unk_id) X(bos_id) X(eos_id)
+  X(attention_dropout) X(pre_norm) X(tie_source_target) X(layer_norm_eps) X(pad_id) X(unk_id) X(bos_id) X(eos_id) \
+  X(activation) X(positions) X(position_frequencies) X(position_offset) X(scale_embeddings) X(tie_output) X(output_bias)
 
 const std::vector<std::string>& model_config_fields() {
 #define TFM_NAME(f) #f,

@@ -32,6 +32,7 @@ struct DecodeState {
   // scores, int32 [V'], and their rows of the target embedding: float32 [V', D] (and its packed copy
   // when the model's weights are packed), or int8 rows when the model is quantized; undefined: all V.
   Tensor output_ids, output_weight;
+  Tensor output_bias;  // the logits bias of those ids [V'] (models with one)
   std::shared_ptr<const ops::QuantizedMatrix> output_int8;
   std::shared_ptr<const ops::PackedMatrix> output_packed;
   int64_t rows() const { return src_lengths.numel(); }

@@ -48,20 +48,25 @@ void Transformer::restrict_output(const Context& ctx, DecodeState& state, const 
   state.output_weight = Tensor();
   state.output_int8.reset();
   state.output_packed.reset();
+  state.output_bias = Tensor();
+  if (output_bias >= 0) {
+    state.output_bias = Tensor::empty({n}, params_.dtype());
+    ops::index_select(ctx.value(output_bias), state.output_ids, state.output_bias);
+  }
   // The same kind of product as the full projection would use: int8 rows (quantized per row, so
   // the selected rows of the full matrix), or E[ids] [V', D] in float32, packed anew for each batch
   // when the full projection is packed (a copy of V' rows, small beside a batch's decoding).
-  if (const ops::QuantizedMatrix* q = ctx.int8_weight(tgt_embedding)) {
+  if (const ops::QuantizedMatrix* q = ctx.int8_weight(output_weight)) {
     ops::QuantizedMatrix rows{Tensor::empty({n, config_.d_model}, DType::I8), Tensor::empty({n}), Tensor()};
     ops::index_select(q->q, state.output_ids, rows.q);
     ops::index_select(q->scale, state.output_ids, rows.scale);
     state.output_int8 = std::make_shared<const ops::QuantizedMatrix>(std::move(rows));
     return;
   }
-  const Tensor e = ctx.value(tgt_embedding);
+  const Tensor e = ctx.value(output_weight);
   state.output_weight = Tensor::empty({n, config_.d_model}, e.dtype(), e.device());
   ops::index_select(e, state.output_ids, state.output_weight);
-  if (ctx.packed_weight(tgt_embedding))
+  if (ctx.packed_weight(output_weight))
     state.output_packed = std::make_shared<const ops::PackedMatrix>(ops::pack_weight(state.output_weight));
 }
 
@@ -102,7 +107,9 @@ Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Te
   if (!state.output_ids.defined()) return project(ctx, x).view({rows, config_.vocab_size});
   // project_onto reads only the row count of its weight argument when given the int8 rows.
   const Tensor& w = state.output_int8 ? state.output_int8->q : state.output_weight;
-  return project_onto(x, w, state.output_int8.get(), state.output_packed.get(), ctx.products).view({rows, state.output_ids.numel()});
+  Tensor logits = project_onto(x, w, state.output_int8.get(), state.output_packed.get(), ctx.products);
+  if (state.output_bias.defined()) add_output_bias(logits, state.output_bias);
+  return logits.view({rows, state.output_ids.numel()});
 }
 
 void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& memory_rows) const {

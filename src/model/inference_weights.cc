@@ -2,7 +2,7 @@
 // self-attention's Q, K and V fused into one matrix; releasing the float32 originals.
 #include "model/transformer.h"
 
-#include <unordered_set>
+#include <unordered_map>
 
 #include "ops/copy.h"
 #include "ops/elementwise.h"
@@ -15,8 +15,9 @@
 namespace tfm {
 
 bool Transformer::is_product_weight(int id) const {
-  if (id == tgt_embedding) return true;  // the output projection (its lookups stay float32)
-  return params_.shape(id).rank() == 2 && params_.name(id).ends_with(".weight") && id != src_embedding;
+  if (id == output_weight) return true;  // the output projection (when tied, its lookups stay float32)
+  return params_.shape(id).rank() == 2 && params_.name(id).ends_with(".weight") && id != src_embedding &&
+         id != tgt_embedding;
 }
 
 bool Transformer::only_in_products(int id) const { return is_product_weight(id) && id != tgt_embedding; }
@@ -25,7 +26,7 @@ std::vector<int> Transformer::product_weights() const {
   std::vector<int> ids;
   for (int id = 0; id < params_.size(); ++id)
     if (only_in_products(id)) ids.push_back(id);
-  ids.push_back(tgt_embedding);  // last: while the others' copies are made, their plain values can go
+  ids.push_back(output_weight);  // last: while the others' copies are made, their plain values can go
   return ids;
 }
 
@@ -75,9 +76,10 @@ void Transformer::pack_weights(PlainWeights plain) {
   TFM_CHECK(params_.dtype() == DType::F32, "packed weights need a float32 model");
   check_not_released("pack_weights");
   packed_.clear();
-  std::unordered_set<int> relu;  // the feed-forward layers' first products take their ReLU with them
-  for (const EncoderLayer& l : encoder) relu.insert(l.ffn.fc1.weight);
-  for (const DecoderLayer& l : decoder) relu.insert(l.ffn.fc1.weight);
+  // The feed-forward layers' first products take their activation with them.
+  std::unordered_map<int, ops::Activation> activation;
+  for (const EncoderLayer& l : encoder) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
+  for (const DecoderLayer& l : decoder) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
   for (const DecoderLayer& l : decoder) {
     auto [w, b] = fused_qkv(l.self_attn);
     ops::PackedMatrix p = ops::pack_weight(w, b);  // p.bias keeps b
@@ -88,12 +90,13 @@ void Transformer::pack_weights(PlainWeights plain) {
   for (int id : product_weights()) {
     if (params_.released(id)) continue;  // a fused copy's part, kept only there
     // A linear layer's bias joins its product (`<name>.weight` → `<name>.bias`); the output
-    // projection has none.
+    // projection's (a model's logits bias) is added after it, as for a shortlist's rows.
     const std::string& name = params_.name(id);
-    const int bias = id == tgt_embedding ? -1 : params_.find(name.substr(0, name.size() - 6) + "bias");
+    const int bias = id == output_weight ? -1 : params_.find(name.substr(0, name.size() - 6) + "bias");
+    const auto act = activation.find(id);
     ops::PackedMatrix p =
         ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor(),
-                         bias >= 0 && relu.count(id) ? ops::Activation::kRelu : ops::Activation::kNone);
+                         bias >= 0 && act != activation.end() ? act->second : ops::Activation::kNone);
     if (plain == PlainWeights::kRelease && only_in_products(id) && p.packed) {
       p.weight = Tensor();  // no product may fall back to it
       params_.release(id);

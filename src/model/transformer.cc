@@ -14,9 +14,24 @@
 
 namespace tfm {
 
+namespace {
+ops::Activation activation_of(const ModelConfig& c) {
+  ops::Activation a = ops::Activation::kRelu;
+  TFM_CHECK(ops::parse_activation(c.activation, &a) && a != ops::Activation::kNone, "model: unknown activation '",
+            c.activation, "'");
+  return a;
+}
+
+ops::PositionEncoding positions_of(const ModelConfig& c) {
+  using E = ops::PositionEncoding;
+  return {c.positions == "sin_cos" ? E::Layout::kSinCos : E::Layout::kInterleaved,
+          c.position_frequencies == "marian" ? E::Rates::kMarian : E::Rates::kPaper, c.position_offset};
+}
+}  // namespace
+
 EncoderLayer::EncoderLayer(ParamStore& params, const std::string& name, const ModelConfig& c)
     : self_attn(params, name + ".self_attn", c.d_model, c.heads, c.attention_dropout),
-      ffn(params, name + ".ffn", c.d_model, c.d_ff),
+      ffn(params, name + ".ffn", c.d_model, c.d_ff, activation_of(c)),
       attn_res(params, name + ".self_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout),
       ffn_res(params, name + ".ffn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout) {}
 
@@ -39,7 +54,7 @@ Tensor EncoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& 
 DecoderLayer::DecoderLayer(ParamStore& params, const std::string& name, const ModelConfig& c)
     : self_attn(params, name + ".self_attn", c.d_model, c.heads, c.attention_dropout),
       cross_attn(params, name + ".cross_attn", c.d_model, c.heads, c.attention_dropout),
-      ffn(params, name + ".ffn", c.d_model, c.d_ff),
+      ffn(params, name + ".ffn", c.d_model, c.d_ff, activation_of(c)),
       self_res(params, name + ".self_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout),
       cross_res(params, name + ".cross_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout),
       ffn_res(params, name + ".ffn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout) {}
@@ -70,6 +85,7 @@ Tensor DecoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& 
 
 Transformer::Transformer(const ModelConfig& config, DType dtype) : config_(config) {
   config_.validate();
+  positions_ = positions_of(config_);
   const ModelConfig& c = config_;
   if (c.tie_source_target) {
     src_embedding = tgt_embedding = params_.add("embed.weight", {c.vocab_size, c.d_model});
@@ -83,6 +99,8 @@ Transformer::Transformer(const ModelConfig& config, DType dtype) : config_(confi
     encoder_norm = LayerNorm(params_, "encoder.final_norm", c.d_model, c.layer_norm_eps);
     decoder_norm = LayerNorm(params_, "decoder.final_norm", c.d_model, c.layer_norm_eps);
   }
+  output_weight = c.tie_output ? tgt_embedding : params_.add("output.weight", {c.vocab_size, c.d_model});
+  if (c.output_bias) output_bias = params_.add("output.bias", {c.vocab_size});
   params_.allocate(dtype);
 }
 
@@ -104,8 +122,8 @@ Tensor Transformer::embed(const Context& ctx, int table, const Tensor& ids, int6
   check_rank("embed", "ids", ids, 2);
   const Tensor e = ctx.value(table);
   Tensor x = Tensor::empty({ids.size(0), ids.size(1), config_.d_model}, e.dtype(), e.device());
-  ops::embedding(ids, e, std::sqrt(double(config_.d_model)), x);  // E[ids] · √D (§3.4)
-  ops::add_positional_encoding(x, start);                          // + PE (§3.5)
+  ops::embedding(ids, e, embedding_scale(), x);         // E[ids] · √D (§3.4); id −1: zeros
+  ops::add_positional_encoding(x, start, positions_);  // + PE (§3.5)
   EmbedSaved s{ids, {}, ctx.training() && config_.embedding_dropout > 0};
   if (s.dropped) {
     s.dropout = ctx.rng->next();
@@ -117,7 +135,7 @@ Tensor Transformer::embed(const Context& ctx, int table, const Tensor& ids, int6
 
 void Transformer::embed_backward(const Context& ctx, int table, const EmbedSaved& s, const Tensor& dx) const {
   if (s.dropped) ops::dropout(dx, config_.embedding_dropout, s.dropout, dx);  // same mask, in place
-  ops::embedding_backward(s.ids, dx, std::sqrt(double(config_.d_model)), ctx.grad(table));
+  ops::embedding_backward(s.ids, dx, embedding_scale(), ctx.grad(table));
 }
 
 Tensor Transformer::encode(const Context& ctx, const Tensor& src, const Tensor& src_lengths, Saved* saved) const {
@@ -141,9 +159,17 @@ Tensor Transformer::decode(const Context& ctx, const Tensor& tgt_in, const Tenso
 }
 
 Tensor Transformer::project(const Context& ctx, const Tensor& hidden) const {
-  // h · Eᵀ (§3.4)
-  return project_onto(hidden, ctx.value(tgt_embedding), ctx.int8_weight(tgt_embedding),
-                      ctx.packed_weight(tgt_embedding), ctx.products);
+  // h · Eᵀ (§3.4), + b with a logits bias
+  Tensor logits = project_onto(hidden, ctx.value(output_weight), ctx.int8_weight(output_weight),
+                               ctx.packed_weight(output_weight), ctx.products);
+  if (output_bias >= 0) add_output_bias(logits, ctx.value(output_bias));
+  return logits;
+}
+
+void Transformer::add_output_bias(const Tensor& logits, const Tensor& bias) {
+  const int64_t V = bias.numel();
+  const Tensor flat = logits.view({logits.numel() / V, V});
+  ops::bias_add(flat, bias, flat);
 }
 
 Tensor Transformer::project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
@@ -166,11 +192,15 @@ Tensor Transformer::forward(const Context& ctx, const Batch& batch, Saved* saved
 
 void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& s, const Tensor& dlogits) const {
   const DType dt = dlogits.dtype();
-  // Output projection: dE += dlogitsᵀ · h, dh = dlogits · E.
+  // Output projection: dE += dlogitsᵀ · h, dh = dlogits · E (E the target embedding when tied).
   Tensor dx = Tensor::zeros(s.hidden.shape(), dt);
-  const Tensor de = ctx.grad(tgt_embedding);
-  ops::matmul_backward(s.hidden, ctx.value(tgt_embedding), dlogits, &dx, &de,
+  const Tensor de = ctx.grad(output_weight);
+  ops::matmul_backward(s.hidden, ctx.value(output_weight), dlogits, &dx, &de,
                        {.trans_b = true, .precision = ctx.products});
+  if (output_bias >= 0) {
+    const int64_t V = config_.vocab_size;
+    ops::bias_add_backward(dlogits.view({dlogits.numel() / V, V}), ctx.grad(output_bias));
+  }
   if (config_.pre_norm) {
     Tensor d = Tensor::zeros(dx.shape(), dt);
     decoder_norm.backward(ctx, s.decoder_norm, dx, d);

@@ -3,6 +3,7 @@
 // definition serves training (teacher-forced forward and backward over a padded batch) and
 // inference (the same layers, without saving activations; decoding adds its cache on top).
 // Parameters live in one ParamStore: one flat buffer of values, one of gradients.
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/decode_state.h"
+#include "ops/positional.h"
 
 namespace tfm {
 
@@ -137,12 +139,14 @@ class Transformer {
   // Costs a second copy of those weights (242 MB for base, 65 MB of it the output projection) unless
   // the plain ones are released; each decoder self-attention's Q, K and V are also fused into one
   // product for the decoding steps (which alone is kept with kRelease, else 19 MB more for base),
-  // and the feed-forward layers' first products take their ReLU. The parameters must not change
+  // and the feed-forward layers' first products take their activation. The parameters must not change
   // afterwards (the packing is not redone).
   void pack_weights(PlainWeights plain = PlainWeights::kKeep);
   bool packed() const { return !packed_.empty(); }
 
   int src_embedding = -1, tgt_embedding = -1;  // the same id when tied
+  int output_weight = -1;  // the pre-softmax projection [V, D]: tgt_embedding unless config().tie_output is false
+  int output_bias = -1;    // [V], when config().output_bias
   std::vector<EncoderLayer> encoder;
   std::vector<DecoderLayer> decoder;
   LayerNorm encoder_norm, decoder_norm;  // pre-LN only
@@ -170,10 +174,15 @@ class Transformer {
   // else in `precision`.
   static Tensor project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
                              const ops::PackedMatrix* p, ops::Precision precision);
+  // √D, or 1 when the configuration does not scale embeddings.
+  double embedding_scale() const { return config_.scale_embeddings ? std::sqrt(double(config_.d_model)) : 1.0; }
+  // logits [..., V] += bias [V] (V' of a shortlist).
+  static void add_output_bias(const Tensor& logits, const Tensor& bias);
   Tensor embed(const Context& ctx, int table, const Tensor& ids, int64_t start, EmbedSaved* saved) const;
   void embed_backward(const Context& ctx, int table, const EmbedSaved& saved, const Tensor& dx) const;
 
   ModelConfig config_;
+  ops::PositionEncoding positions_;  // config_'s, parsed once
   ParamStore params_;
   Int8Weights int8_;
   PackedWeights packed_;

@@ -1,9 +1,40 @@
 #pragma once
-// What a product takes after its bias in the same pass over its output: nothing, or max(0, ·)
-// (a feed-forward layer's first product, §3.3).
+// What a product takes after its bias in the same pass over its output: a feed-forward layer's
+// first product (§3.3) takes its activation there.
+#include <string_view>
 
 namespace tfm::ops {
 
-enum class Activation { kNone, kRelu };
+// σ(x) = 1 / (1 + e^−x), Φ the standard normal distribution function.
+enum class Activation {
+  kNone,         // x
+  kRelu,         // max(0, x): the paper's
+  kSwish,        // x · σ(x), also called SiLU: OPUS-MT's (Marian) feed-forward layers
+  kGelu,         // 0.5 · x · (1 + erf(x / √2)) = x · Φ(x), exact: Hugging Face's "gelu", torch's default
+  kGeluSigmoid,  // x · σ(1.702 · x): Marian's "gelu", CTranslate2's GELUSigmoid; within 0.02 of gelu
+};
+
+// "none", "relu", "swish", "gelu", "gelu_sigmoid": the names a model's configuration uses.
+inline const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::kNone: return "none";
+    case Activation::kRelu: return "relu";
+    case Activation::kSwish: return "swish";
+    case Activation::kGelu: return "gelu";
+    case Activation::kGeluSigmoid: return "gelu_sigmoid";
+  }
+  return "?";
+}
+
+// The activation of that name (activation_name's) into *out; false, *out untouched, for any other.
+inline bool parse_activation(std::string_view name, Activation* out) {
+  for (Activation a : {Activation::kNone, Activation::kRelu, Activation::kSwish, Activation::kGelu,
+                       Activation::kGeluSigmoid})
+    if (name == activation_name(a)) {
+      *out = a;
+      return true;
+    }
+  return false;
+}
 
 }  // namespace tfm::ops

@@ -79,6 +79,25 @@ void relu_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
   });
 }
 
+void activate(Activation act, const Tensor& x, const Tensor& y) {
+  check_same_shape("activate", "x", x, "y", y);
+  check_all("activate", y.dtype(), y.device(), {{"x", &x}});
+  dispatch("activate", y.dtype(), y.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::activate<T>(y.numel(), act, x.data<T>(), y.data<T>());
+  });
+}
+
+void activation_backward(Activation act, const Tensor& pre, const Tensor& dy, const Tensor& dx) {
+  check_same_shape("activation_backward", "pre", pre, "dy", dy);
+  check_same_shape("activation_backward", "pre", pre, "dx", dx);
+  check_all("activation_backward", dx.dtype(), dx.device(), {{"pre", &pre}, {"dy", &dy}});
+  dispatch("activation_backward", dx.dtype(), dx.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::activation_backward<T>(dx.numel(), act, pre.data<T>(), dy.data<T>(), dx.data<T>());
+  });
+}
+
 namespace {
 void check_rate(const char* op, double p) {
   TFM_CHECK(p >= 0.0 && p < 1.0, op, ": dropout rate must be in [0, 1), got ", p);

@@ -4,6 +4,7 @@
 // Shapes: N = any number of rows (all leading dims), C = the last dim.
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "ops/activation.h"
 
 namespace tfm::ops {
 
@@ -23,6 +24,16 @@ void bias_add_backward(const Tensor& dy, const Tensor& dbias);
 void relu(const Tensor& x, const Tensor& y);
 // dx += dy where y > 0 (y: the forward output).
 void relu_backward(const Tensor& y, const Tensor& dy, const Tensor& dx);
+
+// y = act(x) for any activation of ops/activation.h (kRelu: relu, kNone: a copy); y may alias x.
+// Float32 runs on vectors (gelu's in double lanes), within 3 ulps of the definitions in double
+// precision over [−20, 20] (ops/cpu/simd/activation.h).
+void activate(Activation act, const Tensor& x, const Tensor& y);
+// dx += dy · act′(pre), with pre the activation's INPUT (relu_backward takes the output; for kRelu
+// the two agree: pre > 0 exactly where y > 0). kNone: dx += dy. At ReLU's kink, 0, the derivative
+// taken is 0. Derivatives: swish σ(x)·(1 + x·(1 − σ(x))), gelu_sigmoid the same with u = 1.702·x,
+// σ(u) + u·σ(u)·(1 − σ(u)), gelu Φ(x) + x·φ(x).
+void activation_backward(Activation act, const Tensor& pre, const Tensor& dy, const Tensor& dx);
 
 // Inverted dropout: y = x · keep / (1 − p), keep = [uniform(i) ≥ p] from `rng`, element i of the
 // flat tensor; p in [0, 1). The mask is a pure function of (rng, i): nothing is stored, and the

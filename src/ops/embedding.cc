@@ -14,8 +14,8 @@ void check_args(const char* op, const Tensor& ids, const Tensor& table, const Te
             " rows of ", d, " for ", ids.shape(), " ids and a table of shape ", table.shape());
   const int32_t* p = ids.data<int32_t>();
   for (int64_t i = 0; i < n; ++i)
-    TFM_CHECK(p[i] >= 0 && p[i] < v, op, ": token id ", p[i], " at position ", i, " is outside the vocabulary [0, ", v,
-              ")");
+    TFM_CHECK(p[i] >= -1 && p[i] < v, op, ": token id ", p[i], " at position ", i, " is outside the vocabulary [0, ",
+              v, ") and is not -1 (a zero row)");
 }
 }  // namespace
 

@@ -33,7 +33,7 @@ void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, con
   TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU && (!bias.defined() || bias.device() == Device::CPU),
             "matmul_int8: no kernel for this device");
   cpu::matmul_int8(x.shape().rows(), out, in, x.data<float>(), w.q.data<int8_t>(), w.scale.data<float>(),
-                   bias.defined() ? bias.data<float>() : nullptr, act == Activation::kRelu, y.data<float>());
+                   bias.defined() ? bias.data<float>() : nullptr, act, y.data<float>());
 }
 
 int int8_activation_levels() { return cpu::int8_activation_levels(); }

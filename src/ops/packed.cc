@@ -19,7 +19,7 @@ PackedMatrix pack_weight(const Tensor& w, const Tensor& bias, Activation act) {
   if (!cpu::packing_pays(w.size(0), w.size(1))) return {w.size(0), w.size(1), w, bias, act, nullptr};
   return {w.size(0), w.size(1), w, bias, act,
           cpu::pack_weight(w.size(0), w.size(1), w.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
-                           act == Activation::kRelu)};
+                           act)};
 }
 
 void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
@@ -35,7 +35,7 @@ void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
   if (!w.packed || (w.weight.defined() && !cpu::packed_product_wins(rows, out, in))) {
     matmul(x, w.weight, y, {.trans_b = true});
     if (w.bias.defined()) bias_add(y, w.bias, y);
-    if (w.act == Activation::kRelu) relu(y, y);
+    activate(w.act, y, y);
     return;
   }
   cpu::matmul_packed(w.packed.get(), rows, x.data<float>(), y.data<float>());

@@ -30,7 +30,9 @@ struct PackedMatrix {
 // result (the result's `bias` keeps an owning tensor alive); w only while the result's `weight`
 // still refers to it, and for ever when the result has no packed copy (`packed` null). With a
 // bias, the product adds it in the same pass (oneDNN's bias argument);
-// with kRelu it then takes max(0, ·) in that pass too (a post-op): a feed-forward layer's first product.
+// with an activation it then takes that in the same pass too (a post-op: eltwise_relu, eltwise_swish
+// with α = 1 for swish and 1.702 for gelu_sigmoid, eltwise_gelu_erf): a feed-forward layer's first
+// product. Where the plain weight serves the product instead, ops::activate follows it.
 PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor(), Activation act = Activation::kNone);
 
 // y = x · Wᵀ (+ the bias it was packed with, then its activation); x: float32 [..., in] → y: float32 [..., out]. Uses

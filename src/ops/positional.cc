@@ -1,23 +1,61 @@
 #include "ops/positional.h"
 
-#include "ops/cpu/kernels.h"
+#include <cmath>
+#include <vector>
+
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
 
 namespace tfm::ops {
 
-void positional_encoding(const Tensor& pe, int64_t start) {
+namespace {
+// The table for positions offset + start … + len − 1, in double, rounded to T.
+template <class T>
+std::vector<T> table(int64_t len, int64_t d, int64_t start, const PositionEncoding& e) {
+  using Layout = PositionEncoding::Layout;
+  const int64_t pairs = d / 2;  // an odd D's last dimension is a sine (interleaved)
+  auto rate = [&](int64_t i) {
+    return e.rates == PositionEncoding::Rates::kPaper
+               ? std::exp(-std::log(10000.0) * static_cast<double>(2 * i) / static_cast<double>(d))
+               : std::exp(-std::log(10000.0) * static_cast<double>(i) / static_cast<double>(pairs - 1));
+  };
+  std::vector<T> pe(static_cast<size_t>(len * d));
+  for (int64_t t = 0; t < len; ++t) {
+    const double pos = static_cast<double>(e.offset + start + t);
+    T* row = pe.data() + t * d;
+    for (int64_t c = 0; c < d; ++c) {
+      const bool sine = e.layout == Layout::kInterleaved ? c % 2 == 0 : c < pairs;
+      const int64_t i = e.layout == Layout::kInterleaved ? c / 2 : c % pairs;
+      row[c] = static_cast<T>(sine ? std::sin(pos * rate(i)) : std::cos(pos * rate(i)));
+    }
+  }
+  return pe;
+}
+}  // namespace
+
+void positional_encoding(const Tensor& pe, int64_t start, const PositionEncoding& encoding) {
   check_rank("positional_encoding", "pe", pe, 2);
   pe.zero();
-  add_positional_encoding(pe.view({1, pe.size(0), pe.size(1)}), start);
+  add_positional_encoding(pe.view({1, pe.size(0), pe.size(1)}), start, encoding);
 }
 
-void add_positional_encoding(const Tensor& x, int64_t start) {
+void add_positional_encoding(const Tensor& x, int64_t start, const PositionEncoding& encoding) {
   check_rank("add_positional_encoding", "x", x, 3);
-  TFM_CHECK(start >= 0, "add_positional_encoding: start position must be >= 0, got ", start);
+  TFM_CHECK(start >= 0 && encoding.offset >= 0, "add_positional_encoding: positions must be >= 0, got start ", start,
+            " and offset ", encoding.offset);
+  const int64_t B = x.size(0), T = x.size(1), D = x.size(2);
+  TFM_CHECK(encoding.layout == PositionEncoding::Layout::kInterleaved || D % 2 == 0,
+            "add_positional_encoding: the sines-then-cosines layout needs an even width, got ", D);
+  TFM_CHECK(encoding.rates == PositionEncoding::Rates::kPaper || D >= 4,
+            "add_positional_encoding: Marian's rates need a width of at least 4, got ", D);
   dispatch("add_positional_encoding", x.dtype(), x.device(), [&](auto t) {
-    using T = decltype(t);
-    cpu::add_positional_encoding<T>(x.size(0), x.size(1), x.size(2), start, x.data<T>());
+    using V = decltype(t);
+    std::vector<V> pe = table<V>(T, D, start, encoding);
+    const Tensor p = Tensor::wrap(pe.data(), {T, D}, x.dtype());
+    for (int64_t b = 0; b < B; ++b) {
+      const Tensor row = x.rows(b, 1).view({T, D});
+      add(row, p, row);
+    }
   });
 }
 

@@ -69,6 +69,14 @@ void relu_backward(int64_t n, const T* y, const T* dy, T* dx) {
   TFM_SIMD_CALL(relu_backward<T>, n, y, dy, dx);
 }
 template <class T>
+void activate(int64_t n, ops::Activation act, const T* x, T* y) {
+  TFM_SIMD_CALL(activate<T>, n, act, x, y);
+}
+template <class T>
+void activation_backward(int64_t n, ops::Activation act, const T* pre, const T* dy, T* dx) {
+  TFM_SIMD_CALL(activation_backward<T>, n, act, pre, dy, dx);
+}
+template <class T>
 void dropout(int64_t n, const T* x, double p, const RngStream& rng, T* y) {
   TFM_SIMD_CALL(dropout<T>, n, x, p, rng, y);
 }
@@ -149,8 +157,8 @@ void quantize_activations(int64_t m, int64_t k, const float* x, int levels, uint
   TFM_SIMD_CALL(quantize_activations, m, k, x, levels, xq, x_scale);
 }
 void dequantize_rows(int64_t rows, int64_t c0, int64_t nc, const int32_t* acc, const float* x_scale,
-                     const float* w_scale, const float* bias, bool relu, float* y, int64_t ldy) {
-  TFM_SIMD_CALL(dequantize_rows, rows, c0, nc, acc, x_scale, w_scale, bias, relu, y, ldy);
+                     const float* w_scale, const float* bias, ops::Activation act, float* y, int64_t ldy) {
+  TFM_SIMD_CALL(dequantize_rows, rows, c0, nc, acc, x_scale, w_scale, bias, act, y, ldy);
 }
 
 #define INSTANTIATE(T)                                                                                 \

@@ -46,7 +46,7 @@ int int8_activation_levels() {
 }
 
 void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
-                 const float* bias, bool relu, float* y) {
+                 const float* bias, ops::Activation act, float* y) {
   // Scratch reused across calls (decoding calls this thousands of times): grown, never cleared.
   if (m == 0 || n == 0) return;
   thread_local std::vector<uint8_t> xq;
@@ -83,7 +83,7 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
         failed = status;
         continue;
       }
-      dequantize_rows(m, c0, nc, acc.data(), scale_data, w_scale, bias, relu, y, n);
+      dequantize_rows(m, c0, nc, acc.data(), scale_data, w_scale, bias, act, y, n);
     }
     check_product(failed);
     return;
@@ -92,7 +92,7 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
   if (acc.size() < static_cast<size_t>(m * n)) acc.resize(static_cast<size_t>(m * n));
   int32_t* acc_data = acc.data();
   check_product(product_columns(m, 0, n, k, xq_data, offset, w, acc_data));
-  dequantize_rows(m, 0, n, acc_data, scale_data, w_scale, bias, relu, y, n);
+  dequantize_rows(m, 0, n, acc_data, scale_data, w_scale, bias, act, y, n);
 }
 
 }  // namespace tfm::cpu

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/rng.h"
+#include "ops/activation.h"
 
 namespace tfm::cpu {
 
@@ -51,18 +52,19 @@ void copy_bytes(int64_t n, const char* src, char* dst);  // memcpy, on every thr
 void copy_columns(int64_t rows, int64_t row_bytes, int64_t offset_bytes, int64_t width_bytes, const char* src,
                   char* dst);
 
-// int8: y [m, n] = x [m, k] · (w [n, k] · w_scale)ᵀ (+ bias, then max(0, ·) with relu, in the
-// dequantization pass), with each row of x quantized to int8_activation_levels() levels each side
+// int8: y [m, n] = act(x [m, k] · (w [n, k] · w_scale)ᵀ (+ bias)), the bias and the activation in
+// the dequantization pass, with each row of x quantized to int8_activation_levels() levels each side
 // of zero: oneDNN's u8 × s8 products add pairs of them in 16 bits on CPUs without VNNI, where
 // 8-bit activations could overflow (saturate) and 7-bit ones cannot; with VNNI the sums are 32-bit.
 int int8_activation_levels();  // 127 (8 bits) where oneDNN's products run on VNNI, else 63 (7 bits)
 void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
-                 const float* bias, bool relu, float* y);
+                 const float* bias, ops::Activation act, float* y);
 
 // Packed float32 weights (ops/packed.h): w [n, k] reordered once into oneDNN's layout for a matmul
 // primitive with a run-time row count (wide outputs: one primitive per thread over its block of
-// columns, packed.cc); y [m, n] = x [m, k] · wᵀ (+ bias, then max(0, ·) with relu, in the same pass).
-std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias, bool relu);
+// columns, packed.cc); y [m, n] = act(x [m, k] · wᵀ (+ bias)), in the same pass (oneDNN post-ops).
+std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias,
+                                        ops::Activation act);
 void matmul_packed(const void* packed, int64_t m, const float* x, float* y);
 // Whether packing a weight can pay at this level (pack_weight is then worth calling), and whether
 // the packed product beats BLAS at this shape (measured: docs/performance.md).

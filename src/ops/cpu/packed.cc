@@ -38,7 +38,21 @@ struct Packed {
 // 512 and 2,048 columns the blocks gained nothing consistent (docs/performance.md).
 constexpr int64_t kBlockedColumns = 8192;
 
-Block pack_block(int64_t c0, int64_t n, int64_t k, int64_t ldy, const float* w, const float* bias, bool relu) {
+// The activation as oneDNN's eltwise post-op, applied to the result (after the bias) in the same
+// pass: eltwise_swish is x·σ(α·x), so α = 1 for swish and 1.702 for gelu_sigmoid.
+void append_activation(ops::Activation act, dnnl::post_ops& post) {
+  using dnnl::algorithm;
+  switch (act) {
+    case ops::Activation::kNone: return;
+    case ops::Activation::kRelu: return post.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    case ops::Activation::kSwish: return post.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
+    case ops::Activation::kGelu: return post.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+    case ops::Activation::kGeluSigmoid: return post.append_eltwise(1.0f, algorithm::eltwise_swish, 1.702f, 0.0f);
+  }
+}
+
+Block pack_block(int64_t c0, int64_t n, int64_t k, int64_t ldy, const float* w, const float* bias,
+                 ops::Activation act) {
   Block b;
   b.c0 = c0;
   b.n = n;
@@ -53,10 +67,10 @@ Block pack_block(int64_t c0, int64_t n, int64_t k, int64_t ldy, const float* w, 
   // product's) runs on other threads, several at a time.
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (relu) {  // max(0, ·) on the result, in the same pass
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(ops);
+  if (act != ops::Activation::kNone) {
+    dnnl::post_ops post;
+    append_activation(act, post);
+    attr.set_post_ops(post);
   }
   const dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(src, any_weights, bias_desc, dst)
                                              : dnnl::matmul::desc(src, any_weights, dst),
@@ -87,7 +101,8 @@ void run_block(const Block& b, int64_t m, int64_t k, int64_t ldy, const float* x
 }
 }  // namespace
 
-std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias, bool relu) {
+std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias,
+                                        ops::Activation act) {
   try {
     auto p = std::make_shared<Packed>();
     p->n = n;
@@ -95,7 +110,7 @@ std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, co
     const int64_t blocks = n >= kBlockedColumns ? std::max(1, omp_get_max_threads()) : 1;
     for (int64_t i = 0; i < blocks; ++i) {
       const int64_t c0 = n * i / blocks, c1 = n * (i + 1) / blocks;
-      p->blocks.push_back(pack_block(c0, c1 - c0, k, n, w, bias, relu));
+      p->blocks.push_back(pack_block(c0, c1 - c0, k, n, w, bias, act));
     }
     return p;
   } catch (const dnnl::error& e) {

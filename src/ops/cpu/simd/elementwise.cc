@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/simd/activation.h"
 #include "ops/cpu/simd/dropout_mask.h"
 #include "ops/cpu/simd/target.h"
 
@@ -69,6 +70,32 @@ template <class T>
 void relu_backward(int64_t n, const T* y, const T* dy, T* dx) {
 #pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) dx[i] += y[i] > T(0) ? dy[i] : T(0);
+}
+
+// swish, gelu and gelu_sigmoid cost an exp or an erfc per element, far more than the loops above:
+// runs of kActivationChunk elements (a multiple of every build's vector width) go to the threads
+// from two runs on.
+constexpr int64_t kActivationChunk = 4096;
+
+template <class T>
+void activate(int64_t n, ops::Activation act, const T* x, T* y) {
+  if (act == ops::Activation::kRelu) return relu<T>(n, x, y);
+  if (act == ops::Activation::kNone) {
+    if (x != y) std::copy(x, x + n, y);
+    return;
+  }
+#pragma omp parallel for schedule(static) if (n >= 2 * kActivationChunk)
+  for (int64_t c = 0; c < n; c += kActivationChunk)
+    activate_run(act, std::min(kActivationChunk, n - c), x + c, y + c);
+}
+
+template <class T>
+void activation_backward(int64_t n, ops::Activation act, const T* pre, const T* dy, T* dx) {
+  if (act == ops::Activation::kRelu) return relu_backward<T>(n, pre, dy, dx);  // pre > 0 exactly where y > 0
+  if (act == ops::Activation::kNone) return add_to<T>(n, dy, dx);
+#pragma omp parallel for schedule(static) if (n >= 2 * kActivationChunk)
+  for (int64_t c = 0; c < n; c += kActivationChunk)
+    activation_backward_run(act, std::min(kActivationChunk, n - c), pre + c, dy + c, dx + c);
 }
 
 template <class T>

@@ -10,8 +10,12 @@ void embedding(int64_t n, int64_t d, const int32_t* ids, const T* table, double 
   const T s = static_cast<T>(scale);
 #pragma omp parallel for schedule(static) if (n * d >= (1 << 15))
   for (int64_t i = 0; i < n; ++i) {
-    const T* row = table + static_cast<int64_t>(ids[i]) * d;
     T* o = out + i * d;
+    if (ids[i] < 0) {  // −1: a zero row
+      std::fill_n(o, d, T(0));
+      continue;
+    }
+    const T* row = table + static_cast<int64_t>(ids[i]) * d;
 #pragma omp simd
     for (int64_t c = 0; c < d; ++c) o[c] = s * row[c];
   }
@@ -28,6 +32,7 @@ void embedding_backward(int64_t n, int64_t d, const int32_t* ids, const T* dout,
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const int64_t c0 = blk * kBlock, c1 = std::min(d, c0 + kBlock);
     for (int64_t i = 0; i < n; ++i) {
+      if (ids[i] < 0) continue;  // a zero row: no parameter to update
       T* row = dtable + static_cast<int64_t>(ids[i]) * d;
       const T* g = dout + i * d;
 #pragma omp simd

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/simd/activation.h"
 #include "ops/cpu/simd/target.h"
 
 TFM_SIMD_BEGIN
@@ -69,11 +70,18 @@ void dequantize_row(const int32_t* a, float s, const float* w_scale, const float
 }  // namespace
 
 void dequantize_rows(int64_t rows, int64_t c0, int64_t nc, const int32_t* acc, const float* x_scale,
-                     const float* w_scale, const float* bias, bool relu, float* y, int64_t ldy) {
-  // One variant per bias/ReLU combination, so that the inner loop has no test.
+                     const float* w_scale, const float* bias, ops::Activation act, float* y, int64_t ldy) {
+  // One variant per bias/ReLU combination, so that the inner loop has no test. The other
+  // activations take a second pass over each row while it is in the cache (activation.h's vector
+  // loops).
+  const bool relu = act == ops::Activation::kRelu, after = !relu && act != ops::Activation::kNone;
   auto each_row = [&](auto row_fn) {
 #pragma omp parallel for schedule(static) if (rows * nc >= (1 << 15) && !omp_in_parallel())
-    for (int64_t r = 0; r < rows; ++r) row_fn(acc + r * nc, x_scale[r], w_scale, bias, c0, nc, y + r * ldy);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* out = y + r * ldy;
+      row_fn(acc + r * nc, x_scale[r], w_scale, bias, c0, nc, out);
+      if (after) activate_run(act, nc, out + c0, out + c0);
+    }
   };
   if (bias && relu) each_row(dequantize_row<true, true>);
   else if (bias) each_row(dequantize_row<true, false>);
