@@ -123,10 +123,6 @@ void embedding_backward(int64_t n, int64_t d, const int32_t* ids, const T* dout,
   TFM_SIMD_CALL(embedding_backward<T>, n, d, ids, dout, scale, dtable);
 }
 template <class T>
-void add_positional_encoding(int64_t batch, int64_t len, int64_t d, int64_t start, T* x) {
-  TFM_SIMD_CALL(add_positional_encoding<T>, batch, len, d, start, x);
-}
-template <class T>
 double cross_entropy(int64_t rows, int64_t vocab, const T* logits, const int32_t* targets, double smoothing,
                      int32_t ignore_index, T* lse) {
   TFM_SIMD_CALL(cross_entropy<T>, rows, vocab, logits, targets, smoothing, ignore_index, lse);
@@ -163,7 +159,7 @@ void dequantize_rows(int64_t rows, int64_t c0, int64_t nc, const int32_t* acc, c
 
 #define INSTANTIATE(T)                                                                                 \
   TFM_INSTANTIATE_ELEMENTWISE(T) TFM_INSTANTIATE_LAYER_NORM(T) TFM_INSTANTIATE_SOFTMAX(T)                \
-  TFM_INSTANTIATE_ATTENTION(T) TFM_INSTANTIATE_EMBEDDING(T) TFM_INSTANTIATE_POSITIONAL(T)                \
+  TFM_INSTANTIATE_ATTENTION(T) TFM_INSTANTIATE_EMBEDDING(T)                                           \
   TFM_INSTANTIATE_LOSS(T) TFM_INSTANTIATE_ADAM(T) TFM_INSTANTIATE_TOP_K(T)
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
 
