@@ -4,8 +4,8 @@
 #   cmake -S . -B build-arm64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DTFM_NATIVE=OFF
 #
 # Compilers: Debian's crossbuild-essential-arm64. Libraries: Debian's arm64 multiarch packages, in
-# the host's /usr/lib/aarch64-linux-gnu, plus the two that cannot be installed beside their amd64
-# versions (SentencePiece, oneDNN's -dev), which install-deps.sh unpacks into ARM64_SYSROOT
+# the host's /usr/lib/aarch64-linux-gnu, plus the three that cannot be installed beside their amd64
+# versions (SentencePiece, oneDNN's -dev, yaml-cpp), which install-deps.sh unpacks into ARM64_SYSROOT
 # (/opt/arm64-sysroot). Test programs, including gtest_discover_tests' listing at build time, run
 # under qemu-aarch64 (CMAKE_CROSSCOMPILING_EMULATOR), named explicitly: no binfmt_misc needed.
 

@@ -23,6 +23,8 @@ packages=(
   nlohmann-json3-dev          # config files, checkpoint headers, fixtures
   libxxhash-dev               # XXH3-64 checksums of model and shortlist files
   libcli11-dev                # command line
+  libzip-dev                  # .npz archives: Marian (OPUS-MT) models, for `transformer import marian`
+  libyaml-cpp-dev             # Marian's YAML vocabularies and model configuration (yaml-cpp, as Marian writes them)
   libcpp-httplib-dev          # `transformer serve` (HTTP server)
   python3-jsonschema          # its OpenAPI document checked against it (tests/serve/openapi_test.py)
   chromium chromium-driver python3-selenium  # its web page in a headless browser (tests/serve/browser_test.py)
@@ -43,6 +45,7 @@ for arg in "$@"; do
         libc6:arm64                              # /lib/ld-linux-aarch64.so.1: qemu-aarch64 runs with it
         libopenblas-openmp-dev:arm64
         libxxhash-dev:arm64
+        libzip-dev:arm64
         libgomp1:arm64                           # for libdnnl2:arm64, which is unpacked (below)
         libgtest-dev:arm64 libgmock-dev:arm64 libbenchmark-dev:arm64
       ) ;;  # nlohmann-json3-dev and libcli11-dev are header-only (Architecture: all): the host's serve
@@ -54,15 +57,17 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# Two arm64 libraries cannot be installed beside their amd64 versions in Debian 12: SentencePiece is
-# not Multi-Arch (libsentencepiece0:arm64 would remove the amd64 package and break the native build),
-# and libdnnl-dev:arm64 is Multi-Arch: same but its dnnl_config.h differs from amd64's (no OpenCL GPU
-# runtime), which dpkg refuses. Their packages are unpacked, not installed, into ARM64_SYSROOT, which
-# cmake/aarch64-linux-gnu.cmake searches first; a stamp per package records what is there.
+# Three arm64 libraries cannot be installed beside their amd64 versions in Debian 12: SentencePiece
+# and yaml-cpp's -dev package are not Multi-Arch (libsentencepiece0:arm64 or libyaml-cpp-dev:arm64
+# would remove the amd64 package and break the native build), and libdnnl-dev:arm64 is Multi-Arch:
+# same but its dnnl_config.h differs from amd64's (no OpenCL GPU runtime), which dpkg refuses. Their
+# packages, each with the runtime library its libX.so link names, are unpacked, not installed, into
+# ARM64_SYSROOT, which cmake/aarch64-linux-gnu.cmake searches first; a stamp per package records what
+# is there.
 sysroot=${ARM64_SYSROOT:-/opt/arm64-sysroot}
 unpack=()
 if ((arm64)); then
-  for p in libsentencepiece0 libsentencepiece-dev libdnnl2 libdnnl-dev; do
+  for p in libsentencepiece0 libsentencepiece-dev libdnnl2 libdnnl-dev libyaml-cpp0.7 libyaml-cpp-dev; do
     [ -f "$sysroot/.unpacked/$p" ] || unpack+=("$p:arm64")
   done
 fi
