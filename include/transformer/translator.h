@@ -39,6 +39,18 @@ struct SearchOptions {
   int64_t min_length = 0;       // no end of sentence before this many output tokens (it included);
                                 //   benchmarks force a fixed length with min_length = max length
   bool record_attention = false;  // return the encoder-decoder attention of every output token
+  // How scores of hypotheses of different lengths L (end of sentence included) are compared: a score
+  // is divided by lp(L). kGnmt: ((5 + L) / 6)^α (Wu et al., 2016); kPower: L^α (Marian's --normalize,
+  // CTranslate2, Hugging Face generate()).
+  enum class LengthNormalization { kGnmt, kPower };
+  LengthNormalization length_normalization = LengthNormalization::kGnmt;
+  // When a sentence's beam search ends. kFirstK: once beam_size hypotheses have ended, or when no
+  // live one can beat the n-th best ended one (fairseq). kNoBetterLive: once beam_size have ended and
+  // the best live hypothesis, normalized at its current length, is no better than the worst of the
+  // beam_size best ended ones; until then each new ending may replace a worse one (Hugging Face
+  // generate()'s default, early_stopping False).
+  enum class BeamStop { kFirstK, kNoBetterLive };
+  BeamStop beam_stop = BeamStop::kFirstK;
 
   // Random sampling (back-translation, as CTranslate2's sampling_topk/topp/temperature): each output
   // token is drawn from the model's distribution instead of searched for. At every step the logits

@@ -19,7 +19,7 @@ ShortlistSummary build_shortlist(const std::string& source, const std::string& t
   tgt.reserve(pairs.size());
   for (const tfm::SentencePair& p : pairs) {
     src.push_back(vocab.encode(p.source));
-    tgt.push_back(vocab.encode(p.target));
+    tgt.push_back(vocab.encode(p.target, tfm::Side::kTarget));
   }
   const tfm::Shortlist s = tfm::Shortlist::build(src, tgt, vocab.size(), options, vocab.fingerprint());
   s.save(output);

@@ -113,8 +113,7 @@ Translator::Translator(const std::string& model_path, const TranslatorOptions& o
   m.model = api::load_model_noting(file, options.verify, m.notes);
   m.fingerprint = api::vocab_fingerprint(file);
   if (options.need_vocab) {
-    const std::string vocab =
-        options.vocab.empty() ? (std::filesystem::path(model_path).parent_path() / "vocab.model").string() : options.vocab;
+    const std::string vocab = options.vocab.empty() ? tfm::default_vocab_path(model_path) : options.vocab;
     TFM_CHECK(std::filesystem::exists(vocab), "no vocabulary: '", vocab, "' does not exist (give --vocab)");
     m.vocab = tfm::Vocab::load(vocab);
     m.has_vocab = true;
@@ -161,7 +160,7 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& l
   }
   for (const std::string& prefix : target_prefixes) {
     CleanText clean = clean_input(prefix);
-    prefixes.push_back(vocab.encode(clean.text));
+    prefixes.push_back(vocab.encode(clean.text, tfm::Side::kTarget));
     prefix_repairs.push_back(clean.repairs);
   }
   std::vector<Translation> out = impl_->translate(sources, options, true, prefixes);
@@ -193,7 +192,7 @@ std::vector<Score> Translator::score(const std::vector<std::string>& sources, co
   for (size_t i = 0; i < sources.size(); ++i) {
     CleanText s = clean_input(sources[i]), t = clean_input(targets[i]);
     src.push_back(vocab.encode(s.text));
-    tgt.push_back(vocab.encode(t.text));
+    tgt.push_back(vocab.encode(t.text, tfm::Side::kTarget));
     src_repairs.push_back(s.repairs);
     tgt_repairs.push_back(t.repairs);
   }

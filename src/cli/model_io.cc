@@ -6,7 +6,7 @@ namespace tfm::cli {
 
 void add_model_options(CLI::App& cmd, ModelPaths& paths) {
   cmd.add_option("-m,--model", paths.model, "model file (.safetensors)")->required();
-  cmd.add_option("--vocab", paths.vocab, "SentencePiece model (default: vocab.model beside the model)");
+  cmd.add_option("--vocab", paths.vocab, "the vocabulary: a SentencePiece model or an imported model's vocabulary.json (default: vocab.model, else vocabulary.json, beside the model)");
   add_no_verify_flag(cmd, paths.no_verify);
 }
 

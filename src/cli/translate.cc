@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -261,7 +262,23 @@ Action add_translate(CLI::App& app) {
   transformer::SearchOptions& s = o->translate.search;
   cmd->add_option("-b,--beam", s.beam_size, cat("beam size (1: greedy; at most ", transformer::kMaxBeamSize, ")"))
       ->capture_default_str();
-  cmd->add_option("--length-penalty", s.length_penalty, "alpha of ((5+|Y|)/6)^alpha")->capture_default_str();
+  cmd->add_option("--length-penalty", s.length_penalty,
+                  "alpha of the length normalization: scores divided by ((5+|Y|)/6)^alpha (gnmt) or |Y|^alpha (power)")
+      ->capture_default_str();
+  using Search = transformer::SearchOptions;
+  cmd->add_option("--length-normalization", s.length_normalization,
+                  "gnmt: ((5+|Y|)/6)^alpha (Wu et al.); power: |Y|^alpha (Marian's --normalize, CTranslate2, "
+                  "Hugging Face)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, Search::LengthNormalization>{{"gnmt", Search::LengthNormalization::kGnmt},
+                                                             {"power", Search::LengthNormalization::kPower}}))
+      ->default_str("gnmt");
+  cmd->add_option("--beam-stop", s.beam_stop,
+                  "first-k: a sentence ends once beam-size hypotheses have ended (fairseq); no-better-live: once "
+                  "the best live one cannot beat the worst of beam-size ended ones (Hugging Face generate())")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Search::BeamStop>{
+          {"first-k", Search::BeamStop::kFirstK}, {"no-better-live", Search::BeamStop::kNoBetterLive}}))
+      ->default_str("first-k");
   cmd->add_option("--max-length-a", s.max_length_a, "at most a*source_tokens + b output tokens")->capture_default_str();
   cmd->add_option("--max-length-b", s.max_length_b, "see --max-length-a")->capture_default_str();
   cmd->add_option("--min-length", s.min_length,

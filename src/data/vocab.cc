@@ -1,10 +1,13 @@
 #include "data/vocab.h"
 
 #include <cstdio>
+#include <filesystem>
+#include <string_view>
 #include <unordered_map>
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "io/atomic_file.h"
@@ -62,9 +65,106 @@ Vocab Vocab::train(const std::vector<std::string>& sentences, const VocabOptions
   return v;
 }
 
+namespace {
+constexpr const char* kPieceFormat = "tfm-piece-vocab";
+
+void load_spm(sentencepiece::SentencePieceProcessor& sp, const std::string& bytes, const std::string& path) {
+  const auto status = sp.LoadFromSerializedProto(bytes);
+  TFM_CHECK(status.ok(), "'", path, "' is not a SentencePiece model: ", status.ToString());
+}
+}  // namespace
+
+std::string default_vocab_path(const std::string& model_path) {
+  const std::filesystem::path dir = std::filesystem::path(model_path).parent_path();
+  const std::filesystem::path pieces = dir / kPieceVocabFile;
+  return (!std::filesystem::exists(dir / "vocab.model") && std::filesystem::exists(pieces) ? pieces
+                                                                                            : dir / "vocab.model")
+      .string();
+}
+
+Vocab Vocab::from_pieces(std::vector<std::string> pieces, const std::string& source_spm, const std::string& target_spm,
+                         int32_t unk_id, const std::vector<int32_t>& skipped) {
+  Vocab v;
+  TFM_CHECK(!pieces.empty(), "a piece vocabulary needs at least one piece");
+  const int64_t n = static_cast<int64_t>(pieces.size());
+  TFM_CHECK(unk_id >= 0 && unk_id < n, "the unknown-piece id ", unk_id, " is outside the vocabulary [0, ", n, ")");
+  v.pieces_ = std::move(pieces);
+  for (size_t i = 0; i < v.pieces_.size(); ++i) {
+    const auto [it, inserted] = v.piece_ids_.emplace(v.pieces_[i], static_cast<int32_t>(i));
+    TFM_CHECK(inserted, "the vocabulary has the piece '", v.pieces_[i], "' twice, as ids ", it->second, " and ", i);
+  }
+  v.unk_id_ = unk_id;
+  v.skipped_.assign(v.pieces_.size(), false);
+  for (int32_t id : skipped) {
+    TFM_CHECK(id >= 0 && id < n, "a special id ", id, " is outside the vocabulary [0, ", n, ")");
+    v.skipped_[static_cast<size_t>(id)] = true;
+  }
+  v.serialized_ = source_spm;
+  v.target_serialized_ = target_spm;
+  v.target_sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  load_spm(*v.sp_, v.serialized_, "the source SentencePiece model");
+  load_spm(*v.target_sp_, v.target_serialized_, "the target SentencePiece model");
+  return v;
+}
+
+void Vocab::save_pieces(const std::string& dir) const {
+  TFM_CHECK(has_piece_table(), "save_pieces: not a piece vocabulary");
+  namespace fs = std::filesystem;
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    write_file_atomic((fs::path(dir) / name).string(),
+                      [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+  };
+  nlohmann::json j = {{"format", kPieceFormat}, {"version", 1}, {"source_spm", "source.spm"},
+                      {"target_spm", "target.spm"}, {"unk_id", unk_id_}};
+  std::vector<int32_t> skipped;
+  for (size_t i = 0; i < skipped_.size(); ++i)
+    if (skipped_[i]) skipped.push_back(static_cast<int32_t>(i));
+  j["skipped_ids"] = skipped;
+  j["pieces"] = pieces_;
+  write("source.spm", serialized_);
+  write("target.spm", target_serialized_);
+  write(kPieceVocabFile, j.dump(1) + "\n");
+}
+
 Vocab Vocab::load(const std::string& path) {
   Vocab v;
   v.serialized_ = read_file(path);
+  if (const size_t first = v.serialized_.find_first_not_of(" \t\r\n");
+      first != std::string::npos && v.serialized_[first] == '{') {  // a piece vocabulary
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(v.serialized_);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(cat("'", path, "' is not valid JSON: ", e.what()));
+    }
+    auto field = [&](const char* key) -> const nlohmann::json& {
+      TFM_CHECK(j.is_object() && j.contains(key), "'", path, "' is not a piece vocabulary: it has no '", key, "'");
+      return j[key];
+    };
+    TFM_CHECK(field("format") == kPieceFormat, "'", path, "': format ", field("format").dump(), ", expected \"",
+              kPieceFormat, "\"");
+    TFM_CHECK(field("version") == 1, "'", path, "': version ", field("version").dump(), " is not supported (1 is)");
+    std::vector<std::string> pieces;
+    std::vector<int32_t> skipped;
+    int32_t unk = 0;
+    std::string source, target;
+    try {
+      pieces = field("pieces").get<std::vector<std::string>>();
+      skipped = field("skipped_ids").get<std::vector<int32_t>>();
+      unk = field("unk_id").get<int32_t>();
+      source = field("source_spm").get<std::string>();
+      target = field("target_spm").get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(cat("'", path, "': a field has the wrong type: ", e.what()));
+    }
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    try {
+      return from_pieces(std::move(pieces), read_file((dir / source).string()), read_file((dir / target).string()),
+                         unk, skipped);
+    } catch (const Error& e) {
+      throw Error(cat("'", path, "': ", e.what()));
+    }
+  }
   const auto status = v.sp_->LoadFromSerializedProto(v.serialized_);
   TFM_CHECK(status.ok(), "'", path, "' is not a SentencePiece model: ", status.ToString());
   TFM_CHECK(v.sp_->pad_id() == 0 && v.sp_->unk_id() == 1 && v.sp_->bos_id() == 2 && v.sp_->eos_id() == 3,
@@ -75,10 +175,32 @@ Vocab Vocab::load(const std::string& path) {
 }
 
 void Vocab::save(const std::string& path) const {
+  TFM_CHECK(!has_piece_table(), "'", path, "': a piece vocabulary is saved with its SentencePiece models (save_pieces)");
   write_file_atomic(path, [&](std::ostream& out) { out.write(serialized_.data(), static_cast<std::streamsize>(serialized_.size())); });
 }
 
-std::vector<int32_t> Vocab::encode(const std::string& text) const {
+std::vector<int32_t> Vocab::encode(const std::string& text, Side side) const {
+  if (has_piece_table()) {
+    std::vector<int32_t> ids;
+    std::string_view rest = text;
+    // A multilingual model's target-language token (">>deu<<") leads the text and is one piece, as
+    // OPUS-MT's preprocessing and Hugging Face's MarianTokenizer treat it.
+    if (rest.starts_with(">>"))
+      if (const size_t end = rest.find("<<"); end != std::string_view::npos)
+        if (const auto it = piece_ids_.find(std::string(rest.substr(0, end + 2))); it != piece_ids_.end()) {
+          ids.push_back(it->second);
+          rest.remove_prefix(end + 2);
+        }
+    std::vector<std::string> pieces;
+    const auto& sp = side == Side::kTarget ? *target_sp_ : *sp_;
+    const auto status = sp.Encode(std::string(rest), &pieces);
+    TFM_CHECK(status.ok(), "cannot encode a sentence: ", status.ToString());
+    for (const std::string& p : pieces) {
+      const auto it = piece_ids_.find(p);
+      ids.push_back(it == piece_ids_.end() ? unk_id_ : it->second);
+    }
+    return ids;
+  }
   std::vector<int> ids;
   const auto status = sp_->Encode(text, &ids);
   TFM_CHECK(status.ok(), "cannot encode a sentence: ", status.ToString());
@@ -86,6 +208,19 @@ std::vector<int32_t> Vocab::encode(const std::string& text) const {
 }
 
 std::string Vocab::decode(const std::vector<int32_t>& ids) const {
+  if (has_piece_table()) {
+    std::vector<std::string> pieces;
+    for (int32_t id : ids)
+      if (id >= 0 && id < size() && !skipped_[static_cast<size_t>(id)]) pieces.push_back(pieces_[static_cast<size_t>(id)]);
+    std::string text;
+    const auto status = target_sp_->Decode(pieces, &text);
+    TFM_CHECK(status.ok(), "cannot decode pieces: ", status.ToString());
+    // A piece of the shared table that the target model lacks keeps its "▁" (U+2581): a space, as
+    // OPUS-MT's postprocessing and Hugging Face's MarianTokenizer make it; then trimmed.
+    for (size_t at; (at = text.find("\xE2\x96\x81")) != std::string::npos;) text.replace(at, 3, " ");
+    const size_t begin = text.find_first_not_of(' '), end = text.find_last_not_of(' ');
+    return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
+  }
   std::vector<int> clean;
   for (int32_t id : ids)
     if (id > 3 && id < size()) clean.push_back(id);  // drop pad, bos, eos (and unk's surface form ⁇)
@@ -97,10 +232,12 @@ std::string Vocab::decode(const std::vector<int32_t>& ids) const {
 
 std::string Vocab::piece(int32_t id) const {
   TFM_CHECK(id >= 0 && id < size(), "token id ", id, " is outside the vocabulary [0, ", size(), ")");
-  return sp_->IdToPiece(id);
+  return has_piece_table() ? pieces_[static_cast<size_t>(id)] : sp_->IdToPiece(id);
 }
 
-int64_t Vocab::size() const { return sp_->GetPieceSize(); }
+int64_t Vocab::size() const {
+  return has_piece_table() ? static_cast<int64_t>(pieces_.size()) : sp_->GetPieceSize();
+}
 
 }  // namespace tfm
 
@@ -108,9 +245,19 @@ namespace tfm {
 
 std::string Vocab::fingerprint() const {
   uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits
-  for (const char c : serialized_) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 1099511628211ull;
+  auto add = [&](std::string_view bytes) {
+    for (const char c : bytes) {
+      h ^= static_cast<uint8_t>(c);
+      h *= 1099511628211ull;
+    }
+  };
+  add(serialized_);
+  if (has_piece_table()) {  // then the target's model, and the table: each piece and a newline, the ids
+    add(target_serialized_);
+    for (const std::string& p : pieces_) add(p + "\n");
+    add(cat("unk ", unk_id_, "\n"));
+    for (size_t i = 0; i < skipped_.size(); ++i)
+      if (skipped_[i]) add(cat("skip ", i, "\n"));
   }
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));

@@ -1,10 +1,17 @@
 #pragma once
-// The subword vocabulary: a SentencePiece model (BPE or unigram) shared by source and target, as the
-// paper's shared BPE, so that the embeddings can be tied. Special ids are fixed: pad 0, unk 1,
-// bos 2, eos 3 (ModelConfig's defaults).
+// The subword vocabulary. A model trained here has one SentencePiece model (BPE or unigram) shared
+// by source and target, as the paper's shared BPE, so that the embeddings can be tied; its special
+// ids are fixed: pad 0, unk 1, bos 2, eos 3 (ModelConfig's defaults).
+//
+// An imported model (Marian / OPUS-MT, Hugging Face MarianMT; src/import) has a piece vocabulary
+// instead (`vocabulary.json`, written by `transformer import`): a source and a target SentencePiece
+// model that only segment text into pieces, and a table of pieces whose order gives the ids, as
+// Marian's vocab.yml and Hugging Face's vocab.json. A piece the table lacks becomes <unk>; decoding
+// joins the target pieces through the target SentencePiece model.
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "transformer/vocab_options.h"
@@ -17,6 +24,16 @@ namespace tfm {
 
 using transformer::VocabOptions;  // include/transformer/vocab_options.h
 
+// Which side's segmentation encode uses (piece vocabularies have one SentencePiece model per side).
+enum class Side { kSource, kTarget };
+
+// The file name beside a model that holds its piece vocabulary (vocab.model holds a SentencePiece one).
+inline constexpr const char* kPieceVocabFile = "vocabulary.json";
+
+// The vocabulary a model file uses when none is given: vocab.model beside it, else vocabulary.json
+// (an imported model's); the first of the two when neither exists, for the error message.
+std::string default_vocab_path(const std::string& model_path);
+
 class Vocab {
  public:
   Vocab();
@@ -26,11 +43,21 @@ class Vocab {
 
   // Trains on the given sentences (e.g. both sides of the training data) and returns the vocabulary.
   static Vocab train(const std::vector<std::string>& sentences, const VocabOptions& options);
+  // A SentencePiece .model file, or a piece vocabulary (a JSON file, see docs/import.md) whose
+  // SentencePiece models are named relative to its folder.
   static Vocab load(const std::string& path);
-  // Writes the .model file atomically.
+  // A piece vocabulary: `pieces` in id order, the SentencePiece models' bytes, the <unk> id, and the
+  // ids decoding skips (end of sentence, padding, unknown). Throws naming a duplicate piece.
+  static Vocab from_pieces(std::vector<std::string> pieces, const std::string& source_spm,
+                           const std::string& target_spm, int32_t unk_id, const std::vector<int32_t>& skipped);
+  // Writes the .model file atomically (a SentencePiece vocabulary only).
   void save(const std::string& path) const;
+  // Writes a piece vocabulary as `dir`/vocabulary.json with its two SentencePiece models beside it,
+  // each file atomically.
+  void save_pieces(const std::string& dir) const;
+  bool has_piece_table() const { return !pieces_.empty(); }
 
-  std::vector<int32_t> encode(const std::string& text) const;
+  std::vector<int32_t> encode(const std::string& text, Side side = Side::kSource) const;
   std::string decode(const std::vector<int32_t>& ids) const;  // stops at nothing; skips specials
   std::string piece(int32_t id) const;
   int64_t size() const;
@@ -39,8 +66,15 @@ class Vocab {
   std::string fingerprint() const;
 
  private:
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
-  std::string serialized_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;  // the (source's) SentencePiece model
+  std::string serialized_;                                     // its bytes
+  // Piece vocabularies only (empty otherwise):
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> target_sp_;
+  std::string target_serialized_;
+  std::vector<std::string> pieces_;  // by id
+  std::unordered_map<std::string, int32_t> piece_ids_;
+  int32_t unk_id_ = 1;
+  std::vector<bool> skipped_;  // by id: ids decoding drops
 };
 
 }  // namespace tfm

@@ -61,8 +61,9 @@ int64_t estimate_search_bytes(const ModelConfig& c, int64_t sentences, int64_t s
   return bytes >= 9e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes);
 }
 
-double length_penalty(int64_t length, double alpha) {
-  return std::pow((5.0 + static_cast<double>(length)) / 6.0, alpha);
+double length_penalty(int64_t length, double alpha, SearchOptions::LengthNormalization form) {
+  const double L = static_cast<double>(length);
+  return form == SearchOptions::LengthNormalization::kPower ? std::pow(L, alpha) : std::pow((5.0 + L) / 6.0, alpha);
 }
 
 namespace {
@@ -175,12 +176,13 @@ struct StepRecord {
 };
 
 // Follows a hypothesis back from (step, row), where it produced EOS.
-Hypothesis backtrack(const std::vector<StepRecord>& steps, int64_t step, int32_t row, double score, double alpha,
-                     bool with_attention, int64_t src_len, int64_t heads) {
+Hypothesis backtrack(const std::vector<StepRecord>& steps, int64_t step, int32_t row, double score,
+                     const SearchOptions& o, int64_t src_len, int64_t heads) {
+  const bool with_attention = o.record_attention;
   Hypothesis h;
   h.score = score;
   const int64_t length = step + 1;  // tokens including EOS
-  h.normalized = score / length_penalty(length, alpha);
+  h.normalized = score / length_penalty(length, o.length_penalty, o.length_normalization);
   std::vector<int32_t> chain(static_cast<size_t>(length));  // row at each step
   int32_t r = row;
   for (int64_t t = step; t >= 0; --t) {
@@ -365,7 +367,7 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
       const double lp = choice[r] >= 0 ? logit_at(logits, cols, ri, best) - top.lse.data<double>()[ri] : top.at(ri, 0);
       const double s = score[r] + lp;
       if (best == c.eos_id) {
-        out[b] = backtrack(steps, t, static_cast<int32_t>(r), s, o.length_penalty, o.record_attention,
+        out[b] = backtrack(steps, t, static_cast<int32_t>(r), s, o,
                            e.src_lengths.data<int32_t>()[b], c.heads);
       } else {
         keep.push_back(static_cast<int32_t>(r));
@@ -400,6 +402,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   const Context ctx = model.context();
   const ModelConfig& c = model.config();
   const int64_t K = o.beam_size, B = static_cast<int64_t>(sources.size());
+  const bool no_better_live = o.beam_stop == SearchOptions::BeamStop::kNoBetterLive;
   Encoded e = encode_batch(model, ctx, sources, o, prefixes);
   DecodeState state = model.start_decoding(ctx, e.memory, e.src_lengths, e.capacity, o.record_attention, K);
   const Columns cols = restrict_output(model, ctx, state, sources, shortlist, prefixes);
@@ -462,9 +465,17 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
         const Candidate& cand = cands[rank];
         if (cand.token == c.eos_id) {
           // As fairseq: an ending counts only among the best K, so beam 1 is greedy search.
-          if (rank < static_cast<size_t>(K) || last)
-            done.push_back(backtrack(steps, t, cand.row, cand.score, o.length_penalty, o.record_attention,
-                                     e.src_lengths.data<int32_t>()[b], c.heads));
+          if (rank < static_cast<size_t>(K) || last) {
+            Hypothesis h = backtrack(steps, t, cand.row, cand.score, o, e.src_lengths.data<int32_t>()[b], c.heads);
+            if (!no_better_live || static_cast<int64_t>(done.size()) < K) {
+              done.push_back(std::move(h));
+            } else {  // the beam_size best are kept: it replaces the worst if it is better
+              auto worst = std::min_element(done.begin(), done.end(), [](const Hypothesis& x, const Hypothesis& y) {
+                return x.normalized < y.normalized;
+              });
+              if (h.normalized > worst->normalized) *worst = std::move(h);
+            }
+          }
         } else if (static_cast<int64_t>(live.size()) < K) {
           live.push_back(cand);
         }
@@ -473,10 +484,15 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       // Done when K hypotheses have ended, or when none of the live ones can beat the n-th best
       // ended one: a live score can only fall, and the length penalty is largest at the maximum
       // length, so score / max lp bounds what it can reach.
-      bool stop = last || live.empty() || static_cast<int64_t>(done.size()) >= K;
-      if (!stop && static_cast<int64_t>(done.size()) >= o.n_best) {
-        const double lp_max = std::max(length_penalty(t + 2, o.length_penalty),
-                                       length_penalty(e.max_length[b], o.length_penalty));
+      bool stop = last || live.empty();
+      if (!stop && no_better_live && static_cast<int64_t>(done.size()) >= K)
+        // The best live one's score at its current length (t + 1 tokens, no end yet), as Hugging Face.
+        stop = live[0].score / length_penalty(t + 1, o.length_penalty, o.length_normalization) <= done.back().normalized;
+      else if (!stop && !no_better_live)
+        stop = static_cast<int64_t>(done.size()) >= K;
+      if (!stop && !no_better_live && static_cast<int64_t>(done.size()) >= o.n_best) {
+        const double lp_max = std::max(length_penalty(t + 2, o.length_penalty, o.length_normalization),
+                                       length_penalty(e.max_length[b], o.length_penalty, o.length_normalization));
         double bound = kNegInf;
         for (const Candidate& l : live) bound = std::max(bound, l.score <= 0 ? l.score / lp_max : l.score);
         stop = done[o.n_best - 1].normalized >= bound;

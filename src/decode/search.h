@@ -37,7 +37,8 @@ int64_t estimate_search_bytes(const ModelConfig& config, int64_t sentences, int6
                               const SearchOptions& options);
 
 // The length penalty of a hypothesis of `length` tokens (EOS included).
-double length_penalty(int64_t length, double alpha);
+double length_penalty(int64_t length, double alpha,
+                      SearchOptions::LengthNormalization form = SearchOptions::LengthNormalization::kGnmt);
 
 // n-best hypotheses per sentence (best first), for a batch of source sentences (ids without EOS).
 // With a shortlist, the output is restricted to the batch's selection (not owned), which then also

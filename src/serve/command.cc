@@ -42,7 +42,7 @@ int run(Options& o) {
   serve::ServerOptions& s = o.server;
   for (const std::string& m : o.models) s.models.push_back(serve::parse_model_spec(m));
   if (!o.vocab.empty()) {
-    TFM_CHECK(s.models.size() == 1, "--vocab applies to one model; with several, put each one's vocab.model beside it");
+    TFM_CHECK(s.models.size() == 1, "--vocab applies to one model; with several, put each one's vocabulary beside it");
     s.models[0].vocab = o.vocab;
   }
   using W = transformer::TranslatorOptions::Weights;
@@ -136,7 +136,7 @@ Action add_serve(CLI::App& app) {
                   "a model file to serve, as PATH or NAME=PATH (repeat for several; requests pick one by name, "
                   "the file's stem by default)")
       ->required();
-  cmd->add_option("--vocab", o->vocab, "the SentencePiece model (default: vocab.model beside the model; one model only)");
+  cmd->add_option("--vocab", o->vocab, "the vocabulary (default: vocab.model, else vocabulary.json, beside the model; one model only)");
   cmd->add_flag("--no-verify", o->no_verify, "skip the model files' checksums when loading");
   cmd->add_option("--host", s.host, "address to listen on (0.0.0.0: every interface)")->capture_default_str();
   cmd->add_option("--port", s.port, "port to listen on (0: any free port)")->capture_default_str();
