@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "transformer/error.h"
 
@@ -18,6 +19,25 @@ std::string cat(const Args&... args) {
   std::ostringstream out;
   (out << ... << args);
   return out.str();
+}
+
+// Text from a file, for a message: at most 120 bytes, control characters as \xNN (UTF-8 as is),
+// "..." when cut.
+inline std::string printable(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < 120; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  if (text.size() > 120) out += "...";
+  return out;
 }
 
 }  // namespace tfm

@@ -484,18 +484,21 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       // Done when K hypotheses have ended, or when none of the live ones can beat the n-th best
       // ended one: a live score can only fall, and the length penalty is largest at the maximum
       // length, so score / max lp bounds what it can reach.
+      const auto ended = static_cast<int64_t>(done.size());
       bool stop = last || live.empty();
-      if (!stop && no_better_live && static_cast<int64_t>(done.size()) >= K)
+      if (!stop && no_better_live) {
         // The best live one's score at its current length (t + 1 tokens, no end yet), as Hugging Face.
-        stop = live[0].score / length_penalty(t + 1, o.length_penalty, o.length_normalization) <= done.back().normalized;
-      else if (!stop && !no_better_live)
-        stop = static_cast<int64_t>(done.size()) >= K;
-      if (!stop && !no_better_live && static_cast<int64_t>(done.size()) >= o.n_best) {
-        const double lp_max = std::max(length_penalty(t + 2, o.length_penalty, o.length_normalization),
-                                       length_penalty(e.max_length[b], o.length_penalty, o.length_normalization));
-        double bound = kNegInf;
-        for (const Candidate& l : live) bound = std::max(bound, l.score <= 0 ? l.score / lp_max : l.score);
-        stop = done[o.n_best - 1].normalized >= bound;
+        stop = ended >= K &&
+               live[0].score / length_penalty(t + 1, o.length_penalty, o.length_normalization) <= done.back().normalized;
+      } else if (!stop) {
+        stop = ended >= K;
+        if (!stop && ended >= o.n_best) {
+          const double lp_max = std::max(length_penalty(t + 2, o.length_penalty, o.length_normalization),
+                                         length_penalty(e.max_length[b], o.length_penalty, o.length_normalization));
+          double bound = kNegInf;
+          for (const Candidate& l : live) bound = std::max(bound, l.score <= 0 ? l.score / lp_max : l.score);
+          stop = done[o.n_best - 1].normalized >= bound;
+        }
       }
       if (stop) continue;
       next_active.push_back(static_cast<int32_t>(b));

@@ -136,10 +136,12 @@ ImportedModel import_hf(const std::string& dir_name) {
     return it->get<int32_t>();
   };
   c.unk_id = special("unk_token", "<unk>");
-  TFM_CHECK(special("eos_token", "</s>") == c.eos_id, "import hf: the tokenizer's end of sentence is id ",
-            special("eos_token", "</s>"), " but config.json's eos_token_id is ", c.eos_id);
-  TFM_CHECK(special("pad_token", "<pad>") == c.pad_id, "import hf: the tokenizer's padding is id ",
-            special("pad_token", "<pad>"), " but config.json's pad_token_id is ", c.pad_id);
+  for (const auto& [key, fallback, id, field_name] :
+       {std::tuple{"eos_token", "</s>", c.eos_id, "eos_token_id"}, {"pad_token", "<pad>", c.pad_id, "pad_token_id"}}) {
+    const int32_t tokenizer_id = special(key, fallback);
+    TFM_CHECK(tokenizer_id == id, "import hf: the tokenizer's ", key, " is id ", tokenizer_id, " but config.json's ",
+              field_name, " is ", id);
+  }
   for (const char* spm : {"source.spm", "target.spm"})
     TFM_CHECK(fs::exists(dir / spm), "import hf: '", (dir / spm).string(), "' does not exist");
   try {

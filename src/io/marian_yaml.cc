@@ -18,24 +18,6 @@ namespace tfm {
 
 namespace {
 
-// Text from a file, for a message: at most 120 bytes, control characters as \xNN (UTF-8 as is).
-std::string show(std::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < 120; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c != 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  if (text.size() > 120) out += "...";
-  return out;
-}
-
 // " (line 12)", or nothing where yaml-cpp has no mark.
 std::string at_line(const YAML::Mark& mark) {
   return mark.is_null() || mark.line < 0 ? std::string() : cat(" (line ", mark.line + 1, ")");
@@ -153,21 +135,21 @@ std::vector<std::string> parse_marian_vocab(std::string_view yaml, const std::st
     TFM_CHECK(key.IsScalar() || key.IsNull(), where, line, ": a key is a ", kind_name(key), ", not a piece");
     // As Marian reads it: an unquoted null key is the piece "null".
     const std::string piece = key.as<std::string>();
-    TFM_CHECK(value.IsScalar(), where, line, ": the id of piece '", show(piece), "' is a ", kind_name(value),
+    TFM_CHECK(value.IsScalar(), where, line, ": the id of piece '", printable(piece), "' is a ", kind_name(value),
               ", not an integer");
     bool overflow = false;
     const std::optional<uint64_t> id = parse_index(value.Scalar(), overflow);
-    TFM_CHECK(id || overflow, where, line, ": the id of piece '", show(piece), "' is '", show(value.Scalar()),
+    TFM_CHECK(id || overflow, where, line, ": the id of piece '", printable(piece), "' is '", printable(value.Scalar()),
               "', not a non-negative integer");
-    TFM_CHECK(id && *id < n, where, line, ": piece '", show(piece), "' has id ", value.Scalar(), ", out of range: the ",
+    TFM_CHECK(id && *id < n, where, line, ": piece '", printable(piece), "' has id ", value.Scalar(), ", out of range: the ",
               n, " pieces must have the ids 0..", n - 1, " with no gap");
     const auto [seen, fresh] = ids.emplace(piece, *id);
-    TFM_CHECK(fresh, where, line, ": piece '", show(piece), "' appears twice, with ids ", seen->second, " and ", *id);
+    TFM_CHECK(fresh, where, line, ": piece '", printable(piece), "' appears twice, with ids ", seen->second, " and ", *id);
     const size_t i = static_cast<size_t>(*id);
-    TFM_CHECK(lines[i]<0, where, line, ": id ", *id, " is given to piece '", show(pieces[i]), "'", lines[i]> 0
+    TFM_CHECK(lines[i]<0, where, line, ": id ", *id, " is given to piece '", printable(pieces[i]), "'", lines[i]> 0
                   ? cat(" (line ", lines[i], ")")
                   : std::string(),
-              " and to piece '", show(piece), "'");
+              " and to piece '", printable(piece), "'");
     pieces[i] = piece;
     lines[i] = key.Mark().is_null() ? 0 : key.Mark().line + 1;
   }
@@ -198,10 +180,10 @@ std::string line_of(const MarianConfig::Value& v) { return v.line > 0 ? cat(" (l
 std::string describe(const MarianConfig::Value& v) {
   switch (v.kind) {
     case MarianConfig::Kind::Null: return "null (no value)";
-    case MarianConfig::Kind::Scalar: return cat("'", show(v.scalar), "'");
+    case MarianConfig::Kind::Scalar: return cat("'", printable(v.scalar), "'");
     case MarianConfig::Kind::Sequence: {
       std::string s = "the sequence [";
-      for (size_t i = 0; i < v.items.size(); ++i) s += (i ? ", " : "") + show(v.items[i]);
+      for (size_t i = 0; i < v.items.size(); ++i) s += (i ? ", " : "") + printable(v.items[i]);
       return s + "]";
     }
     case MarianConfig::Kind::Other: return "a mapping or a nested sequence";
@@ -227,21 +209,21 @@ std::string MarianConfig::get_string(const std::string& key) const { return scal
 int64_t MarianConfig::get_int(const std::string& key) const {
   const Value& v = scalar(key, "an integer");
   const std::optional<int64_t> i = parse_int(v.scalar);
-  TFM_CHECK(i, where_, line_of(v), ": '", key, "' is '", show(v.scalar), "', not an integer");
+  TFM_CHECK(i, where_, line_of(v), ": '", key, "' is '", printable(v.scalar), "', not an integer");
   return *i;
 }
 
 bool MarianConfig::get_bool(const std::string& key) const {
   const Value& v = scalar(key, "a boolean");
   const std::optional<bool> b = parse_bool(v.scalar);
-  TFM_CHECK(b, where_, line_of(v), ": '", key, "' is '", show(v.scalar), "', not a boolean (true or false)");
+  TFM_CHECK(b, where_, line_of(v), ": '", key, "' is '", printable(v.scalar), "', not a boolean (true or false)");
   return *b;
 }
 
 double MarianConfig::get_double(const std::string& key) const {
   const Value& v = scalar(key, "a number");
   const std::optional<double> d = parse_double(v.scalar);
-  TFM_CHECK(d, where_, line_of(v), ": '", key, "' is '", show(v.scalar), "', not a number");
+  TFM_CHECK(d, where_, line_of(v), ": '", key, "' is '", printable(v.scalar), "', not a number");
   return *d;
 }
 
@@ -250,7 +232,7 @@ std::vector<int64_t> MarianConfig::get_ints(const std::string& key) const {
   std::vector<int64_t> out;
   for (const std::string& item : v.items) {
     const std::optional<int64_t> i = parse_int(item);
-    TFM_CHECK(i, where_, line_of(v), ": '", key, "' is ", describe(v), ": item '", show(item), "' is not an integer");
+    TFM_CHECK(i, where_, line_of(v), ": '", key, "' is ", describe(v), ": item '", printable(item), "' is not an integer");
     out.push_back(*i);
   }
   return out;
@@ -303,7 +285,7 @@ MarianConfig parse_marian_config(std::string_view yaml, const std::string& where
       v.kind = MarianConfig::Kind::Other;
     }
     const auto [it, fresh] = values.emplace(key.Scalar(), std::move(v));
-    TFM_CHECK(fresh, where, line, ": option '", show(key.Scalar()), "' is given twice (first on line ", it->second.line,
+    TFM_CHECK(fresh, where, line, ": option '", printable(key.Scalar()), "' is given twice (first on line ", it->second.line,
               ")");
   }
   return MarianConfig(std::move(values), where);

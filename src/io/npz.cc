@@ -32,24 +32,6 @@ std::string zip_message(int code) {
   return s;
 }
 
-// Text from a file, for a message: at most 120 characters, the unprintable ones as \xNN.
-std::string show(std::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < 120; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  if (text.size() > 120) out += "...";
-  return out;
-}
-
 // "(2, 3)", "(5,)" or "()": a shape as NumPy writes it.
 std::string python_shape(const std::vector<int64_t>& shape) {
   std::string out = "(";
@@ -98,7 +80,7 @@ class DictParser {
         h.shape = tuple();
         shape = true;
       } else {
-        fail(cat("unknown key '", show(key), "' (a .npy header holds 'descr', 'fortran_order' and 'shape')"));
+        fail(cat("unknown key '", printable(key), "' (a .npy header holds 'descr', 'fortran_order' and 'shape')"));
       }
       ws();
       if (peek() == ',') {
@@ -115,14 +97,14 @@ class DictParser {
                       !descr     ? "descr"
                       : !fortran ? "fortran_order"
                                  : "shape",
-                      "': ", show(text_)));
+                      "': ", printable(text_)));
     TFM_CHECK(!fortran_order, where_, ": fortran_order is True (column-major data), which is not supported: save",
               " it in C order (numpy.ascontiguousarray)");
   }
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw Error(cat(where_, ": malformed .npy header: ", what, " at offset ", pos_, " of: ", show(text_)));
+    throw Error(cat(where_, ": malformed .npy header: ", what, " at offset ", pos_, " of: ", printable(text_)));
   }
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
   void ws() {
@@ -197,7 +179,7 @@ void parse_dtype(NpyHeader& h, const std::string& where) {
   const std::string& d = h.dtype;
   const bool simple = d.size() >= 3 && d.size() <= 4 && std::string_view("<>|=").find(d[0]) != std::string_view::npos &&
                       std::all_of(d.begin() + 2, d.end(), [](char c) { return c >= '0' && c <= '9'; });
-  TFM_CHECK(simple && std::string_view("fiubc").find(d[1]) != std::string_view::npos, where, ": dtype '", show(d),
+  TFM_CHECK(simple && std::string_view("fiubc").find(d[1]) != std::string_view::npos, where, ": dtype '", printable(d),
             "' is not supported (a number: '<f4', '<f2', '<f8', '|u1', '<i4', ...)");
   h.kind = d[1];
   h.itemsize = std::stoull(d.substr(2));
@@ -214,7 +196,7 @@ uint64_t npy_header_length(std::string_view first, uint64_t entry_size, const st
   TFM_CHECK(first.size() >= 10, where, ": the entry is ", entry_size,
             " bytes, too short for a .npy file (its header alone takes at least 10)");
   TFM_CHECK(first.substr(0, 6) == kMagic, where, ": bad magic: not a .npy file (it must start with \\x93NUMPY), it",
-            " starts with '", show(first.substr(0, 8)), "'");
+            " starts with '", printable(first.substr(0, 8)), "'");
   const int major = static_cast<unsigned char>(first[6]), minor = static_cast<unsigned char>(first[7]);
   TFM_CHECK((major == 1 || major == 2 || major == 3) && minor == 0, where, ": .npy format version ", major, ".", minor,
             " is not supported (1.0, 2.0, 3.0)");
@@ -370,10 +352,10 @@ NpzFile::NpzFile(const std::string& path) : path_(path) {
     TFM_CHECK((st.valid & kNeeded) == kNeeded && st.name, path, ": entry ", i,
               " of the archive's directory lacks its name, sizes or methods");
     const std::string entry_name = st.name;
-    TFM_CHECK(entry_name.size() > 4 && entry_name.ends_with(".npy"), path, ": entry '", show(entry_name),
+    TFM_CHECK(entry_name.size() > 4 && entry_name.ends_with(".npy"), path, ": entry '", printable(entry_name),
               "' is not a .npy file (an .npz archive holds '<array>.npy' entries only)");
     const std::string name = entry_name.substr(0, entry_name.size() - 4);
-    const std::string where = cat(path, ": array '", show(name), "'");
+    const std::string where = cat(path, ": array '", printable(name), "'");
     TFM_CHECK(st.encryption_method == ZIP_EM_NONE, where, " is encrypted, which is not supported");
     TFM_CHECK(st.comp_method == ZIP_CM_STORE || st.comp_method == ZIP_CM_DEFLATE, where,
               " is compressed with zip method ", st.comp_method, ", not stored (0) or deflated (8)");
@@ -381,7 +363,7 @@ NpzFile::NpzFile(const std::string& path) : path_(path) {
               " bytes in the archive, more than the file's ", file_size, ": the archive is damaged");
     TFM_CHECK(st.comp_method != ZIP_CM_STORE || st.comp_size == st.size, where, " is stored but its directory gives ",
               st.comp_size, " bytes in the archive for ", st.size, " bytes of data: the archive is damaged");
-    TFM_CHECK(!index_.count(name), path, ": array '", show(name), "' appears twice in the archive");
+    TFM_CHECK(!index_.count(name), path, ": array '", printable(name), "' appears twice in the archive");
 
     // The .npy header: the prefix, then the length it gives (at most kMaxNpyHeader + 12 bytes).
     Reader reader(z, static_cast<zip_uint64_t>(i), where);
@@ -423,7 +405,7 @@ const NpzFile::Entry& NpzFile::entry(const std::string& name) const {
 template <class Consume>
 void NpzFile::stream(const std::string& name, Consume&& consume) const {
   const Entry& e = entry(name);
-  const std::string where = cat(path_, ": array '", show(name), "'");
+  const std::string where = cat(path_, ": array '", printable(name), "'");
   Reader reader(zip_.get(), e.index, where);
   const uint64_t size = e.data_offset + e.data_bytes;
   std::string header(static_cast<size_t>(e.data_offset), '\0');
