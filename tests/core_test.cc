@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/param_store.h"
@@ -150,6 +151,42 @@ TEST(Tensor, ZerosOnDemandAreZeroAlignedAndWritable) {
     t.fill(1.5);
     EXPECT_EQ(t.data<float>()[n - 1], 1.5f);
   }
+}
+
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+// Blocks above 32 MiB are kept when freed and handed out again (core/tensor.cc), so a decoding
+// step's [rows, vocabulary] logits do not fault in fresh pages every step; a kept block serves
+// requests of half its size up to its own, and never a bigger one.
+TEST(Tensor, LargeBlocksAreReused) {
+  const int64_t n = int64_t{40} << 18;  // 40 MiB of float32
+  const void* first = nullptr;
+  {
+    const Tensor t = Tensor::empty({n});
+    first = t.raw();
+    t.fill(2.0);
+  }
+  {
+    const long faults = minor_faults();
+    const Tensor again = Tensor::empty({n - 1000});
+    again.fill(1.0);  // a new mapping would fault in 10,240 pages here
+    EXPECT_LT(minor_faults() - faults, 1000);
+    EXPECT_EQ(again.raw(), first);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(again.raw()) % 64, 0u);
+    const Tensor bigger = Tensor::empty({2 * n});  // the kept block is in use, and too small anyway
+    EXPECT_NE(bigger.raw(), first);
+    again.fill(3.0);
+    EXPECT_EQ(again.data<float>()[n - 1001], 3.0f);
+  }
+  const Tensor small = Tensor::empty({n / 4});  // 10 MiB: from the heap, not a kept block of 40 or 80
+  EXPECT_NE(small.raw(), first);
+  const Tensor zeros = Tensor::zeros({n});  // a reused block is still cleared by zeros()
+  EXPECT_EQ(zeros.data<float>()[0], 0.0f);
+  EXPECT_EQ(zeros.data<float>()[n - 1], 0.0f);
 }
 
 TEST(Rng, PhiloxKnownAnswers) {

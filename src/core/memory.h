@@ -10,6 +10,7 @@ namespace tfm {
 // (31 MiB for 256 rows × 32,000), cost a page fault and a page clearing per 4 KB, every step. This
 // keeps blocks of up to 32 MiB on the heap and freed memory in the process for reuse: about a
 // quarter fewer page faults in the small training step, a third fewer in base (docs/performance.md).
+// Blocks above 32 MiB stay mmap'd by glibc; core/tensor.cc keeps a few of those itself for reuse.
 // Call it once, first thing in main(). A no-op on other C libraries.
 void keep_freed_memory_for_reuse();
 

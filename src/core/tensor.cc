@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 namespace tfm {
 
@@ -39,13 +42,76 @@ size_t size_of(DType t) {
 namespace {
 constexpr size_t kAlignment = 64;  // one cache line; AVX-512 loads
 
+// Blocks above glibc's largest mmap threshold (32 MiB; core/memory.h) come from mmap and go back to
+// the kernel when freed, so one made anew at every decoding step, such as the [rows, vocabulary]
+// logits of a large vocabulary (57 MiB for 256 rows × 58,101), costs a page fault and a page
+// clearing per 4 KB, every step. Freed blocks of that size are kept here instead, a few at a time,
+// and handed out again for requests of at least half their size: at most 4 blocks and 512 MiB in
+// all (a block above that is freed at once).
+constexpr size_t kLargeBlock = size_t{32} << 20;
+constexpr size_t kLargeBlocksKept = 4;
+constexpr size_t kLargeBytesKept = size_t{512} << 20;
+
+class LargeBlockCache {
+ public:
+  // A kept block of at least `bytes` and at most twice that, or nullptr.
+  void* take(size_t bytes, size_t* capacity) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto best = blocks_.end();
+    for (auto it = blocks_.begin(); it != blocks_.end(); ++it)
+      if (it->second >= bytes && it->second / 2 <= bytes && (best == blocks_.end() || it->second < best->second))
+        best = it;
+    if (best == blocks_.end()) return nullptr;
+    void* p = best->first;
+    *capacity = best->second;
+    kept_ -= best->second;
+    blocks_.erase(best);
+    return p;
+  }
+  // Keeps the block, dropping the oldest kept ones while over the limits.
+  void give(void* p, size_t capacity) {
+    if (capacity > kLargeBytesKept) {
+      std::free(p);
+      return;
+    }
+    std::vector<void*> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks_.emplace_back(p, capacity);
+      kept_ += capacity;
+      while (blocks_.size() > kLargeBlocksKept || kept_ > kLargeBytesKept) {
+        dropped.push_back(blocks_.front().first);
+        kept_ -= blocks_.front().second;
+        blocks_.erase(blocks_.begin());
+      }
+    }
+    for (void* q : dropped) std::free(q);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<void*, size_t>> blocks_;  // oldest first
+  size_t kept_ = 0;                               // their bytes
+};
+
+LargeBlockCache& large_blocks() {
+  static auto* cache = new LargeBlockCache;  // never destroyed: tensors may outlive static destructors
+  return *cache;
+}
+
 std::shared_ptr<void> allocate(size_t bytes, Device device) {
   TFM_CHECK(device == Device::CPU, "cannot allocate on device '", name(device),
             "': this build has no backend for it");
-  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded < kLargeBlock) {
+    void* p = std::aligned_alloc(kAlignment, rounded);
+    TFM_CHECK(p != nullptr, "out of memory allocating ", bytes, " bytes");
+    return std::shared_ptr<void>(p, std::free);
+  }
+  void* p = large_blocks().take(rounded, &rounded);
+  if (p == nullptr) p = std::aligned_alloc(kAlignment, rounded);
   TFM_CHECK(p != nullptr, "out of memory allocating ", bytes, " bytes");
-  return std::shared_ptr<void>(p, std::free);
+  return std::shared_ptr<void>(p, [rounded](void* q) { large_blocks().give(q, rounded); });
 }
 
 // Large zero-filled buffers straight from the kernel (anonymous mmap: zero pages, page-aligned) take
