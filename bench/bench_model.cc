@@ -2,6 +2,9 @@
 // tokens and random weights. scripts/bench.sh runs them beside the peers (PyTorch's training step)
 // and prints the ratios; docs/performance.md records the figures.
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <string>
 
 #include <benchmark/benchmark.h>
 
@@ -10,6 +13,7 @@
 #include "decode/search.h"
 #include "decode/shortlist.h"
 #include "decode/translator.h"
+#include "model/checkpoint.h"
 #include "model/transformer.h"
 #include "ops/adam.h"
 #include "ops/loss.h"
@@ -122,12 +126,11 @@ void BM_TrainStep(benchmark::State& state, const char* preset, ops::Precision pr
 // same set tools/ct2_peer.py bench --shortlist gives CTranslate2 as its vocabulary map), as
 // `translate --shortlist` restricts it to a batch's selection.
 enum class Weights { kPacked, kUnpacked, kInt8 };
-void BM_Translate(benchmark::State& state, int64_t beam, Weights weights, int64_t shortlist = 0) {
-  ModelConfig c = model_preset("base");
-  c.vocab_size = 32000;
-  c.pre_norm = true;
-  Transformer model(c);
-  model.init_parameters(1);
+
+// Times translating 64 sentences of 25 random source tokens (ids from 4 up, seed 5) into exactly
+// 25 tokens each with `model`, prepared as `weights` says, and sets the counters.
+void time_translation(benchmark::State& state, Transformer& model, int64_t beam, Weights weights, int64_t shortlist) {
+  const ModelConfig& c = model.config();
   if (weights == Weights::kInt8) model.quantize_int8(Transformer::PlainWeights::kRelease);
   if (weights == Weights::kPacked) model.pack_weights(Transformer::PlainWeights::kRelease);
   const auto sources = random_sentences(64, 25, c.vocab_size, 5);
@@ -162,6 +165,45 @@ void BM_Translate(benchmark::State& state, int64_t beam, Weights weights, int64_
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
+
+void BM_Translate(benchmark::State& state, int64_t beam, Weights weights, int64_t shortlist = 0) {
+  ModelConfig c = model_preset("base");
+  c.vocab_size = 32000;
+  c.pre_norm = true;
+  Transformer model(c);
+  model.init_parameters(1);
+  time_translation(state, model, beam, weights, shortlist);
+}
+
+// Translation with an imported OPUS-MT-shaped model (issue 26): d=512, 8 heads, FFN 2048, 6+6
+// layers, post-norm, swish, 58,101 vocabulary entries, tied embeddings, a logits bias, random
+// weights. scripts/bench.sh writes it (tools/marian_files.py opus-mt-base, then `transformer import
+// marian`), names its model file in TFM_BENCH_OPUS_MT, and converts the same .npz for CTranslate2
+// with its OPUS-MT converter; without the variable these runs are not registered.
+void BM_TranslateOpusMt(benchmark::State& state, const std::string& path, int64_t beam, Weights weights) {
+  const std::unique_ptr<Transformer> model = load_model(path);
+  time_translation(state, *model, beam, weights, 0);
+}
+[[maybe_unused]] const bool opus_mt_registered = [] {
+  const char* path = std::getenv("TFM_BENCH_OPUS_MT");
+  if (path == nullptr || *path == '\0') return false;
+  const struct {
+    const char* name;
+    int64_t beam;
+    Weights weights;
+    int iterations;
+  } runs[] = {{"greedy", 1, Weights::kPacked, 2}, {"beam4", 4, Weights::kPacked, 1},
+              {"greedy_int8", 1, Weights::kInt8, 3}, {"beam4_int8", 4, Weights::kInt8, 2}};
+  for (const auto& r : runs)
+    benchmark::RegisterBenchmark((std::string("BM_TranslateOpusMt/") + r.name).c_str(),
+                                 [path = std::string(path), r](benchmark::State& state) {
+                                   BM_TranslateOpusMt(state, path, r.beam, r.weights);
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(r.iterations);
+  return true;
+}();
 
 // Issue 5's translation benchmark: 500 sentences of 25 tokens through the translator (batches of 64
 // sentences, sorted by length), output forced to 25 tokens, base shape, greedy and beam 4: with

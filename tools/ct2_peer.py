@@ -219,6 +219,17 @@ def cmd_convert(args):
                       "max_positions": args.max_positions}))
 
 
+def cmd_convert_opus_mt(args):
+    """An OPUS-MT (Marian) folder through CTranslate2's own converter (ct2-opus-mt-converter), as a
+    user of CTranslate2 converts a downloaded OPUS-MT model: the peer of `transformer import marian`."""
+    import ctranslate2
+
+    ctranslate2.converters.OpusMTConverter(args.model_dir).convert(args.out_dir, quantization=args.quantization,
+                                                                   force=True)
+    print(json.dumps({"converted": args.model_dir, "to": args.out_dir, "ctranslate2": ctranslate2.__version__,
+                      "converter": "OpusMTConverter"}))
+
+
 # ---------------------------------------------------------------------------------------------
 # Using a converted model.
 
@@ -263,6 +274,13 @@ def read_id_lines(path, vocab):
 BANNED = [["<blank>"], ["<s>"]]  # as our search: never padding or BOS
 
 
+def banned(vocab):
+    """BANNED's tokens that the vocabulary has (an OPUS-MT model has neither: Marian's vocabulary has
+    no padding or BOS token, and neither engine can produce one), or None."""
+    present = [s for s in BANNED if s[0] in vocab]
+    return present or None
+
+
 def cmd_translate(args):
     vocab = load_vocab(args.ct2_dir)
     index = {tok: i for i, tok in enumerate(vocab)}
@@ -275,7 +293,7 @@ def cmd_translate(args):
     # penalty (with 0 it waits for the top beam to end); its penalty is undone below in any case.
     ct2_alpha = args.length_penalty if args.length_penalty != 0 else 1.0
     opts = dict(beam_size=args.beam, max_decoding_length=args.max_length, min_decoding_length=args.min_length,
-                suppress_sequences=BANNED, max_batch_size=args.batch_size, max_input_length=0)
+                suppress_sequences=banned(index), max_batch_size=args.batch_size, max_input_length=0)
     if gnmt:
         # Their K finished hypotheses with the end token, so that |Y| > 0 and the raw log-probability
         # is score * |Y|^alpha; then our penalty picks the best.
@@ -346,7 +364,7 @@ def cmd_bench(args):
     # Exactly tgt_len tokens: EOS is disabled while step < min_decoding_length, and the step
     # max_decoding_length - 1 is the last, so every sentence gets tgt_len tokens and no EOS.
     opts = dict(beam_size=args.beam, max_decoding_length=args.tgt_len, min_decoding_length=args.tgt_len,
-                length_penalty=args.length_penalty, suppress_sequences=BANNED, max_input_length=0,
+                length_penalty=args.length_penalty, suppress_sequences=banned(set(vocab)), max_input_length=0,
                 use_vmap=args.shortlist > 0)
     translator.translate_batch(batch, **opts)  # warm-up, untimed
     times, tokens = [], None
@@ -361,7 +379,8 @@ def cmd_bench(args):
             raise SystemExit("an end of sentence inside a forced-length output")
         tokens = produced
     seconds = statistics.median(times)
-    mode = f"{args.compute_type} " + ("greedy" if args.beam == 1 else f"beam {args.beam}")
+    mode = (f"{args.label} " if args.label else "") + f"{args.compute_type} " + \
+        ("greedy" if args.beam == 1 else f"beam {args.beam}")
     if args.shortlist:
         mode += f" shortlist {args.shortlist}"
     print(json.dumps({"peer": "ctranslate2", "version": ctranslate2.__version__, "mode": mode,
@@ -401,6 +420,13 @@ def main():
                    help="rows of the positional table (the longest source or output it can handle)")
     c.add_argument("--quantization", default=None, help="CTranslate2 weight type on disk (default: float32 as read)")
     c.set_defaults(func=cmd_convert)
+
+    c = sub.add_parser("convert-opus-mt", help="an OPUS-MT folder (model .npz, vocab .yml, decoder.yml) -> a "
+                       "CTranslate2 model directory, with CTranslate2's OPUS-MT converter")
+    c.add_argument("model_dir")
+    c.add_argument("out_dir")
+    c.add_argument("--quantization", default=None, help="CTranslate2 weight type on disk (default: float32 as read)")
+    c.set_defaults(func=cmd_convert_opus_mt)
 
     def runtime(q):
         q.add_argument("--compute-type", default="float32", help="float32, int8, ... (CTranslate2's compute_type)")
@@ -442,6 +468,7 @@ def main():
     b.add_argument("--seed", type=int, default=5)
     b.add_argument("--compute-type", default="float32")
     b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--label", default="", help="a word put before the mode in the JSON line (e.g. opus-mt)")
     b.add_argument("--shortlist", type=int, default=0,
                    help="restrict the output to this many fixed ids through a vocabulary map (as BM_Translate's "
                         "*_shortlist runs)")
