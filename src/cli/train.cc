@@ -166,7 +166,7 @@ Action add_train(CLI::App& app) {
       const StopOnSignals stop(trainer);
       r = trainer.run();
     }
-    std::printf("%s\n", r.final_model.c_str());
+    if (!r.final_model.empty()) std::printf("%s\n", r.final_model.c_str());  // rank 0 writes it
     return r.interrupted ? 130 : 0;  // as a shell reports Ctrl-C
   };
 }

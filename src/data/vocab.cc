@@ -165,10 +165,16 @@ Vocab Vocab::load(const std::string& path) {
       throw Error(cat("'", path, "': ", e.what()));
     }
   }
+  return from_serialized(std::move(v.serialized_), cat("'", path, "'"));
+}
+
+Vocab Vocab::from_serialized(std::string bytes, const std::string& what) {
+  Vocab v;
+  v.serialized_ = std::move(bytes);
   const auto status = v.sp_->LoadFromSerializedProto(v.serialized_);
-  TFM_CHECK(status.ok(), "'", path, "' is not a SentencePiece model: ", status.ToString());
+  TFM_CHECK(status.ok(), what, " is not a SentencePiece model: ", status.ToString());
   TFM_CHECK(v.sp_->pad_id() == 0 && v.sp_->unk_id() == 1 && v.sp_->bos_id() == 2 && v.sp_->eos_id() == 3,
-            "'", path, "': the vocabulary must have pad=0, unk=1, bos=2, eos=3 (train it with --pad_id=0 --unk_id=1 "
+            what, ": the vocabulary must have pad=0, unk=1, bos=2, eos=3 (train it with --pad_id=0 --unk_id=1 "
             "--bos_id=2 --eos_id=3); it has pad=", v.sp_->pad_id(), ", unk=", v.sp_->unk_id(), ", bos=",
             v.sp_->bos_id(), ", eos=", v.sp_->eos_id());
   return v;

@@ -50,6 +50,10 @@ class Vocab {
   // ids decoding skips (end of sentence, padding, unknown). Throws naming a duplicate piece.
   static Vocab from_pieces(std::vector<std::string> pieces, const std::string& source_spm,
                            const std::string& target_spm, int32_t unk_id, const std::vector<int32_t>& skipped);
+  // A SentencePiece model from its bytes (what save writes); `what` names them in errors.
+  static Vocab from_serialized(std::string bytes, const std::string& what);
+  // The SentencePiece model's bytes (the source's, for a piece vocabulary).
+  const std::string& serialized() const { return serialized_; }
   // Writes the .model file atomically (a SentencePiece vocabulary only).
   void save(const std::string& path) const;
   // Writes a piece vocabulary as `dir`/vocabulary.json with its two SentencePiece models beside it,

@@ -14,6 +14,9 @@
 #include "data/batcher.h"
 #include "data/parallel_corpus.h"
 #include "data/vocab.h"
+#include "dist/communicator.h"
+#include "dist/tree_sum.h"
+#include "io/checksum.h"
 #include "io/atomic_file.h"
 #include "io/file_lock.h"
 #include "model/checkpoint.h"
@@ -63,11 +66,18 @@ namespace fs = std::filesystem;
 using tfm::cat;
 using Clock = std::chrono::steady_clock;
 
+// Dropout's random streams: batch j of a step (counted over the whole step, every rank's batches)
+// draws streams from rng_counter + j·kStreamsPerBatch on, so that its masks do not depend on which
+// rank computes it, nor on how many ranks there are (a forward pass draws about 4 per layer).
+constexpr uint64_t kStreamsPerBatch = uint64_t{1} << 16;
+
 struct Trainer::Impl {
   Impl(const TrainOptions& options, TrainCallbacks callbacks);
 
+  // Rank 0 alone reports, logs and writes; the other ranks compute their share of each step.
+  bool root() const { return comm.is_root(); }
   void message(const std::string& line) const {
-    if (callbacks.on_message) callbacks.on_message(line);
+    if (root() && callbacks.on_message) callbacks.on_message(line);
   }
   double elapsed() const { return elapsed_before + std::chrono::duration<double>(Clock::now() - start).count(); }
   std::string kept() const {
@@ -76,20 +86,27 @@ struct Trainer::Impl {
   }
   // Whether a limit or a stop request ends the training before another step, and why.
   std::optional<std::string> limit_reached() const;
-  // This step's batches: the next `accumulate` of this epoch's order (an epoch ends between steps);
-  // none when the epoch that just ended was the last.
-  std::vector<tfm::Batch> next_batches();
-  // Forward, backward and Adam over the batches; returns the step's loss sum.
-  double optimize(const std::vector<tfm::Batch>& batches, int64_t tokens, double lr);
+  // limit_reached() as rank 0 sees it (its clock, its signals), the same on every rank.
+  std::optional<std::string> shared_limit_reached() const;
+  // This step's batches (indices into `batches`): the next `accumulate` × ranks of this epoch's
+  // order (an epoch ends between steps); none when the epoch that just ended was the last.
+  std::vector<int32_t> next_batches();
+  // Forward and backward over this rank's share of the batches (a run of `accumulate`), the
+  // gradients summed over the ranks, then Adam; returns the step's loss sum over all ranks.
+  double optimize(const std::vector<int32_t>& step_batches, int64_t tokens, double lr);
   void report_progress(double lr);
   // A scheduled validation: best model, metrics, patience; true when patience ends the training.
   bool scheduled_validation();
   void log_metrics(const nlohmann::json& record, MetricsRecord::Kind kind);
+  // Under several ranks, that every rank holds rank 0's weights (a collective: every rank calls it).
+  void check_ranks_agree() const;
+  // Rank 0 writes a checkpoint of this step; "" on the other ranks.
   std::string checkpoint();
   void finish(const std::string& reason);
   StepResult step();
   TrainResult current_result() const;
 
+  tfm::dist::Communicator& comm = tfm::dist::world();  // first: it starts MPI under mpirun
   const TrainOptions o;
   TrainCallbacks callbacks;
   std::atomic<bool> stop_requested{false};
@@ -101,8 +118,9 @@ struct Trainer::Impl {
   ModelConfig config;
   std::unique_ptr<tfm::Transformer> model;
   tfm::Tensor m, v;  // Adam's moments
+  tfm::dist::TreeSum grad_sum;  // a step's batch gradients, when a rank computes more than one
   std::vector<std::vector<int32_t>> batches;
-  std::unique_ptr<tfm::MetricsLog> metrics;
+  std::unique_ptr<tfm::MetricsLog> metrics;  // rank 0's
   tfm::TrainState s;
   tfm::Rng rng;
   std::vector<int32_t> order;  // this epoch's batch order
@@ -125,24 +143,30 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   for (const std::string& f : {o.train_source, o.train_target, o.valid_source, o.valid_target})
     TFM_CHECK(f.empty() || fs::is_regular_file(f), "'", f, "' is not a readable file");
   TFM_CHECK(o.vocab.empty() || fs::is_regular_file(o.vocab), "--vocab '", o.vocab, "' is not a readable file");
-  TFM_CHECK(!o.resume || fs::is_directory(o.run_dir), "--resume: no checkpoint in '", o.run_dir, "'");
-  fs::create_directories(o.run_dir);
-  // One training per run folder at a time, for the whole run: two would mix their vocabularies,
-  // checkpoints and metrics. The kernel releases the lock however this process ends.
-  try {
-    lock = std::make_unique<tfm::FileLock>((fs::path(o.run_dir) / ".lock").string());
-  } catch (const Error& e) {
-    throw Error(cat("another training is using the run folder '", o.run_dir, "': ", e.what()));
+  // The run folder is rank 0's (the other ranks may run on machines that do not see it).
+  if (root()) {
+    TFM_CHECK(!o.resume || fs::is_directory(o.run_dir), "--resume: no checkpoint in '", o.run_dir, "'");
+    fs::create_directories(o.run_dir);
+    // One training per run folder at a time, for the whole run: two would mix their vocabularies,
+    // checkpoints and metrics. The kernel releases the lock however this process ends.
+    try {
+      lock = std::make_unique<tfm::FileLock>((fs::path(o.run_dir) / ".lock").string());
+    } catch (const Error& e) {
+      throw Error(cat("another training is using the run folder '", o.run_dir, "': ", e.what()));
+    }
+    // A new run in a folder of an earlier one would mix their checkpoints (and resume or average
+    // would pick up the old ones).
+    if (o.resume)
+      TFM_CHECK(!tfm::newest_checkpoint(o.run_dir).empty(), "--resume: no checkpoint in '", o.run_dir, "'");
+    else
+      TFM_CHECK(tfm::newest_checkpoint(o.run_dir).empty(), "the run folder '", o.run_dir,
+                "' already holds checkpoints of an earlier run: continue it with --resume, or give another --run-dir");
+    for (const std::string& name : tfm::remove_stale_temporaries(o.run_dir))
+      message(cat("removed '", name, "', left in the run folder by a save that was interrupted"));
   }
-  // A new run in a folder of an earlier one would mix their checkpoints (and resume or average
-  // would pick up the old ones).
-  if (o.resume)
-    TFM_CHECK(!tfm::newest_checkpoint(o.run_dir).empty(), "--resume: no checkpoint in '", o.run_dir, "'");
-  else
-    TFM_CHECK(tfm::newest_checkpoint(o.run_dir).empty(), "the run folder '", o.run_dir,
-              "' already holds checkpoints of an earlier run: continue it with --resume, or give another --run-dir");
-  for (const std::string& name : tfm::remove_stale_temporaries(o.run_dir))
-    message(cat("removed '", name, "', left in the run folder by a save that was interrupted"));
+  if (comm.size() > 1)
+    message(cat("data-parallel training: ", comm.size(), " ranks over ", comm.backend(), ", each step ", o.accumulate,
+                " batch", o.accumulate == 1 ? "" : "es", " per rank (", o.accumulate * comm.size(), " in all)"));
 
   // Data and vocabulary.
   tfm::CorpusStats stats;
@@ -159,20 +183,28 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   const std::string vocab_path = (fs::path(o.run_dir) / "vocab.model").string();
   if (!o.vocab.empty()) {
     vocab = tfm::Vocab::load(o.vocab);
-    vocab.save(vocab_path);
-  } else if (o.resume && fs::exists(vocab_path)) {
-    vocab = tfm::Vocab::load(vocab_path);
+    if (root()) vocab.save(vocab_path);
   } else {
-    std::vector<std::string> sentences;
-    for (const auto& p : pairs) {
-      sentences.push_back(p.source);
-      sentences.push_back(p.target);
+    // Rank 0's vocabulary (the run folder's, or trained), sent to the other ranks.
+    if (root() && o.resume && fs::exists(vocab_path)) {
+      vocab = tfm::Vocab::load(vocab_path);
+    } else if (root()) {
+      std::vector<std::string> sentences;
+      for (const auto& p : pairs) {
+        sentences.push_back(p.source);
+        sentences.push_back(p.target);
+      }
+      VocabOptions vo = o.vocab_options;
+      vo.seed = o.seed;
+      vocab = tfm::Vocab::train(sentences, vo);
+      vocab.save(vocab_path);
+      message(cat("vocabulary: ", vocab.size(), " ", vo.model_type, " pieces, written to ", vocab_path));
     }
-    VocabOptions vo = o.vocab_options;
-    vo.seed = o.seed;
-    vocab = tfm::Vocab::train(sentences, vo);
-    vocab.save(vocab_path);
-    message(cat("vocabulary: ", vocab.size(), " ", vo.model_type, " pieces, written to ", vocab_path));
+    if (comm.size() > 1) {
+      std::string bytes = root() ? vocab.serialized() : std::string();
+      comm.broadcast(bytes, 0);
+      if (!root()) vocab = tfm::Vocab::from_serialized(std::move(bytes), "rank 0's vocabulary");
+    }
   }
   int64_t too_long = 0;
   for (const auto& p : pairs) {
@@ -193,7 +225,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
 
   // Model, optimizer state, batches.
   config = o.resolved_model(vocab.size());
-  {
+  if (root()) {
     nlohmann::json resolved = o;
     resolved["resolved_model"] = config;
     tfm::write_file_atomic((fs::path(o.run_dir) / "config.json").string(),
@@ -213,9 +245,9 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
                 : cat("bf16: weight products in bfloat16 with float32 sums, but this CPU (at its level, "
                       "TFM_CPU_ISA) has no bfloat16 instructions: ", tfm::ops::bf16_path(),
                       " (useful to check accuracy, not for speed)"));
-  metrics = std::make_unique<tfm::MetricsLog>((fs::path(o.run_dir) / "metrics.jsonl").string());
+  if (root()) metrics = std::make_unique<tfm::MetricsLog>((fs::path(o.run_dir) / "metrics.jsonl").string());
 
-  if (o.resume) {
+  if (o.resume && root()) {
     // The newest checkpoint that loads: one cut short (a full disk, a file copied in part) or
     // damaged (its checksum) is passed over, saying so, for the one before it.
     const std::vector<std::string> all = tfm::checkpoints(o.run_dir);
@@ -239,8 +271,17 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
                 verified ? "" : " (unverified: the checkpoint records no checksum, model format version 1)"));
     if (!changed.empty())
       message(cat("options changed since the checkpoint (the run continues with the new ones): ", changed));
-  } else if (fs::exists(metrics->path())) {
+  } else if (root() && fs::exists(metrics->path())) {
     fs::remove(metrics->path());
+  }
+  if (o.resume && comm.size() > 1) {
+    // Rank 0 read the checkpoint (possibly written by another number of ranks): its state, weights
+    // and Adam's moments to every rank.
+    std::string state = root() ? nlohmann::json(s).dump() : std::string();
+    comm.broadcast(state, 0);
+    if (!root()) s = nlohmann::json::parse(state).get<tfm::TrainState>();
+    for (const tfm::Tensor* t : {&model->params().values(), static_cast<const tfm::Tensor*>(&m), static_cast<const tfm::Tensor*>(&v)})
+      comm.broadcast(t->raw(), t->numel() * static_cast<int64_t>(tfm::size_of(t->dtype())), 0);
   }
   rng.restore(o.seed, s.rng_counter);
   order = tfm::epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
@@ -257,9 +298,18 @@ std::optional<std::string> Trainer::Impl::limit_reached() const {
   return std::nullopt;
 }
 
-std::vector<tfm::Batch> Trainer::Impl::next_batches() {
-  std::vector<tfm::Batch> out;
-  for (int64_t k = 0; k < o.accumulate; ++k) {
+std::optional<std::string> Trainer::Impl::shared_limit_reached() const {
+  std::optional<std::string> reason = limit_reached();
+  if (comm.size() == 1) return reason;
+  int64_t stop = reason.has_value();
+  comm.broadcast(stop, 0);
+  if (!stop) return std::nullopt;
+  return reason ? reason : std::optional<std::string>("stopped by rank 0");
+}
+
+std::vector<int32_t> Trainer::Impl::next_batches() {
+  std::vector<int32_t> out;
+  for (int64_t k = 0; k < o.accumulate * comm.size(); ++k) {
     if (s.position >= static_cast<int64_t>(batches.size())) {
       if (k > 0) break;
       ++s.epoch;
@@ -267,21 +317,48 @@ std::vector<tfm::Batch> Trainer::Impl::next_batches() {
       order = tfm::epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
       if (o.max_epochs > 0 && s.epoch >= o.max_epochs) break;
     }
-    out.push_back(tfm::to_batch(examples, batches[order[s.position++]], config));
-    interval_src_tokens += out.back().source_tokens;
+    out.push_back(order[s.position++]);
   }
   return out;
 }
 
-double Trainer::Impl::optimize(const std::vector<tfm::Batch>& step_batches, int64_t tokens, double lr) {
-  // Forward and backward; the loss is the mean per target token over the whole step.
+double Trainer::Impl::optimize(const std::vector<int32_t>& step_batches, int64_t tokens, double lr) {
+  // Forward and backward; the loss is the mean per target token over the whole step. This rank
+  // takes a run of `accumulate` consecutive batches of the step, from rank × accumulate on; each
+  // batch's gradient is computed alone and the gradients are summed in the fixed order of
+  // dist/tree_sum.h, within the rank and then over the ranks, so that the sum's bits do not depend
+  // on the number of ranks (with accumulate a power of two).
   tfm::ParamStore& params = model->params();
-  params.zero_grad();
   tfm::Context ctx = model->context(&rng);
   ctx.products = o.bf16 ? tfm::ops::Precision::kBf16 : tfm::ops::Precision::kFloat32;
+  const uint64_t first_stream = rng.counter();
+  const auto n = static_cast<int64_t>(step_batches.size());
+  const int64_t begin = std::min(n, comm.rank() * o.accumulate), end = std::min(n, begin + o.accumulate);
+  std::vector<double> losses(static_cast<size_t>(n), 0.0);  // each batch's, on the rank that computed it
+  for (int64_t j = begin; j < end; ++j) {
+    params.zero_grad();
+    const uint64_t streams = first_stream + static_cast<uint64_t>(j) * kStreamsPerBatch;
+    rng.restore(o.seed, streams);
+    const tfm::Batch batch = tfm::to_batch(examples, batches[static_cast<size_t>(step_batches[static_cast<size_t>(j)])], config);
+    losses[static_cast<size_t>(j)] =
+        tfm::batch_loss(*model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(tokens), true).loss;
+    TFM_CHECK(rng.counter() - streams <= kStreamsPerBatch, "a batch drew ", rng.counter() - streams,
+              " random streams, more than the ", kStreamsPerBatch, " kept for each");
+    if (end - begin > 1) grad_sum.push(params.grads());
+  }
+  if (end - begin > 1) grad_sum.finish(params.grads());
+  if (begin == end) params.zero_grad();  // no batch for this rank in an epoch's last, shorter step
+  rng.restore(o.seed, first_stream + static_cast<uint64_t>(n) * kStreamsPerBatch);
+  if (comm.size() > 1) {
+    // The ranks' gradients summed: one all-reduce of the flat buffer, over the ranks that had a batch.
+    const auto contributors = static_cast<int>((n + o.accumulate - 1) / o.accumulate);
+    const tfm::Tensor& g = params.grads();
+    if (g.dtype() == tfm::DType::F64) comm.all_reduce_tree(g.data<double>(), g.numel(), contributors);
+    else comm.all_reduce_tree(g.data<float>(), g.numel(), contributors);
+    comm.all_reduce_sum(losses.data(), n);  // each held by one rank: exact in any order
+  }
   double loss = 0;
-  for (const tfm::Batch& batch : step_batches)
-    loss += tfm::batch_loss(*model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(tokens), true).loss;
+  for (const double l : losses) loss += l;
   // A non-finite loss or gradient stops the run before Adam spreads it into the weights, so that
   // nothing saved (checkpoints, model-best) ever holds it.
   result.last_loss = loss / static_cast<double>(tokens);
@@ -297,6 +374,7 @@ double Trainer::Impl::optimize(const std::vector<tfm::Batch>& step_batches, int6
 }
 
 void Trainer::Impl::report_progress(double lr) {
+  if (!root()) return;
   Progress p;
   p.step = s.step;
   p.epoch = s.epoch;
@@ -368,7 +446,22 @@ bool Trainer::Impl::scheduled_validation() {
   return o.patience > 0 && s.bad_validations >= o.patience;
 }
 
+void Trainer::Impl::check_ranks_agree() const {
+  if (comm.size() == 1) return;
+  const tfm::Tensor& values = model->params().values();
+  const auto mine = static_cast<int64_t>(tfm::checksum_of(
+      {static_cast<const char*>(values.raw()), static_cast<size_t>(values.numel()) * tfm::size_of(values.dtype())}));
+  int64_t root_sum = mine;
+  comm.broadcast(root_sum, 0);
+  double differ = mine != root_sum ? 1 : 0;
+  comm.all_reduce_sum(&differ, 1);
+  TFM_CHECK(differ == 0, "after step ", s.step, " the weights of ", differ, " rank", differ == 1 ? "" : "s",
+            " differ from rank 0's (checksum ", tfm::format_checksum(static_cast<uint64_t>(mine)), " here, ",
+            tfm::format_checksum(static_cast<uint64_t>(root_sum)), " on rank 0)");
+}
+
 std::string Trainer::Impl::checkpoint() {
+  if (!root()) return {};
   s.elapsed_s = elapsed();
   const std::string path = tfm::save_checkpoint(*model, o, s, m, v, vocab.fingerprint());
   last_saved = s.step;
@@ -378,6 +471,10 @@ std::string Trainer::Impl::checkpoint() {
 void Trainer::Impl::finish(const std::string& reason) {
   result.stop_reason = reason;
   result.interrupted = reason == "interrupted";
+  if (!root()) {
+    done = true;
+    return;
+  }
   if (last_saved != s.step) checkpoint();
   result.final_model = (fs::path(o.run_dir) / "model.safetensors").string();
   tfm::save_model(*model, result.final_model, {{tfm::kVocabFingerprintKey, vocab.fingerprint()}});
@@ -398,17 +495,22 @@ StepResult Trainer::Impl::step() {
   TFM_CHECK(failure.empty(), "the training stopped at an error and cannot go on (resume it with a new Trainer): ",
             failure);
   try {
-    if (const auto reason = limit_reached()) {
+    if (const auto reason = shared_limit_reached()) {
       finish(*reason);
       return finished();
     }
-    const std::vector<tfm::Batch> step_batches = next_batches();
+    const std::vector<int32_t> step_batches = next_batches();
     if (step_batches.empty()) {  // the last epoch ended
       finish(limit_reached().value_or(cat("reached max_epochs ", o.max_epochs)));
       return finished();
     }
+    // The step's tokens over all ranks, as tfm::make_batch counts them (each sentence and its end).
     int64_t tokens = 0;
-    for (const tfm::Batch& b : step_batches) tokens += b.target_tokens;
+    for (const int32_t b : step_batches)
+      for (const int32_t i : batches[static_cast<size_t>(b)]) {
+        tokens += static_cast<int64_t>(examples[static_cast<size_t>(i)].tgt.size()) + 1;
+        interval_src_tokens += static_cast<int64_t>(examples[static_cast<size_t>(i)].src.size()) + 1;
+      }
     const double lr = tfm::learning_rate(o, config.d_model, s.step + 1);
     const double loss = optimize(step_batches, tokens, lr);
     ++s.step;
@@ -423,13 +525,20 @@ StepResult Trainer::Impl::step() {
 
     report_progress(lr);
     // Validation, best model, early stopping.
-    if (!valid.src.empty() && s.step % o.valid_every == 0 && scheduled_validation()) {
-      checkpoint();
-      finish(cat("no improvement in ", o.patience, " validations"));
-      return finished();
+    if (!valid.src.empty() && s.step % o.valid_every == 0) {
+      int64_t patience_ended = root() && scheduled_validation();  // rank 0 validates, and decides
+      if (comm.size() > 1) comm.broadcast(patience_ended, 0);
+      if (patience_ended) {
+        checkpoint();
+        finish(cat("no improvement in ", o.patience, " validations"));
+        return finished();
+      }
     }
-    if (s.step % o.save_every == 0) checkpoint();
-    if (const auto reason = limit_reached()) finish(*reason);
+    if (s.step % o.save_every == 0) {
+      check_ranks_agree();
+      checkpoint();
+    }
+    if (const auto reason = shared_limit_reached()) finish(*reason);
     return finished();
   } catch (const std::exception& e) {
     failure = e.what();
@@ -445,8 +554,23 @@ TrainResult Trainer::Impl::current_result() const {
   return r;
 }
 
+namespace {
+// Under several ranks an error on one of them ends every rank, naming it (dist::Communicator::abort):
+// the others would otherwise wait forever in the next collective. In one process it is thrown.
+template <typename F>
+auto or_abort_all_ranks(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    tfm::dist::Communicator& comm = tfm::dist::world();
+    if (comm.size() > 1) comm.abort(e.what());
+    throw;
+  }
+}
+}  // namespace
+
 Trainer::Trainer(const TrainOptions& options, TrainCallbacks callbacks)
-    : impl_(std::make_unique<Impl>(options, std::move(callbacks))) {}
+    : impl_(or_abort_all_ranks([&] { return std::make_unique<Impl>(options, std::move(callbacks)); })) {}
 Trainer::~Trainer() = default;
 Trainer::Trainer(Trainer&&) noexcept = default;
 Trainer& Trainer::operator=(Trainer&&) noexcept = default;
@@ -457,7 +581,9 @@ TrainResult Trainer::run() {
   return result();
 }
 
-StepResult Trainer::step() { return impl_->step(); }
+StepResult Trainer::step() {
+  return or_abort_all_ranks([&] { return impl_->step(); });
+}
 
 ValidationResult Trainer::validate() {
   TFM_CHECK(!impl_->valid.src.empty(), "no validation data to validate on: set valid_source and valid_target");

@@ -1,0 +1,37 @@
+#include "dist/communicator.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace tfm::dist {
+
+void Communicator::broadcast(std::string& s, int root) {
+  int64_t n = static_cast<int64_t>(s.size());
+  broadcast(n, root);
+  s.resize(static_cast<size_t>(n));
+  if (n > 0) broadcast(s.data(), n, root);
+}
+
+namespace {
+class SingleProcess final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string backend() const override { return "single process"; }
+  void all_reduce_sum(double*, int64_t) override {}
+  void all_reduce_tree(float*, int64_t, int) override {}
+  void all_reduce_tree(double*, int64_t, int) override {}
+  void broadcast(void*, int64_t, int) override {}
+  [[noreturn]] void abort(const std::string& message) override {
+    std::fprintf(stderr, "error: %s\n", message.c_str());
+    std::exit(1);
+  }
+};
+}  // namespace
+
+Communicator& single_process() {
+  static SingleProcess one;
+  return one;
+}
+
+}  // namespace tfm::dist

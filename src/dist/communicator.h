@@ -1,0 +1,48 @@
+#pragma once
+// The processes of a data-parallel training (issue 25): each rank computes the gradients of its share
+// of a step's batches, and the ranks sum them with one all-reduce, so that every rank applies the
+// same update. The training code sees this interface only; which engine carries it is chosen at
+// build time by the file that defines world(): dist/world_mpi.cc (MPI, when the build found it:
+// TFM_MPI) or dist/world_single.cc (one process).
+#include <cstdint>
+#include <string>
+
+namespace tfm::dist {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;  // 0 .. size() - 1
+  virtual int size() const = 0;
+  // What carries the messages: "single process", "MPI (Open MPI 4.1.4)", ...
+  virtual std::string backend() const = 0;
+  // Sums `data` [n] over the ranks, in place, in an order of the engine's choosing: for sums that
+  // are exact whatever the order (counts, flags, values held by one rank only).
+  virtual void all_reduce_sum(double* data, int64_t n) = 0;
+  // Sums `data` [n] of ranks 0 .. contributors − 1 (the other ranks' data is not read) in place on
+  // every rank, in the fixed order of dist/tree_sum.h over rank numbers: the same bits whatever the
+  // engine, its algorithm and the message size, and the same as one process summing those terms.
+  virtual void all_reduce_tree(float* data, int64_t n, int contributors) = 0;
+  virtual void all_reduce_tree(double* data, int64_t n, int contributors) = 0;
+  // Rank `root`'s `bytes` bytes at `data` to every rank.
+  virtual void broadcast(void* data, int64_t bytes, int root) = 0;
+  // Ends every rank of the job at once (a collective that some rank will never join would
+  // otherwise wait forever): prints "error: rank R of N: message" to stderr and exits with
+  // status 1, this rank and, through the engine, all the others.
+  [[noreturn]] virtual void abort(const std::string& message) = 0;
+
+  // Conveniences over the above.
+  void broadcast(std::string& s, int root);  // any length; resized on the receivers
+  void broadcast(int64_t& v, int root) { broadcast(&v, sizeof v, root); }
+  bool is_root() const { return rank() == 0; }
+};
+
+// This process's ranks: MPI's world when the build has MPI and the process was started by an MPI
+// launcher (mpirun, srun: its environment says so), else one process of rank 0. MPI is initialized
+// on the first call (call it first on the main thread) and finalized at exit.
+Communicator& world();
+
+// The one-process communicator (world() when not started by a launcher).
+Communicator& single_process();
+
+}  // namespace tfm::dist

@@ -1,0 +1,131 @@
+// world() of a build with MPI (TFM_MPI): MPI_COMM_WORLD when an MPI launcher started this process,
+// one process otherwise (a plain `transformer train` never initializes MPI).
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+#include "dist/communicator.h"
+#include "dist/tree_sum.h"
+
+namespace tfm::dist {
+namespace {
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error(cat(what, " failed: ", std::string(text, static_cast<size_t>(len))));
+}
+
+class Mpi final : public Communicator {
+ public:
+  Mpi() {
+    int provided = 0;
+    // Funneled: OpenMP threads compute, only the main thread talks to MPI.
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    library_.assign(version, static_cast<size_t>(len));
+    library_ = library_.substr(0, library_.find_first_of(",\n"));
+  }
+  ~Mpi() override { MPI_Finalize(); }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return cat("MPI (", library_, ")"); }
+  void all_reduce_sum(double* data, int64_t n) override { reduce(data, n, MPI_DOUBLE); }
+  void all_reduce_tree(float* data, int64_t n, int contributors) override { tree(data, n, contributors, MPI_FLOAT); }
+  void all_reduce_tree(double* data, int64_t n, int contributors) override {
+    tree(data, n, contributors, MPI_DOUBLE);
+  }
+  void broadcast(void* data, int64_t bytes, int root) override {
+    auto* p = static_cast<char*>(data);
+    for (int64_t done = 0; done < bytes;) {
+      const int chunk = static_cast<int>(std::min<int64_t>(bytes - done, INT_MAX));
+      check(MPI_Bcast(p + done, chunk, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+      done += chunk;
+    }
+  }
+  [[noreturn]] void abort(const std::string& message) override {
+    std::fprintf(stderr, "error: rank %d of %d: %s\n", rank_, size_, message.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::exit(1);  // MPI_Abort does not return; in case an implementation's does
+  }
+
+ private:
+  template <typename T>
+  void reduce(T* data, int64_t n, MPI_Datatype type) {
+    for (int64_t done = 0; done < n;) {
+      const int chunk = static_cast<int>(std::min<int64_t>(n - done, INT_MAX));
+      check(MPI_Allreduce(MPI_IN_PLACE, data + done, chunk, type, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+      done += chunk;
+    }
+  }
+  // MPI's own all-reduce sums in an order of its choosing (by message size, rank count, network).
+  // Here each rank sums one slice of the buffer instead: every contributor's copy of that slice comes
+  // to it (all-to-all), it adds them in the tree's order, and the sums go to every rank (all-gather):
+  // as many bytes through each rank as a ring all-reduce, 2·(N − 1)/N of the buffer.
+  template <typename T>
+  void tree(T* data, int64_t n, int contributors, MPI_Datatype type) {
+    TFM_CHECK(contributors >= 1 && contributors <= size_, "all_reduce_tree: ", contributors,
+              " contributors among ", size_, " ranks");
+    if (size_ == 1) return;
+    constexpr int64_t kRound = int64_t{1} << 28;  // elements per round: every count fits an int
+    std::vector<int> counts(static_cast<size_t>(size_)), displs(counts.size());
+    std::vector<int> send_counts(counts.size()), recv_counts(counts.size()), recv_displs(counts.size());
+    for (int64_t start = 0; start < n; start += kRound) {
+      const int64_t len = std::min(n - start, kRound);
+      const int64_t slice = (len + size_ - 1) / size_;
+      for (int r = 0; r < size_; ++r) {
+        counts[r] = static_cast<int>(std::clamp<int64_t>(len - r * slice, 0, slice));
+        displs[r] = static_cast<int>(std::min<int64_t>(r * slice, len));
+      }
+      const int mine = counts[static_cast<size_t>(rank_)];
+      for (int r = 0; r < size_; ++r) {
+        send_counts[r] = rank_ < contributors ? counts[r] : 0;
+        recv_counts[r] = r < contributors ? mine : 0;
+        recv_displs[r] = r < contributors ? r * mine : 0;
+      }
+      scratch_.resize(static_cast<size_t>(contributors) * static_cast<size_t>(mine) * sizeof(T));
+      T* recv = reinterpret_cast<T*>(scratch_.data());
+      check(MPI_Alltoallv(data + start, send_counts.data(), displs.data(), type, recv, recv_counts.data(),
+                          recv_displs.data(), type, MPI_COMM_WORLD),
+            "MPI_Alltoallv");
+      std::vector<T*> terms;
+      for (int r = 0; r < contributors; ++r) terms.push_back(recv + static_cast<int64_t>(r) * mine);
+      tree_sum(terms.data(), contributors, mine);
+      check(MPI_Allgatherv(recv, mine, type, data + start, counts.data(), displs.data(), type, MPI_COMM_WORLD),
+            "MPI_Allgatherv");
+    }
+  }
+  int rank_ = 0, size_ = 1;
+  std::string library_;
+  std::vector<char> scratch_;
+};
+
+// Open MPI's mpirun, MPICH's and Intel MPI's Hydra, and PMI/PMIx launchers (Slurm's srun) set these.
+bool started_by_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
+}  // namespace
+
+Communicator& world() {
+  static const std::unique_ptr<Mpi> mpi = started_by_launcher() ? std::make_unique<Mpi>() : nullptr;
+  if (mpi) return *mpi;
+  return single_process();
+}
+
+}  // namespace tfm::dist
