@@ -12,6 +12,18 @@ void Communicator::broadcast(std::string& s, int root) {
   if (n > 0) broadcast(s.data(), n, root);
 }
 
+bool started_by_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
+int launcher_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 0;
+}
+
 namespace {
 class SingleProcess final : public Communicator {
  public:

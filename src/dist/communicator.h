@@ -42,6 +42,12 @@ class Communicator {
 // on the first call (call it first on the main thread) and finalized at exit.
 Communicator& world();
 
+// Whether an MPI launcher (Open MPI's mpirun, MPICH's and Intel MPI's Hydra, Slurm's srun through
+// PMI/PMIx) started this process, from the environment it sets; and the number of processes it
+// started, where the environment says (else 0).
+bool started_by_launcher();
+int launcher_size();
+
 // The one-process communicator (world() when not started by a launcher).
 Communicator& single_process();
 

@@ -113,13 +113,6 @@ class Mpi final : public Communicator {
   std::vector<char> scratch_;
 };
 
-// Open MPI's mpirun, MPICH's and Intel MPI's Hydra, and PMI/PMIx launchers (Slurm's srun) set these.
-bool started_by_launcher() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
-    if (std::getenv(name) != nullptr) return true;
-  return false;
-}
-
 }  // namespace
 
 Communicator& world() {

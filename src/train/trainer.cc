@@ -562,8 +562,12 @@ auto or_abort_all_ranks(F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const std::exception& e) {
-    tfm::dist::Communicator& comm = tfm::dist::world();
-    if (comm.size() > 1) comm.abort(e.what());
+    tfm::dist::Communicator* comm = nullptr;
+    try {
+      comm = &tfm::dist::world();
+    } catch (const std::exception&) {  // world() itself failed: the error being thrown says why
+    }
+    if (comm != nullptr && comm->size() > 1) comm->abort(e.what());
     throw;
   }
 }
