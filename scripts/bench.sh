@@ -126,6 +126,8 @@ else
   fi
 fi
 
+# The table (none when the filter chose no benchmark: Google Benchmark then leaves the file empty).
+if [ -s "$out" ]; then
 /usr/bin/python3 - "$out" "$peer" <<'PY'
 import json, sys
 # The medians of the repetitions (plain runs when there was one repetition).
@@ -187,3 +189,42 @@ for label, name, (kind, key), target in rows:
 print("peers: training PyTorch (torch.nn.Transformer, float32), translation CTranslate2; int8 and bf16 MFU "
       "count their products against the float32 peak")
 PY
+fi
+
+# Data-parallel training (issue 25): the base shape on Multi30k (../shared/data), 2 ranks of 1 thread
+# against 1 process of 1 thread accumulating the same 2 batches per step: the same work and the same
+# result, so the ratio of the times of steps 3-6 is the speed-up. DATA_PARALLEL=0 skips it.
+multi30k=$root/../shared/data/multi30k/raw
+if [ "${DATA_PARALLEL:-1}" = 1 ] && echo "DataParallel" | grep -qE -- "$filter"; then
+  echo
+  echo "== data-parallel training, base shape, Multi30k en-de, batches of 2048 tokens, 1 thread per process"
+  if ! command -v mpirun > /dev/null || ! "$tfm" info --cpu 2>&1 | grep -q "over MPI"; then
+    echo "skipped: no mpirun, or this build has no MPI"
+  elif [ ! -f "$multi30k/train.en" ]; then
+    echo "skipped: $multi30k/train.en not found"
+  else
+    dp=$(mktemp -d)
+    data=(--train-source "$multi30k/train.en" --train-target "$multi30k/train.de" --preset base --batch-tokens 2048
+          --log-every 1 --save-every 100000 --threads 1)
+    OMP_NUM_THREADS=1 "$tfm" train "${data[@]}" --vocab-size 8000 --max-steps 1 --run-dir "$dp/vocab" > /dev/null 2>&1
+    OMP_NUM_THREADS=1 "$tfm" train "${data[@]}" --vocab "$dp/vocab/vocab.model" --accumulate 2 --max-steps 6 \
+      --run-dir "$dp/one" > /dev/null 2>&1
+    OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 2 "$tfm" train "${data[@]}" \
+      --vocab "$dp/vocab/vocab.model" --max-steps 6 --run-dir "$dp/two" > /dev/null 2>&1
+    /usr/bin/python3 - "$dp/one/metrics.jsonl" "$dp/two/metrics.jsonl" <<'PY'
+import json, sys
+def steps(path):
+    records = {r["step"]: r for r in map(json.loads, open(path)) if "loss" in r}
+    tokens = sum(r["tokens_per_s"] * (r["elapsed_s"] - records[r["step"] - 1]["elapsed_s"])
+                 for s, r in records.items() if s >= 3)
+    seconds = records[6]["elapsed_s"] - records[2]["elapsed_s"]
+    return seconds, tokens / seconds, [records[s]["loss"] for s in sorted(records)]
+one, two = steps(sys.argv[1]), steps(sys.argv[2])
+print(f"1 process, accumulate 2: {one[0]:6.1f} s for steps 3-6, {one[1]:6.0f} source tok/s")
+print(f"2 ranks:                 {two[0]:6.1f} s for steps 3-6, {two[1]:6.0f} source tok/s")
+print(f"speed-up {one[0] / two[0]:.2f}x (target 1.8x: {'met' if one[0] / two[0] >= 1.8 else 'MISSED'});"
+      f" loss records {'identical' if one[2] == two[2] else 'DIFFER'}")
+PY
+    rm -rf "$dp"
+  fi
+fi

@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "cli/model_io.h"
 #include "core/error.h"
+#include "dist/communicator.h"
 #include "transformer/system.h"
 #include "transformer/model.h"
 
@@ -36,6 +37,9 @@ Action add_info(CLI::App& app) {
     if (!*cmd) return -1;
     if (*cpu) {
       std::printf("%s", transformer::cpu_report().c_str());
+      const std::string mpi = tfm::dist::engine();
+      std::printf("processes  %s\n", mpi.empty() ? "one (this build has no MPI: data-parallel training needs it)"
+                                                  : ("data-parallel training under mpirun, over MPI (" + mpi + ")").c_str());
       if (path->empty()) return 0;
       std::printf("\n");
     }

@@ -48,6 +48,10 @@ Communicator& world();
 bool started_by_launcher();
 int launcher_size();
 
+// The engine this build trains over several processes with ("Open MPI v4.1.4"), or "" when the
+// build has none. Does not start it.
+std::string engine();
+
 // The one-process communicator (world() when not started by a launcher).
 Communicator& single_process();
 

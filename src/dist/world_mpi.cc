@@ -32,11 +32,7 @@ class Mpi final : public Communicator {
     check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    char version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(version, &len);
-    library_.assign(version, static_cast<size_t>(len));
-    library_ = library_.substr(0, library_.find_first_of(",\n"));
+    library_ = engine();
   }
   ~Mpi() override { MPI_Finalize(); }
   int rank() const override { return rank_; }
@@ -114,6 +110,15 @@ class Mpi final : public Communicator {
 };
 
 }  // namespace
+
+std::string engine() {
+  // Allowed before MPI_Init (MPI 3).
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  const std::string text(version, static_cast<size_t>(len));
+  return text.substr(0, text.find_first_of(",\n"));
+}
 
 Communicator& world() {
   static const std::unique_ptr<Mpi> mpi = started_by_launcher() ? std::make_unique<Mpi>() : nullptr;

@@ -5,6 +5,8 @@
 
 namespace tfm::dist {
 
+std::string engine() { return {}; }
+
 Communicator& world() {
   const int n = launcher_size();
   TFM_CHECK(n <= 1, "started by an MPI launcher with ", n,
