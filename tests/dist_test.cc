@@ -1,5 +1,5 @@
 // Data-parallel training's fixed summation order (dist/tree_sum.h): the terms pushed one at a time
-// sum to the same bits as the recursive tree, and a tree cut into runs of a power-of-two length
+// (the last one finishing in place) sum to the same bits as the recursive tree, and a tree cut into runs of a power-of-two length
 // (each rank's batches) and then summed over the runs (over the ranks) gives the same bits as the
 // whole tree in one process. The ranks themselves are tested through mpirun (cli/mpi_train_test.sh).
 #include <gtest/gtest.h>
@@ -37,8 +37,8 @@ std::vector<float> recursive_tree(std::vector<std::vector<float>> terms) {
 std::vector<float> pushed_one_at_a_time(const std::vector<std::vector<float>>& terms) {
   dist::TreeSum sum;
   const auto n = static_cast<int64_t>(terms[0].size());
-  for (const auto& t : terms) sum.push(Tensor::from({n}, t));
-  const Tensor out = Tensor::zeros({n});
+  for (size_t t = 0; t + 1 < terms.size(); ++t) sum.push(Tensor::from({n}, terms[t]));
+  const Tensor out = Tensor::from({n}, terms.back());
   sum.finish(out);
   return std::vector<float>(out.data<float>(), out.data<float>() + n);
 }

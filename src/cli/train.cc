@@ -56,7 +56,9 @@ class ProgressLine {
   bool tty_;
 };
 
-// Ctrl-C / SIGTERM: the training finishes the current step, saves a checkpoint and stops.
+// Ctrl-C / SIGTERM / SIGUSR1: the training finishes the current step, saves a checkpoint and stops.
+// (Under mpirun, SIGUSR1 is the one to send: Open MPI's mpirun forwards it to every rank, while on
+// SIGINT or SIGTERM it ends the job at once.)
 std::atomic<transformer::Trainer*> g_trainer{nullptr};
 void on_signal(int) {
   if (transformer::Trainer* t = g_trainer.load()) t->request_stop();
@@ -69,10 +71,12 @@ class StopOnSignals {
     g_trainer = &trainer;
     old_int_ = std::signal(SIGINT, on_signal);
     old_term_ = std::signal(SIGTERM, on_signal);
+    old_usr1_ = std::signal(SIGUSR1, on_signal);
   }
   ~StopOnSignals() {
     std::signal(SIGINT, old_int_);
     std::signal(SIGTERM, old_term_);
+    std::signal(SIGUSR1, old_usr1_);
     g_trainer = nullptr;
   }
   StopOnSignals(const StopOnSignals&) = delete;
@@ -81,6 +85,7 @@ class StopOnSignals {
  private:
   void (*old_int_)(int);
   void (*old_term_)(int);
+  void (*old_usr1_)(int);
 };
 
 std::string dashed(std::string s) {

@@ -19,8 +19,12 @@ bool started_by_launcher() {
 }
 
 int launcher_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"})
     if (const char* v = std::getenv(name)) return std::atoi(v);
+  // srun --mpi=pmix sets PMIX_RANK but no size; its step's task count is Slurm's. (SLURM_NTASKS
+  // alone would also count the tasks of an allocation whose batch script runs one process.)
+  if (std::getenv("PMIX_RANK") != nullptr)
+    if (const char* v = std::getenv("SLURM_STEP_NUM_TASKS")) return std::atoi(v);
   return 0;
 }
 

@@ -27,19 +27,15 @@ void TreeSum::push(const Tensor& term) {
   }
 }
 
-void TreeSum::finish(const Tensor& out) {
-  TFM_CHECK(!parts_.empty(), "TreeSum::finish: nothing was pushed");
-  // What is left are complete subtrees of decreasing size: T(lo, hi) splits at the first of them,
-  // so the sum folds from the right.
-  while (parts_.size() >= 2) {
-    Part right = std::move(parts_.back());
+void TreeSum::finish(const Tensor& last) {
+  // The parts are complete subtrees of decreasing size, left to right, and the last term comes
+  // after them: whether it would complete a subtree (a merge) or end the sum (T(lo, hi) splits at
+  // the first part), each step is "the part on the left + everything to its right".
+  while (!parts_.empty()) {
+    ops::add_to(parts_.back().sum, last);
+    spare_.push_back(std::move(parts_.back().sum));
     parts_.pop_back();
-    ops::add_to(right.sum, parts_.back().sum);
-    spare_.push_back(std::move(right.sum));
   }
-  out.copy_from(parts_.back().sum);
-  spare_.push_back(std::move(parts_.back().sum));
-  parts_.clear();
   count_ = 0;
 }
 

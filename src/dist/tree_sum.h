@@ -38,14 +38,14 @@ void tree_sum(T* const* terms, int64_t k, int64_t n) {
   for (int64_t i = 0; i < n; ++i) a[i] += b[i];
 }
 
-// The same tree over terms that come one at a time (a rank's batches): keeps at most
-// log2(n) + 1 partial sums, each a tensor of the terms' shape.
+// The same tree over terms that come one at a time (a rank's batches): keeps at most log2(n)
+// partial sums, each a tensor of the terms' shape (none for one term).
 class TreeSum {
  public:
-  // Adds a copy of `term` (every term has the same shape, dtype and device).
+  // Adds a copy of `term`, a term before the last (every term has the same shape and dtype).
   void push(const Tensor& term);
-  // Writes the sum of the terms pushed (at least one) to `out` and starts over.
-  void finish(const Tensor& out);
+  // `last` holds the last term; on return it holds the sum of all of them, and the sum starts over.
+  void finish(const Tensor& last);
   int64_t count() const { return count_; }
 
  private:

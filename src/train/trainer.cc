@@ -98,7 +98,10 @@ struct Trainer::Impl {
   // A scheduled validation: best model, metrics, patience; true when patience ends the training.
   bool scheduled_validation();
   void log_metrics(const nlohmann::json& record, MetricsRecord::Kind kind);
-  // Under several ranks, that every rank holds rank 0's weights (a collective: every rank calls it).
+  // Under several ranks, that every rank's `mine` (a checksum of `what`) is rank 0's; an error on
+  // the ranks whose value differs names it (a collective: every rank calls it).
+  void check_same_as_root(uint64_t mine, const std::string& what) const;
+  // That every rank holds rank 0's weights.
   void check_ranks_agree() const;
   // Rank 0 writes a checkpoint of this step; "" on the other ranks.
   std::string checkpoint();
@@ -118,6 +121,7 @@ struct Trainer::Impl {
   ModelConfig config;
   std::unique_ptr<tfm::Transformer> model;
   tfm::Tensor m, v;  // Adam's moments
+  bool scheduled_validations = false;  // whether rank 0 has a validation set
   tfm::dist::TreeSum grad_sum;  // a step's batch gradients, when a rank computes more than one
   std::vector<std::vector<int32_t>> batches;
   std::unique_ptr<tfm::MetricsLog> metrics;  // rank 0's
@@ -140,9 +144,14 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   // Settings first, before minutes of reading data and training a vocabulary: the model (with a
   // stand-in vocabulary size), the files, and what resuming needs.
   o.resolved_model(std::max<int64_t>(o.vocab_options.size, 4));
-  for (const std::string& f : {o.train_source, o.train_target, o.valid_source, o.valid_target})
-    TFM_CHECK(f.empty() || fs::is_regular_file(f), "'", f, "' is not a readable file");
-  TFM_CHECK(o.vocab.empty() || fs::is_regular_file(o.vocab), "--vocab '", o.vocab, "' is not a readable file");
+  // Every rank reads the training files; the validation files and --vocab are rank 0's alone.
+  for (const std::string& f : {o.train_source, o.train_target})
+    TFM_CHECK(fs::is_regular_file(f), "'", f, "' is not a readable file");
+  if (root()) {
+    for (const std::string& f : {o.valid_source, o.valid_target})
+      TFM_CHECK(f.empty() || fs::is_regular_file(f), "'", f, "' is not a readable file");
+    TFM_CHECK(o.vocab.empty() || fs::is_regular_file(o.vocab), "--vocab '", o.vocab, "' is not a readable file");
+  }
   // The run folder is rank 0's (the other ranks may run on machines that do not see it).
   if (root()) {
     TFM_CHECK(!o.resume || fs::is_directory(o.run_dir), "--resume: no checkpoint in '", o.run_dir, "'");
@@ -173,38 +182,43 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   const std::vector<tfm::SentencePair> pairs = tfm::read_parallel(o.train_source, o.train_target, o.max_chars, &stats);
   message(cat("training data: ", stats.summary()));
   TFM_CHECK(!pairs.empty(), "no usable training pairs in '", o.train_source, "' and '", o.train_target, "'");
+  if (comm.size() > 1) {
+    // Each rank reads its own copy of the training files (machines may not share a disk): they
+    // must hold the same text, or the ranks would train on different batches.
+    std::string text;
+    for (const auto& p : pairs) text.append(p.source).append(1, '\t').append(p.target).append(1, '\n');
+    check_same_as_root(tfm::checksum_of(text), cat("training data ('", o.train_source, "', '", o.train_target, "')"));
+  }
   // The validation files too, before minutes of training a vocabulary: a mismatch shows at once.
   std::vector<tfm::SentencePair> valid_pairs;
-  if (!o.valid_source.empty()) {
+  if (!o.valid_source.empty() && root()) {
     tfm::CorpusStats vstats;
     valid_pairs = tfm::read_parallel(o.valid_source, o.valid_target, o.max_chars, &vstats);
     message(cat("validation data: ", vstats.summary()));
   }
   const std::string vocab_path = (fs::path(o.run_dir) / "vocab.model").string();
-  if (!o.vocab.empty()) {
+  // Rank 0's vocabulary (--vocab, the run folder's, or trained), sent to the other ranks.
+  if (root() && !o.vocab.empty()) {
     vocab = tfm::Vocab::load(o.vocab);
-    if (root()) vocab.save(vocab_path);
-  } else {
-    // Rank 0's vocabulary (the run folder's, or trained), sent to the other ranks.
-    if (root() && o.resume && fs::exists(vocab_path)) {
-      vocab = tfm::Vocab::load(vocab_path);
-    } else if (root()) {
-      std::vector<std::string> sentences;
-      for (const auto& p : pairs) {
-        sentences.push_back(p.source);
-        sentences.push_back(p.target);
-      }
-      VocabOptions vo = o.vocab_options;
-      vo.seed = o.seed;
-      vocab = tfm::Vocab::train(sentences, vo);
-      vocab.save(vocab_path);
-      message(cat("vocabulary: ", vocab.size(), " ", vo.model_type, " pieces, written to ", vocab_path));
+    vocab.save(vocab_path);
+  } else if (root() && o.resume && fs::exists(vocab_path)) {
+    vocab = tfm::Vocab::load(vocab_path);
+  } else if (root()) {
+    std::vector<std::string> sentences;
+    for (const auto& p : pairs) {
+      sentences.push_back(p.source);
+      sentences.push_back(p.target);
     }
-    if (comm.size() > 1) {
-      std::string bytes = root() ? vocab.serialized() : std::string();
-      comm.broadcast(bytes, 0);
-      if (!root()) vocab = tfm::Vocab::from_serialized(std::move(bytes), "rank 0's vocabulary");
-    }
+    VocabOptions vo = o.vocab_options;
+    vo.seed = o.seed;
+    vocab = tfm::Vocab::train(sentences, vo);
+    vocab.save(vocab_path);
+    message(cat("vocabulary: ", vocab.size(), " ", vo.model_type, " pieces, written to ", vocab_path));
+  }
+  if (comm.size() > 1) {
+    std::string bytes = root() ? vocab.serialized() : std::string();
+    comm.broadcast(bytes, 0);
+    if (!root()) vocab = tfm::Vocab::from_serialized(std::move(bytes), "rank 0's vocabulary");
   }
   int64_t too_long = 0;
   for (const auto& p : pairs) {
@@ -222,6 +236,9 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
     valid.src.push_back(valid.examples.back().src);
     valid.references.push_back(p.target);
   }
+  int64_t validates = !valid.src.empty();  // rank 0's validation set, known to every rank
+  if (comm.size() > 1) comm.broadcast(validates, 0);
+  scheduled_validations = validates != 0;
 
   // Model, optimizer state, batches.
   config = o.resolved_model(vocab.size());
@@ -301,10 +318,16 @@ std::optional<std::string> Trainer::Impl::limit_reached() const {
 std::optional<std::string> Trainer::Impl::shared_limit_reached() const {
   std::optional<std::string> reason = limit_reached();
   if (comm.size() == 1) return reason;
-  int64_t stop = reason.has_value();
-  comm.broadcast(stop, 0);
-  if (!stop) return std::nullopt;
-  return reason ? reason : std::optional<std::string>("stopped by rank 0");
+  // A reduction, not a broadcast from rank 0: a stop request (a signal) reaches any rank, and every
+  // rank waits here for all the others, so that none goes on to finish() while another is gone.
+  // The limits are rank 0's (its clock).
+  double stop = root() ? reason.has_value() : stop_requested.load(std::memory_order_relaxed);
+  comm.all_reduce_sum(&stop, 1);
+  if (stop == 0) return std::nullopt;
+  // Every rank ends with rank 0's reason ("interrupted" when a signal came to another rank only).
+  std::string shared = root() ? reason.value_or("interrupted") : std::string();
+  comm.broadcast(shared, 0);
+  return shared;
 }
 
 std::vector<int32_t> Trainer::Impl::next_batches() {
@@ -344,9 +367,9 @@ double Trainer::Impl::optimize(const std::vector<int32_t>& step_batches, int64_t
         tfm::batch_loss(*model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(tokens), true).loss;
     TFM_CHECK(rng.counter() - streams <= kStreamsPerBatch, "a batch drew ", rng.counter() - streams,
               " random streams, more than the ", kStreamsPerBatch, " kept for each");
-    if (end - begin > 1) grad_sum.push(params.grads());
+    if (j + 1 < end) grad_sum.push(params.grads());
   }
-  if (end - begin > 1) grad_sum.finish(params.grads());
+  if (end - begin > 1) grad_sum.finish(params.grads());  // the last batch's gradient is in grads
   if (begin == end) params.zero_grad();  // no batch for this rank in an epoch's last, shorter step
   rng.restore(o.seed, first_stream + static_cast<uint64_t>(n) * kStreamsPerBatch);
   if (comm.size() > 1) {
@@ -446,18 +469,29 @@ bool Trainer::Impl::scheduled_validation() {
   return o.patience > 0 && s.bad_validations >= o.patience;
 }
 
-void Trainer::Impl::check_ranks_agree() const {
+void Trainer::Impl::check_same_as_root(uint64_t mine, const std::string& what) const {
   if (comm.size() == 1) return;
-  const tfm::Tensor& values = model->params().values();
-  const auto mine = static_cast<int64_t>(tfm::checksum_of(
-      {static_cast<const char*>(values.raw()), static_cast<size_t>(values.numel()) * tfm::size_of(values.dtype())}));
-  int64_t root_sum = mine;
-  comm.broadcast(root_sum, 0);
-  double differ = mine != root_sum ? 1 : 0;
+  int64_t root_value = static_cast<int64_t>(mine);
+  comm.broadcast(root_value, 0);
+  double differ = static_cast<uint64_t>(root_value) != mine ? 1 : 0;
   comm.all_reduce_sum(&differ, 1);
-  TFM_CHECK(differ == 0, "after step ", s.step, " the weights of ", differ, " rank", differ == 1 ? "" : "s",
-            " differ from rank 0's (checksum ", tfm::format_checksum(static_cast<uint64_t>(mine)), " here, ",
-            tfm::format_checksum(static_cast<uint64_t>(root_sum)), " on rank 0)");
+  if (differ == 0) return;
+  const std::string theirs = tfm::format_checksum(static_cast<uint64_t>(root_value));
+  TFM_CHECK(static_cast<uint64_t>(root_value) == mine, "the ", what, " of this rank differ from rank 0's (checksum ",
+            tfm::format_checksum(mine), " here, ", theirs, " on rank 0)");
+  // The ranks that agree wait in a reduction the others never join, so that the error that ends
+  // the job (MPI_Abort) is the one of a rank that differs, naming it and its value.
+  double never = 0;
+  comm.all_reduce_sum(&never, 1);
+  throw Error(cat("the ", what, " of ", differ, " rank", differ == 1 ? "" : "s", " differ from rank 0's"));
+}
+
+void Trainer::Impl::check_ranks_agree() const {
+  const tfm::Tensor& values = model->params().values();
+  if (comm.size() > 1)
+    check_same_as_root(tfm::checksum_of({static_cast<const char*>(values.raw()),
+                                         static_cast<size_t>(values.numel()) * tfm::size_of(values.dtype())}),
+                       cat("weights after step ", s.step));
 }
 
 std::string Trainer::Impl::checkpoint() {
@@ -525,7 +559,7 @@ StepResult Trainer::Impl::step() {
 
     report_progress(lr);
     // Validation, best model, early stopping.
-    if (!valid.src.empty() && s.step % o.valid_every == 0) {
+    if (scheduled_validations && s.step % o.valid_every == 0) {
       int64_t patience_ended = root() && scheduled_validation();  // rank 0 validates, and decides
       if (comm.size() > 1) comm.broadcast(patience_ended, 0);
       if (patience_ended) {

@@ -13,6 +13,7 @@ work=$(mktemp -d)
 tag=$$
 ns_a=tfm-a-$tag ns_b=tfm-b-$tag
 cleanup() {
+  ip link del va-$tag 2>/dev/null || true  # when a check failed before it moved into its namespace
   ip netns del "$ns_a" 2>/dev/null || true
   ip netns del "$ns_b" 2>/dev/null || true
   [ -n "${KEEP:-}" ] || rm -rf "$work"
@@ -60,7 +61,7 @@ common=(--train-source "$work/data/train.en" --train-target "$work/data/train.de
 # mpirun on "host a"; rank 0 there, rank 1 on "host b"; TCP over the veth pair only.
 status=0
 ip netns exec "$ns_a" unshare --uts sh -c 'hostname tfm-host-a; exec "$@"' sh \
-  timeout 300 "$mpiexec" --allow-run-as-root --host 10.77.0.1:1,10.77.0.2:1 -np 2 \
+  timeout 200 "$mpiexec" --allow-run-as-root --host 10.77.0.1:1,10.77.0.2:1 -np 2 \
   --mca plm_rsh_agent "$work/agent" --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 \
   --mca oob_tcp_if_include 10.77.0.0/24 --mca hwloc_base_binding_policy none \
   -x PATH \

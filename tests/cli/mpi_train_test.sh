@@ -5,13 +5,15 @@
 #  2. a run of 4 ranks resumed by 1 process (and one of 1 resumed by 2 ranks) ends where the
 #     uninterrupted run does;
 #  3. a rank killed mid-run ends the whole job (no hang), mpirun names it, and the last checkpoint
-#     resumes; a rank that cannot read its data ends the job with an error naming the rank and file.
+#     resumes; SIGUSR1 stops every rank with a checkpoint; a rank that cannot read its data, or
+#     whose data differ from rank 0's, ends the job with an error naming the rank; the validation
+#     files are rank 0's alone.
 # Usage: mpi_train_test.sh PATH/TO/transformer PATH/TO/mpiexec
 set -euo pipefail
 bin=$1
 mpiexec=$2
 work=$(mktemp -d)
-trap 'kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # Open MPI run as root in a container: no hwloc binding, shared memory without CMA (ptrace is often
 # refused there), loopback TCP only.
@@ -52,20 +54,35 @@ mpi 2 "$bin" train "${common[@]}" --max-steps 50 --accumulate 2 --run-dir "$work
 grep -q "resumed from" "$work/s.log" || fail "did not resume"
 cmp "$work/one/model.safetensors" "$work/s/model.safetensors" || fail "1 process resumed by 2 ranks differs"
 
+# The jobs below run in the background in their own process group (setsid), so that a failing
+# check ends them all, mpirun and ranks, rather than leave them busy for minutes.
+jobs_to_kill=()
+trap 'for g in "${jobs_to_kill[@]}"; do kill -9 -- "-$g" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+start_job() {  # start_job LOG ARGS...: mpirun -np 2 ARGS in the background; sets $job
+  local log=$1; shift
+  setsid timeout 300 "$mpiexec" --allow-run-as-root --oversubscribe -np 2 "$@" >/dev/null 2>"$log" &
+  job=$!
+  jobs_to_kill+=("$job")
+}
+# The pid of rank R of the job whose run folder is DIR, once its checkpoint of step 6 or later exists.
+rank_pid() {  # rank_pid DIR R
+  local pid=
+  for _ in $(seq 1 1500); do
+    if ls "$1" 2>/dev/null | grep -qE '^checkpoint-0*([6-9]|[1-9][0-9]+)\.safetensors$'; then
+      for p in $(pgrep -f "run-dir $1" || true); do
+        grep -qx "OMPI_COMM_WORLD_RANK=$2" < <(tr '\0' '\n' < /proc/$p/environ 2>/dev/null) && pid=$p
+      done
+      break
+    fi
+    kill -0 $job 2>/dev/null || break
+    sleep 0.02
+  done
+  echo "$pid"
+}
+
 # 3a. Rank 1 killed once a few checkpoints exist: the job ends, naming it.
-mpi 2 "$bin" train "${common[@]:2}" --save-every 2 --max-steps 100000 --run-dir "$work/k" >/dev/null 2>"$work/k.log" &
-job=$!
-rank1=
-for _ in $(seq 1 1000); do
-  if [ -f "$work/k/checkpoint-00000006.safetensors" ]; then
-    for p in $(pgrep -f "run-dir $work/k" || true); do
-      tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && rank1=$p
-    done
-    break
-  fi
-  kill -0 $job 2>/dev/null || break
-  sleep 0.02
-done
+start_job "$work/k.log" "$bin" train "${common[@]:2}" --save-every 2 --keep-last 1000 --max-steps 100000 --run-dir "$work/k"
+rank1=$(rank_pid "$work/k" 1)
 [ -n "$rank1" ] || { cat "$work/k.log"; fail "did not find rank 1 of the running job"; }
 kill -9 "$rank1"
 status=0
@@ -78,14 +95,39 @@ grep -qiE "rank 1 .*(signal 9|killed)" "$work/k.log" || fail "mpirun did not nam
   { cat "$work/k2.log"; fail "the last checkpoint of the killed job does not resume"; }
 grep -q "resumed from" "$work/k2.log" || fail "did not resume the killed job"
 
-# 3b. One rank cannot read its data (MPMD: rank 1 gets another file name): an error naming rank 1
-# and the file, and the job ends instead of waiting for it.
-missing=("${common[@]/train.en/missing.en}")
+# 3b. SIGUSR1 to mpirun (which forwards it to every rank): the job stops after the step in
+# progress, with a checkpoint of that step and the final model, like Ctrl-C in one process.
+start_job "$work/u.log" "$bin" train "${common[@]:2}" --save-every 1000 --max-steps 100000 --run-dir "$work/u"
+for _ in $(seq 1 1500); do grep -q "^step 10 " "$work/u.log" && break; sleep 0.02; done
+kill -USR1 "$(pgrep -f "^$mpiexec .*run-dir $work/u" | head -1)"
 status=0
-timeout 300 "$mpiexec" --allow-run-as-root --oversubscribe \
-  -np 1 "$bin" train "${common[@]}" --max-steps 50 --run-dir "$work/m" : \
-  -np 1 "$bin" train "${missing[@]}" --max-steps 50 --run-dir "$work/m" \
-  >/dev/null 2>"$work/m.log" || status=$?
+wait $job || status=$?
+[ "$status" -eq 130 ] || { cat "$work/u.log"; fail "SIGUSR1: status $status, not 130 (interrupted)"; }
+grep -q "^stopped at step [0-9]*: interrupted" "$work/u.log" || fail "no stop line: $(tail -3 "$work/u.log")"
+[ -f "$work/u/model.safetensors" ] && ls "$work/u" | grep -q '^checkpoint-' || fail "SIGUSR1: no checkpoint or model"
+
+# 3c. One rank cannot read its data (MPMD: rank 1 gets another file name): an error naming rank 1
+# and the file, and the job ends instead of waiting for it. Rank 1 with other training data than
+# rank 0's: an error naming it. The validation files and --vocab are rank 0's alone: rank 1 may
+# lack them.
+mpmd() {  # mpmd LOG RUN-DIR ARGS-OF-RANK-1...: rank 0 with ${common[@]}, rank 1 with the rest
+  local log=$1 dir=$2; shift 2
+  status=0
+  timeout 300 "$mpiexec" --allow-run-as-root --oversubscribe -np 1 "$bin" train "${common[@]}" "${valid[@]}" \
+    --max-steps 20 --valid-every 10 --run-dir "$dir" : -np 1 "$bin" train "$@" --max-steps 20 --valid-every 10 \
+    --run-dir "$dir" >/dev/null 2>"$log" || status=$?
+}
+valid=(--valid-source "$work/data/valid.en" --valid-target "$work/data/valid.de")
+mpmd "$work/m.log" "$work/m" "${common[@]/train.en/missing.en}" "${valid[@]}"
 [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "a rank without its data: status $status"
 grep -q "error: rank 1 of 2: .*missing.en" "$work/m.log" || fail "no error naming rank 1 and the file: $(cat "$work/m.log")"
+head -150 "$work/data/train.en" > "$work/data/half.en"
+head -150 "$work/data/train.de" > "$work/data/half.de"
+mpmd "$work/d.log" "$work/d" "${common[@]/train./half.}" "${valid[@]}"
+[ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "ranks with different data: status $status"
+grep -q "error: rank 1 of 2: the training data .* differ from rank 0's" "$work/d.log" ||
+  fail "no error naming rank 1's different data: $(cat "$work/d.log")"
+mpmd "$work/v.log" "$work/v" "${common[@]}" --valid-source "$work/data/none.en" --valid-target "$work/data/none.de"
+[ "$status" -eq 0 ] || { cat "$work/v.log"; fail "rank 1 without the validation files: status $status"; }
+grep -q "validation at step 20" "$work/v.log" || fail "no validation by rank 0: $(grep -v '^step' "$work/v.log")"
 echo "ok"
