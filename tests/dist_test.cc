@@ -6,10 +6,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <random>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
+#include "dist/bucket_reducer.h"
 #include "dist/communicator.h"
 #include "dist/tree_sum.h"
 
@@ -70,6 +75,21 @@ TEST(TreeSum, TermsPushedOneAtATimeSumLikeTheTree) {
   EXPECT_FALSE(same_bits(left_to_right, recursive_tree(terms)));
 }
 
+TEST(TreeSum, FinishedRangeByRangeLikeAtOnce) {
+  // Data-parallel training finishes the sum bucket by bucket: the same bits as finish().
+  for (int64_t k : {1, 2, 3, 6, 8}) {
+    const auto terms = random_terms(k, 300, static_cast<uint32_t>(50 + k));
+    dist::TreeSum sum;
+    for (size_t t = 0; t + 1 < terms.size(); ++t) sum.push(Tensor::from({300}, terms[t]));
+    const Tensor out = Tensor::from({300}, terms.back());
+    for (const auto& [lo, hi] : std::vector<std::pair<int64_t, int64_t>>{{200, 300}, {0, 7}, {7, 200}})
+      sum.finish_range(out, lo, hi);
+    sum.reset();
+    EXPECT_TRUE(same_bits(std::vector<float>(out.data<float>(), out.data<float>() + 300), pushed_one_at_a_time(terms)))
+        << k << " terms";
+  }
+}
+
 TEST(TreeSum, RunsOfAPowerOfTwoThenTheirSumsGiveTheWholeTree) {
   // n batches in a step, `a` to each rank (the last rank's run may be shorter, or absent): each rank
   // sums its run, then the runs' sums are summed over the ranks. Equal to one process's tree when
@@ -107,6 +127,92 @@ TEST(Communicator, OneProcessWithoutALauncher) {
   std::string s = "unchanged";
   world.broadcast(s, 0);
   EXPECT_EQ(s, "unchanged");
+}
+
+// Stands in for the ranks: a "sum" over the ranks doubles each element, and the calls are recorded
+// (with the thread that made them).
+class RecordingComm final : public dist::Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string backend() const override { return "recording"; }
+  void all_reduce_sum(double*, int64_t) override {}
+  void all_reduce_tree(float* data, int64_t n, int) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (int64_t i = 0; i < n; ++i) data[i] *= 2;
+    calls.push_back({data - base, data - base + n});
+    threads.push_back(std::this_thread::get_id());
+    if (fail) throw std::runtime_error("the network went away");
+  }
+  void all_reduce_tree(double*, int64_t, int) override {}
+  void broadcast(void*, int64_t, int) override {}
+  bool other_threads_may_call() const override { return true; }
+  [[noreturn]] void abort(const std::string& m) override { throw std::runtime_error(m); }
+
+  std::mutex mutex;
+  const float* base = nullptr;
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  std::vector<std::thread::id> threads;
+  bool fail = false;
+};
+
+TEST(BucketReducer, SumsEveryElementOnceInBucketsOfThePlansOrder) {
+  // A buffer of 100: ranges reported from the top down as a backward pass does ([60, 80) then
+  // [40, 60) touch; [0, 10) does not), gaps at [10, 40) and [80, 100).
+  const std::vector<dist::Range> plan = {{60, 80}, {40, 60}, {0, 10}};
+  for (const bool threaded : {false, true}) {
+    RecordingComm comm;
+    dist::BucketReducer reducer(comm, plan, 100, 30, threaded);
+    // Touching ranges merge up to the bucket size (30: [40, 80) is one bucket of 40, reached with
+    // its second range); the gaps come last, ascending.
+    ASSERT_EQ(reducer.buckets().size(), 4u);
+    EXPECT_EQ(reducer.buckets()[0].lo, 40);
+    EXPECT_EQ(reducer.buckets()[0].hi, 80);
+    EXPECT_EQ(reducer.buckets()[1].lo, 0);
+    EXPECT_EQ(reducer.buckets()[2].lo, 10);
+    EXPECT_EQ(reducer.buckets()[3].lo, 80);
+    for (int step = 0; step < 2; ++step) {
+      const Tensor buffer = Tensor::zeros({100});
+      for (int64_t i = 0; i < 100; ++i) buffer.data<float>()[i] = static_cast<float>(i);
+      comm.base = buffer.data<float>();
+      comm.calls.clear();
+      comm.threads.clear();
+      std::vector<std::pair<int64_t, int64_t>> prepared;
+      reducer.begin(buffer, 2, [&](dist::Range r) { prepared.push_back({r.lo, r.hi}); });
+      if (step == 0) {  // a rank with a batch; the other step: none, everything in finish()
+        reducer.ready(0);   // complete first, but queued only after the bucket before it
+        reducer.ready(60);
+        EXPECT_TRUE(prepared.empty()) << "a bucket went before all its ranges were complete";
+        reducer.ready(40);  // the gaps' buckets, complete from the start, follow at once
+        EXPECT_EQ(prepared.size(), 4u);
+      }
+      reducer.finish();
+      const std::vector<std::pair<int64_t, int64_t>> order = {{40, 80}, {0, 10}, {10, 40}, {80, 100}};
+      EXPECT_EQ(prepared, order);
+      EXPECT_EQ(comm.calls, order) << "threaded " << threaded;
+      for (int64_t i = 0; i < 100; ++i) ASSERT_EQ(buffer.data<float>()[i], 2.0f * static_cast<float>(i)) << i;
+      for (const auto& id : comm.threads)
+        EXPECT_EQ(id == std::this_thread::get_id(), !threaded) << "summed on the wrong thread";
+    }
+  }
+}
+
+TEST(BucketReducer, RefusesBadPlansAndReportsAndPassesOnErrors) {
+  RecordingComm comm;
+  EXPECT_THROW(dist::BucketReducer(comm, {{0, 10}, {5, 20}}, 100, 10, false), Error);  // overlap
+  EXPECT_THROW(dist::BucketReducer(comm, {{0, 200}}, 100, 10, false), Error);          // outside
+  dist::BucketReducer reducer(comm, {{0, 10}, {10, 20}}, 100, 100, true);
+  const Tensor buffer = Tensor::zeros({100});
+  comm.base = buffer.data<float>();
+  reducer.begin(buffer, 2);
+  EXPECT_THROW(reducer.ready(5), Error);  // no range starts there
+  reducer.ready(0);  // half of the one bucket of [0, 20): nothing is summed yet
+  EXPECT_THROW(reducer.ready(0), Error);  // twice
+  {
+    std::lock_guard<std::mutex> lock(comm.mutex);
+    comm.fail = true;
+  }
+  EXPECT_THROW(reducer.finish(), std::runtime_error);  // the thread's error, on the caller's thread
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // a padded batch gives each sentence the logits it gets alone; the parameter layout.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <cmath>
 
 #include "model/transformer.h"
@@ -106,6 +108,46 @@ TEST_P(ModelGradTest, EveryParameterMatchesFiniteDifferences) {
   testing::expect_gradients_match([&] { return batch_loss(model, batch, 99, nullptr, nullptr); },
                                   {{"parameters", model.params().values(), model.params().grads()}},
                                   {.step = 1e-6, .atol = 1e-7, .rtol = 1e-5});
+}
+
+// The backward pass reports each parameter's gradient complete (Context::grads_done, which
+// data-parallel training sums over the ranks at once) exactly once, in grads_done_order()'s order,
+// and only when nothing later in the pass changes it: at the report its gradient already has its
+// final value.
+TEST_P(ModelGradTest, GradientsAreReportedCompleteOnceAndFinal) {
+  ModelConfig config = tiny_config(GetParam().pre_norm, GetParam().tied);
+  if (GetParam().variant) GetParam().variant(config);
+  Transformer model(config, DType::F64);
+  model.init_parameters(3);
+  const Batch batch = sample_batch(config);
+  Transformer::Saved saved;
+  Tensor dlogits;
+  batch_loss(model, batch, 99, &dlogits, &saved);
+  model.params().zero_grad();
+  const ParamStore& params = model.params();
+  std::vector<std::pair<int, int>> reported;
+  std::vector<std::vector<double>> at_report(static_cast<size_t>(params.size()));
+  const std::function<void(int, int)> done = [&](int first, int end) {
+    reported.push_back({first, end});
+    for (int id = first; id < end; ++id) at_report[static_cast<size_t>(id)] = params.grad(id).to_doubles();
+  };
+  Rng rng(99);
+  Context ctx = model.context(&rng);
+  ctx.on_grads_done = &done;
+  model.backward(ctx, batch, saved, dlogits);
+  EXPECT_EQ(reported, model.grads_done_order());
+  std::vector<int> times(static_cast<size_t>(params.size()), 0);
+  for (const auto& [first, end] : reported)
+    for (int id = first; id < end; ++id) ++times[static_cast<size_t>(id)];
+  for (int id = 0; id < params.size(); ++id) {
+    EXPECT_EQ(times[static_cast<size_t>(id)], 1) << params.name(id) << " reported " << times[static_cast<size_t>(id)] << " times";
+    if (times[static_cast<size_t>(id)] != 1) continue;
+    const std::vector<double> final = params.grad(id).to_doubles();
+    EXPECT_EQ(at_report[static_cast<size_t>(id)], final) << params.name(id) << " changed after it was reported complete";
+    double norm = 0;
+    for (double g : final) norm += g * g;
+    EXPECT_GT(norm, 0) << params.name(id) << ": a zero gradient cannot show a late change";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Model, ModelGradTest,

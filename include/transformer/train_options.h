@@ -32,6 +32,9 @@ struct TrainOptions {
   // padding included, sentences of similar length together; `accumulate` batches per step.
   int64_t batch_tokens = 4096;
   int64_t accumulate = 1;
+  // Data-parallel training (mpirun): the gradients are summed over the processes in buckets of
+  // about this many MB while the backward pass still runs; 0: in one piece after it.
+  double allreduce_bucket_mb = 25;
 
   // Optimization (§5.3): Adam, lr = lr_factor · d_model^−½ · min(step^−½, step · warmup^−1.5).
   double lr_factor = 1.0;

@@ -38,6 +38,7 @@ class SingleProcess final : public Communicator {
   void all_reduce_tree(float*, int64_t, int) override {}
   void all_reduce_tree(double*, int64_t, int) override {}
   void broadcast(void*, int64_t, int) override {}
+  bool other_threads_may_call() const override { return true; }
   [[noreturn]] void abort(const std::string& message) override {
     std::fprintf(stderr, "error: %s\n", message.c_str());
     std::exit(1);

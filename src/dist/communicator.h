@@ -26,6 +26,9 @@ class Communicator {
   virtual void all_reduce_tree(double* data, int64_t n, int contributors) = 0;
   // Rank `root`'s `bytes` bytes at `data` to every rank.
   virtual void broadcast(void* data, int64_t bytes, int root) = 0;
+  // Whether another thread than the one that started the engine may call it, one thread at a time
+  // (MPI_THREAD_SERIALIZED): dist::BucketReducer's thread does while the caller computes.
+  virtual bool other_threads_may_call() const = 0;
   // Ends every rank of the job at once (a collective that some rank will never join would
   // otherwise wait forever): prints "error: rank R of N: message" to stderr and exits with
   // status 1, this rank and, through the engine, all the others.

@@ -39,4 +39,16 @@ void TreeSum::finish(const Tensor& last) {
   count_ = 0;
 }
 
+void TreeSum::finish_range(const Tensor& last, int64_t lo, int64_t hi) const {
+  const Tensor out = last.view({last.numel()}).rows(lo, hi - lo);
+  for (auto part = parts_.rbegin(); part != parts_.rend(); ++part)
+    ops::add_to(part->sum.view({part->sum.numel()}).rows(lo, hi - lo), out);
+}
+
+void TreeSum::reset() {
+  for (Part& part : parts_) spare_.push_back(std::move(part.sum));
+  parts_.clear();
+  count_ = 0;
+}
+
 }  // namespace tfm::dist

@@ -46,6 +46,10 @@ class TreeSum {
   void push(const Tensor& term);
   // `last` holds the last term; on return it holds the sum of all of them, and the sum starts over.
   void finish(const Tensor& last);
+  // The same over elements [lo, hi) of the flattened terms only (data-parallel training sums each
+  // bucket as soon as the last term's part of it is complete); then reset() starts over.
+  void finish_range(const Tensor& last, int64_t lo, int64_t hi) const;
+  void reset();
   int64_t count() const { return count_; }
 
  private:

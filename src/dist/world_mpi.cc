@@ -28,8 +28,10 @@ class Mpi final : public Communicator {
  public:
   Mpi() {
     int provided = 0;
-    // Funneled: OpenMP threads compute, only the main thread talks to MPI.
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    // Serialized: OpenMP threads compute; the main thread talks to MPI, and between the start and
+    // the end of a step's reduction dist::BucketReducer's thread does instead.
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+    serialized_ = provided >= MPI_THREAD_SERIALIZED;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     library_ = engine();
@@ -38,6 +40,7 @@ class Mpi final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return cat("MPI (", library_, ")"); }
+  bool other_threads_may_call() const override { return serialized_; }
   void all_reduce_sum(double* data, int64_t n) override { reduce(data, n, MPI_DOUBLE); }
   void all_reduce_tree(float* data, int64_t n, int contributors) override { tree(data, n, contributors, MPI_FLOAT); }
   void all_reduce_tree(double* data, int64_t n, int contributors) override {
@@ -105,6 +108,7 @@ class Mpi final : public Communicator {
     }
   }
   int rank_ = 0, size_ = 1;
+  bool serialized_ = false;
   std::string library_;
   std::vector<char> scratch_;
 };

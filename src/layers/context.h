@@ -4,6 +4,7 @@
 // Dimension letters, used in every shape comment of layers/ and model/:
 //   B batch (sentences), S source length, T target length, D model width (d_model),
 //   H heads, F feed-forward width (d_ff), V vocabulary, N rows (all leading dims flattened).
+#include <functional>
 #include <unordered_map>
 
 #include "core/param_store.h"
@@ -33,7 +34,15 @@ struct Context {
   // score products, the int8 and the packed ones ignore it.
   ops::Precision products = ops::Precision::kFloat32;
 
+  // Training, when set: told during a backward pass that the gradients of the parameters with ids
+  // [first, end) are complete (nothing later in the pass adds to them), so that data-parallel
+  // training can sum them over the ranks while the rest of the pass runs.
+  const std::function<void(int first, int end)>* on_grads_done = nullptr;
+
   bool training() const { return rng != nullptr; }
+  void grads_done(int first, int end) const {
+    if (on_grads_done != nullptr && *on_grads_done) (*on_grads_done)(first, end);
+  }
   Tensor value(int id) const { return params->value(id); }
   Tensor grad(int id) const { return params->grad(id); }
   const ops::QuantizedMatrix* int8_weight(int id) const {

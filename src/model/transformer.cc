@@ -93,11 +93,22 @@ Transformer::Transformer(const ModelConfig& config, DType dtype) : config_(confi
     src_embedding = params_.add("encoder.embed.weight", {c.vocab_size, c.d_model});
     tgt_embedding = params_.add("decoder.embed.weight", {c.vocab_size, c.d_model});
   }
-  for (int64_t i = 0; i < c.encoder_layers; ++i) encoder.emplace_back(params_, cat("encoder.layers.", i), c);
-  for (int64_t i = 0; i < c.decoder_layers; ++i) decoder.emplace_back(params_, cat("decoder.layers.", i), c);
+  for (int64_t i = 0; i < c.encoder_layers; ++i) {
+    encoder_ids_.push_back({params_.size(), 0});
+    encoder.emplace_back(params_, cat("encoder.layers.", i), c);
+    encoder_ids_.back().end = params_.size();
+  }
+  for (int64_t i = 0; i < c.decoder_layers; ++i) {
+    decoder_ids_.push_back({params_.size(), 0});
+    decoder.emplace_back(params_, cat("decoder.layers.", i), c);
+    decoder_ids_.back().end = params_.size();
+  }
   if (c.pre_norm) {
+    encoder_norm_ids_.first = params_.size();
     encoder_norm = LayerNorm(params_, "encoder.final_norm", c.d_model, c.layer_norm_eps);
+    encoder_norm_ids_.end = decoder_norm_ids_.first = params_.size();
     decoder_norm = LayerNorm(params_, "decoder.final_norm", c.d_model, c.layer_norm_eps);
+    decoder_norm_ids_.end = params_.size();
   }
   output_weight = c.tie_output ? tgt_embedding : params_.add("output.weight", {c.vocab_size, c.d_model});
   if (c.output_bias) output_bias = params_.add("output.bias", {c.vocab_size});
@@ -190,34 +201,62 @@ Tensor Transformer::forward(const Context& ctx, const Batch& batch, Saved* saved
   return project(ctx, hidden);
 }
 
+std::vector<std::pair<int, int>> Transformer::grads_done_order() const {
+  // As backward() below reports them (model_test checks that the two agree).
+  std::vector<std::pair<int, int>> order;
+  if (output_weight != tgt_embedding && output_weight != src_embedding) order.push_back({output_weight, output_weight + 1});
+  if (output_bias >= 0) order.push_back({output_bias, output_bias + 1});
+  if (config_.pre_norm) order.push_back({decoder_norm_ids_.first, decoder_norm_ids_.end});
+  for (size_t i = decoder.size(); i-- > 0;) order.push_back({decoder_ids_[i].first, decoder_ids_[i].end});
+  if (tgt_embedding != src_embedding) order.push_back({tgt_embedding, tgt_embedding + 1});
+  if (config_.pre_norm) order.push_back({encoder_norm_ids_.first, encoder_norm_ids_.end});
+  for (size_t i = encoder.size(); i-- > 0;) order.push_back({encoder_ids_[i].first, encoder_ids_[i].end});
+  order.push_back({src_embedding, src_embedding + 1});
+  return order;
+}
+
 void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& s, const Tensor& dlogits) const {
+  // Each layer's gradients are complete once its backward is done (ctx.grads_done), except the
+  // embeddings', which the output projection and both embedding look-ups may share.
   const DType dt = dlogits.dtype();
   // Output projection: dE += dlogitsᵀ · h, dh = dlogits · E (E the target embedding when tied).
   Tensor dx = Tensor::zeros(s.hidden.shape(), dt);
   const Tensor de = ctx.grad(output_weight);
   ops::matmul_backward(s.hidden, ctx.value(output_weight), dlogits, &dx, &de,
                        {.trans_b = true, .precision = ctx.products});
+  if (output_weight != tgt_embedding && output_weight != src_embedding) ctx.grads_done(output_weight, output_weight + 1);
   if (output_bias >= 0) {
     const int64_t V = config_.vocab_size;
     ops::bias_add_backward(dlogits.view({dlogits.numel() / V, V}), ctx.grad(output_bias));
+    ctx.grads_done(output_bias, output_bias + 1);
   }
   if (config_.pre_norm) {
     Tensor d = Tensor::zeros(dx.shape(), dt);
     decoder_norm.backward(ctx, s.decoder_norm, dx, d);
     dx = d;
+    ctx.grads_done(decoder_norm_ids_.first, decoder_norm_ids_.end);
   }
   Tensor dmemory = Tensor::zeros({batch.src.size(0), batch.src.size(1), config_.d_model}, dt);
-  for (size_t i = decoder.size(); i-- > 0;) dx = decoder[i].backward(ctx, s.decoder[i], dx, dmemory);
+  for (size_t i = decoder.size(); i-- > 0;) {
+    dx = decoder[i].backward(ctx, s.decoder[i], dx, dmemory);
+    ctx.grads_done(decoder_ids_[i].first, decoder_ids_[i].end);
+  }
   embed_backward(ctx, tgt_embedding, s.tgt_embed, dx);
+  if (tgt_embedding != src_embedding) ctx.grads_done(tgt_embedding, tgt_embedding + 1);
 
   dx = dmemory;
   if (config_.pre_norm) {
     Tensor d = Tensor::zeros(dx.shape(), dt);
     encoder_norm.backward(ctx, s.encoder_norm, dx, d);
     dx = d;
+    ctx.grads_done(encoder_norm_ids_.first, encoder_norm_ids_.end);
   }
-  for (size_t i = encoder.size(); i-- > 0;) dx = encoder[i].backward(ctx, s.encoder[i], dx);
+  for (size_t i = encoder.size(); i-- > 0;) {
+    dx = encoder[i].backward(ctx, s.encoder[i], dx);
+    ctx.grads_done(encoder_ids_[i].first, encoder_ids_[i].end);
+  }
   embed_backward(ctx, src_embedding, s.src_embed, dx);
+  ctx.grads_done(src_embedding, src_embedding + 1);
 }
 
 }  // namespace tfm

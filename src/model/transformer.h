@@ -144,6 +144,10 @@ class Transformer {
   void pack_weights(PlainWeights plain = PlainWeights::kKeep);
   bool packed() const { return !packed_.empty(); }
 
+  // The parameter id ranges [first, end) that backward() reports complete through
+  // Context::grads_done, in the order it reports them; together they cover every parameter once.
+  std::vector<std::pair<int, int>> grads_done_order() const;
+
   int src_embedding = -1, tgt_embedding = -1;  // the same id when tied
   int output_weight = -1;  // the pre-softmax projection [V, D]: tgt_embedding unless config().tie_output is false
   int output_bias = -1;    // [V], when config().output_bias
@@ -152,6 +156,13 @@ class Transformer {
   LayerNorm encoder_norm, decoder_norm;  // pre-LN only
 
  private:
+  // The parameter ids [first, end) each layer registered, for Context::grads_done.
+  struct IdRange {
+    int first = 0, end = 0;
+  };
+  std::vector<IdRange> encoder_ids_, decoder_ids_;
+  IdRange encoder_norm_ids_, decoder_norm_ids_;
+
   // A matrix that inference multiplies by (and so may keep as an int8 or packed copy): every linear
   // layer's weight and the target embedding as the output projection; not the source embedding
   // when untied (only looked up).

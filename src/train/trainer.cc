@@ -14,6 +14,7 @@
 #include "data/batcher.h"
 #include "data/parallel_corpus.h"
 #include "data/vocab.h"
+#include "dist/bucket_reducer.h"
 #include "dist/communicator.h"
 #include "dist/tree_sum.h"
 #include "io/checksum.h"
@@ -123,6 +124,7 @@ struct Trainer::Impl {
   tfm::Tensor m, v;  // Adam's moments
   bool scheduled_validations = false;  // whether rank 0 has a validation set
   tfm::dist::TreeSum grad_sum;  // a step's batch gradients, when a rank computes more than one
+  std::unique_ptr<tfm::dist::BucketReducer> reducer;  // under several ranks
   std::vector<std::vector<int32_t>> batches;
   std::unique_ptr<tfm::MetricsLog> metrics;  // rank 0's
   tfm::TrainState s;
@@ -253,6 +255,23 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   const tfm::Tensor& values = model->params().values();
   m = tfm::Tensor::zeros(values.shape(), values.dtype());
   v = tfm::Tensor::zeros(values.shape(), values.dtype());
+  if (comm.size() > 1) {
+    // The gradient buffer's ranges in the order a backward pass completes them, in buckets.
+    const tfm::ParamStore& params = model->params();
+    std::vector<tfm::dist::Range> plan;
+    for (const auto& [first, end] : model->grads_done_order())
+      plan.push_back({params.offset(first), params.offset(end - 1) + params.shape(end - 1).numel()});
+    const int64_t n = params.grads().numel();
+    const bool overlap = o.allreduce_bucket_mb > 0 && comm.other_threads_may_call();
+    const int64_t bucket = overlap ? std::max<int64_t>(1, static_cast<int64_t>(o.allreduce_bucket_mb * 1e6) /
+                                                             static_cast<int64_t>(tfm::size_of(params.dtype())))
+                                   : n;
+    reducer = std::make_unique<tfm::dist::BucketReducer>(comm, plan, n, bucket, overlap);
+    message(overlap ? cat("gradients summed over the ranks in ", reducer->buckets().size(), " buckets of up to ",
+                          o.allreduce_bucket_mb, " MB during the backward pass")
+                    : cat("gradients summed over the ranks after the backward pass (",
+                          o.allreduce_bucket_mb > 0 ? "this MPI allows no other thread" : "allreduce_bucket_mb 0", ")"));
+  }
   batches = tfm::plan_batches(examples, o.batch_tokens);
   message(cat("model: ", model->params().parameter_count(), " parameters; ", examples.size(), " pairs in ",
               batches.size(), " batches of up to ", o.batch_tokens, " tokens"));
@@ -358,8 +377,20 @@ double Trainer::Impl::optimize(const std::vector<int32_t>& step_batches, int64_t
   const auto n = static_cast<int64_t>(step_batches.size());
   const int64_t begin = std::min(n, comm.rank() * o.accumulate), end = std::min(n, begin + o.accumulate);
   std::vector<double> losses(static_cast<size_t>(n), 0.0);  // each batch's, on the rank that computed it
+  const auto contributors = static_cast<int>((n + o.accumulate - 1) / o.accumulate);  // ranks with a batch
+  // Under several ranks the gradients are summed over them in buckets (dist::BucketReducer) as the
+  // last batch's backward pass completes each layer's; the earlier batches' gradients of this rank
+  // are added to each bucket first.
+  const std::function<void(int, int)> grads_done = [&](int first, int) { reducer->ready(params.offset(first)); };
   for (int64_t j = begin; j < end; ++j) {
     params.zero_grad();
+    const bool last = j + 1 == end;
+    if (last && reducer) {
+      reducer->begin(params.grads(), contributors, [&](tfm::dist::Range r) {
+        if (end - begin > 1) grad_sum.finish_range(params.grads(), r.lo, r.hi);
+      });
+      ctx.on_grads_done = &grads_done;
+    }
     const uint64_t streams = first_stream + static_cast<uint64_t>(j) * kStreamsPerBatch;
     rng.restore(o.seed, streams);
     const tfm::Batch batch = tfm::to_batch(examples, batches[static_cast<size_t>(step_batches[static_cast<size_t>(j)])], config);
@@ -367,18 +398,19 @@ double Trainer::Impl::optimize(const std::vector<int32_t>& step_batches, int64_t
         tfm::batch_loss(*model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(tokens), true).loss;
     TFM_CHECK(rng.counter() - streams <= kStreamsPerBatch, "a batch drew ", rng.counter() - streams,
               " random streams, more than the ", kStreamsPerBatch, " kept for each");
-    if (j + 1 < end) grad_sum.push(params.grads());
+    if (!last) grad_sum.push(params.grads());
   }
-  if (end - begin > 1) grad_sum.finish(params.grads());  // the last batch's gradient is in grads
-  if (begin == end) params.zero_grad();  // no batch for this rank in an epoch's last, shorter step
   rng.restore(o.seed, first_stream + static_cast<uint64_t>(n) * kStreamsPerBatch);
-  if (comm.size() > 1) {
-    // The ranks' gradients summed: one all-reduce of the flat buffer, over the ranks that had a batch.
-    const auto contributors = static_cast<int>((n + o.accumulate - 1) / o.accumulate);
-    const tfm::Tensor& g = params.grads();
-    if (g.dtype() == tfm::DType::F64) comm.all_reduce_tree(g.data<double>(), g.numel(), contributors);
-    else comm.all_reduce_tree(g.data<float>(), g.numel(), contributors);
+  if (reducer) {
+    if (begin == end) {  // no batch for this rank in an epoch's last, shorter step: it adds nothing
+      params.zero_grad();
+      reducer->begin(params.grads(), contributors);
+    }
+    reducer->finish();  // what no backward reported, then waits for every bucket
+    grad_sum.reset();
     comm.all_reduce_sum(losses.data(), n);  // each held by one rank: exact in any order
+  } else if (end - begin > 1) {
+    grad_sum.finish(params.grads());  // the last batch's gradient is in grads
   }
   double loss = 0;
   for (const double l : losses) loss += l;

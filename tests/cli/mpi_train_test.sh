@@ -35,6 +35,16 @@ mpi 2 "$bin" train "${common[@]}" --max-steps 50 --accumulate 2 --run-dir "$work
   { cat "$work/two.log"; fail "2 ranks"; }
 mpi 4 "$bin" train "${common[@]}" --max-steps 50 --run-dir "$work/four" >/dev/null 2>"$work/four.log" ||
   { cat "$work/four.log"; fail "4 ranks"; }
+# The gradients summed in buckets of 1 KB (a layer each) during the backward pass, and in one piece after it.
+mpi 2 "$bin" train "${common[@]}" --max-steps 50 --accumulate 2 --allreduce-bucket-mb 0.001 --run-dir "$work/small" \
+  >/dev/null 2>"$work/small.log" || { cat "$work/small.log"; fail "2 ranks, small buckets"; }
+grep -qE "gradients summed over the ranks in [0-9]+ buckets of up to 0.001 MB" "$work/small.log" ||
+  fail "no line about small buckets: $(grep gradients "$work/small.log")"
+mpi 2 "$bin" train "${common[@]}" --max-steps 50 --accumulate 2 --allreduce-bucket-mb 0 --run-dir "$work/after" \
+  >/dev/null 2>"$work/after.log" || { cat "$work/after.log"; fail "2 ranks, one piece"; }
+grep -q "gradients summed over the ranks after the backward pass" "$work/after.log" || fail "bucket 0"
+cmp "$work/one/model.safetensors" "$work/small/model.safetensors" || fail "small buckets differ from 1 process"
+cmp "$work/one/model.safetensors" "$work/after/model.safetensors" || fail "one piece differs from 1 process"
 grep -q "data-parallel training: 2 ranks over MPI" "$work/two.log" || fail "no data-parallel line: $(head -3 "$work/two.log")"
 [ "$(grep -c "^step 50 " "$work/four.log")" -eq 1 ] || fail "the progress line is not rank 0's alone"
 cmp "$work/one/model.safetensors" "$work/two/model.safetensors" || fail "2 ranks of 2 batches differ from 1 process of 4"
