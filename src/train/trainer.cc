@@ -99,8 +99,10 @@ struct Trainer::Impl {
   // A scheduled validation: best model, metrics, patience; true when patience ends the training.
   bool scheduled_validation();
   void log_metrics(const nlohmann::json& record, MetricsRecord::Kind kind);
-  // Under several ranks, that every rank's `mine` (a checksum of `what`) is rank 0's; an error on
-  // the ranks whose value differs names it (a collective: every rank calls it).
+  // Under several ranks (collectives: every rank calls them): ends the job with an error on each
+  // rank whose `difference` from rank 0 is not empty, naming `what` and the difference.
+  void agree_with_root(const std::string& difference, const std::string& what) const;
+  // The same for a checksum of `what`.
   void check_same_as_root(uint64_t mine, const std::string& what) const;
   // That every rank holds rank 0's weights.
   void check_ranks_agree() const;
@@ -154,6 +156,24 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
       TFM_CHECK(f.empty() || fs::is_regular_file(f), "'", f, "' is not a readable file");
     TFM_CHECK(o.vocab.empty() || fs::is_regular_file(o.vocab), "--vocab '", o.vocab, "' is not a readable file");
   }
+  if (comm.size() > 1) {
+    // Every rank trains with rank 0's options but those that are each rank's own: where its files
+    // are (their text is compared below) and its thread count. (Validation, the vocabulary and the
+    // run folder are rank 0's alone.) A rank with another batch size, model or schedule would
+    // otherwise exchange buffers of other sizes, or train apart.
+    nlohmann::json mine = o;
+    for (const char* own : {"train_source", "train_target", "valid_source", "valid_target", "vocab", "run_dir", "threads"})
+      mine.erase(own);
+    std::string text = root() ? mine.dump() : std::string();
+    comm.broadcast(text, 0);
+    const nlohmann::json theirs = nlohmann::json::parse(text);
+    std::string difference;
+    for (const auto& [field, value] : mine.items())
+      if (!theirs.contains(field) || theirs[field] != value)
+        difference += cat(difference.empty() ? "" : ", ", field, " ", value.dump(), " here, ",
+                          theirs.contains(field) ? theirs[field].dump() : "none", " on rank 0");
+    agree_with_root(difference, "training options");
+  }
   // The run folder is rank 0's (the other ranks may run on machines that do not see it).
   if (root()) {
     TFM_CHECK(!o.resume || fs::is_directory(o.run_dir), "--resume: no checkpoint in '", o.run_dir, "'");
@@ -175,9 +195,13 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
     for (const std::string& name : tfm::remove_stale_temporaries(o.run_dir))
       message(cat("removed '", name, "', left in the run folder by a save that was interrupted"));
   }
-  if (comm.size() > 1)
+  if (comm.size() > 1) {
     message(cat("data-parallel training: ", comm.size(), " ranks over ", comm.backend(), ", each step ", o.accumulate,
                 " batch", o.accumulate == 1 ? "" : "es", " per rank (", o.accumulate * comm.size(), " in all)"));
+    if (o.threads == 0)
+      message(cat("note: threads 0 gives each rank all of its machine's cores; with several ranks on one machine, "
+                  "give --threads (its cores / its ranks)"));
+  }
 
   // Data and vocabulary.
   tfm::CorpusStats stats;
@@ -267,7 +291,8 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
                                                              static_cast<int64_t>(tfm::size_of(params.dtype())))
                                    : n;
     reducer = std::make_unique<tfm::dist::BucketReducer>(comm, plan, n, bucket, overlap);
-    message(overlap ? cat("gradients summed over the ranks in ", reducer->buckets().size(), " buckets of up to ",
+    const size_t buckets = reducer->buckets().size();
+    message(overlap ? cat("gradients summed over the ranks in ", buckets, buckets == 1 ? " bucket" : " buckets", " of up to ",
                           o.allreduce_bucket_mb, " MB during the backward pass")
                     : cat("gradients summed over the ranks after the backward pass (",
                           o.allreduce_bucket_mb > 0 ? "this MPI allows no other thread" : "allreduce_bucket_mb 0", ")"));
@@ -501,21 +526,28 @@ bool Trainer::Impl::scheduled_validation() {
   return o.patience > 0 && s.bad_validations >= o.patience;
 }
 
+void Trainer::Impl::agree_with_root(const std::string& difference, const std::string& what) const {
+  if (comm.size() == 1) return;
+  double differ = difference.empty() ? 0 : 1;
+  comm.all_reduce_sum(&differ, 1);
+  if (differ == 0) return;
+  TFM_CHECK(difference.empty(), "the ", what, " of this rank differ from rank 0's: ", difference);
+  // The ranks that agree wait in a reduction the others never join, so that the error that ends
+  // the job (MPI_Abort) is the one of a rank that differs, naming it and the difference.
+  double never = 0;
+  comm.all_reduce_sum(&never, 1);
+  throw Error(cat("the ", what, " of ", differ, " rank", differ == 1 ? "" : "s", " differ from rank 0's"));
+}
+
 void Trainer::Impl::check_same_as_root(uint64_t mine, const std::string& what) const {
   if (comm.size() == 1) return;
   int64_t root_value = static_cast<int64_t>(mine);
   comm.broadcast(root_value, 0);
-  double differ = static_cast<uint64_t>(root_value) != mine ? 1 : 0;
-  comm.all_reduce_sum(&differ, 1);
-  if (differ == 0) return;
-  const std::string theirs = tfm::format_checksum(static_cast<uint64_t>(root_value));
-  TFM_CHECK(static_cast<uint64_t>(root_value) == mine, "the ", what, " of this rank differ from rank 0's (checksum ",
-            tfm::format_checksum(mine), " here, ", theirs, " on rank 0)");
-  // The ranks that agree wait in a reduction the others never join, so that the error that ends
-  // the job (MPI_Abort) is the one of a rank that differs, naming it and its value.
-  double never = 0;
-  comm.all_reduce_sum(&never, 1);
-  throw Error(cat("the ", what, " of ", differ, " rank", differ == 1 ? "" : "s", " differ from rank 0's"));
+  agree_with_root(static_cast<uint64_t>(root_value) == mine
+                      ? std::string()
+                      : cat("checksum ", tfm::format_checksum(mine), " here, ",
+                            tfm::format_checksum(static_cast<uint64_t>(root_value)), " on rank 0"),
+                  what);
 }
 
 void Trainer::Impl::check_ranks_agree() const {

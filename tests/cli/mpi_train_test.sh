@@ -6,8 +6,8 @@
 #     uninterrupted run does;
 #  3. a rank killed mid-run ends the whole job (no hang), mpirun names it, and the last checkpoint
 #     resumes; SIGUSR1 stops every rank with a checkpoint; a rank that cannot read its data, or
-#     whose data differ from rank 0's, ends the job with an error naming the rank; the validation
-#     files are rank 0's alone.
+#     whose data or options differ from rank 0's, ends the job with an error naming the rank; the
+#     validation files are rank 0's alone.
 # Usage: mpi_train_test.sh PATH/TO/transformer PATH/TO/mpiexec
 set -euo pipefail
 bin=$1
@@ -137,6 +137,10 @@ mpmd "$work/d.log" "$work/d" "${common[@]/train./half.}" "${valid[@]}"
 [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "ranks with different data: status $status"
 grep -q "error: rank 1 of 2: the training data .* differ from rank 0's" "$work/d.log" ||
   fail "no error naming rank 1's different data: $(cat "$work/d.log")"
+mpmd "$work/o.log" "$work/o" "${common[@]}" "${valid[@]}" --label-smoothing 0.2
+[ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "ranks with different options: status $status"
+grep -q "error: rank 1 of 2: the training options of this rank differ from rank 0's: label_smoothing 0.2 here, 0.1 on rank 0" \
+  "$work/o.log" || fail "no error naming rank 1's different option: $(cat "$work/o.log")"
 mpmd "$work/v.log" "$work/v" "${common[@]}" --valid-source "$work/data/none.en" --valid-target "$work/data/none.de"
 [ "$status" -eq 0 ] || { cat "$work/v.log"; fail "rank 1 without the validation files: status $status"; }
 grep -q "validation at step 20" "$work/v.log" || fail "no validation by rank 0: $(grep -v '^step' "$work/v.log")"
