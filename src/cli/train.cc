@@ -103,7 +103,7 @@ Action add_train(CLI::App& app) {
     std::map<std::string, CLI::Option*> flag_options;  // to tell "given as false" from "not given"
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("train", "train a model from parallel text (options: docs/training.md)");
+  CLI::App* cmd = app.add_subcommand("train", "train a model from parallel text; under mpirun -np N, data-parallel over N processes (options: docs/training.md)");
   cmd->add_option("--config", o->config, "JSON file of training options; flags override it");
   const TrainOptions default_options;
   const nlohmann::json defaults = default_options;
