@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "core/device.h"
 #include "core/param_store.h"
 #include "core/rng.h"
 #include "core/tensor.h"
@@ -131,6 +134,69 @@ int64_t resident_bytes() {
 
 // Big on-demand zeros come from an anonymous mapping (core/tensor.cc): still zero, aligned and
 // writable, small ones from the heap; memory becomes resident only where written.
+// A stand-in for a device backend (core/device.h), on host memory: new memory is filled with 0xAB,
+// and every call is counted, so that the tests see which tensor operations reach the backend.
+class SimulatedDevice final : public DeviceMemory {
+ public:
+  std::shared_ptr<void> allocate(size_t bytes) override {
+    ++allocations;
+    void* p = std::malloc(bytes);
+    std::memset(p, 0xAB, bytes);
+    return std::shared_ptr<void>(p, std::free);
+  }
+  void zero(void* data, size_t bytes) override {
+    ++zeros;
+    std::memset(data, 0, bytes);
+  }
+  void fill(void* data, DType dtype, int64_t n, double value) override {
+    ++fills;
+    ASSERT_EQ(dtype, DType::F32);
+    std::fill_n(static_cast<float*>(data), n, static_cast<float>(value));
+  }
+  void copy(void* dst, Device to, const void* src, Device from, size_t bytes) override {
+    copies.push_back({from, to});
+    std::memcpy(dst, src, bytes);
+  }
+  std::string describe() const override { return "simulated"; }
+  int allocations = 0, zeros = 0, fills = 0;
+  std::vector<std::pair<Device, Device>> copies;  // (from, to)
+};
+
+TEST(Tensor, DeviceTensorsGoThroughTheDevicesBackend) {
+  // Without a backend (this build has none for CUDA), a CUDA tensor is refused, saying why.
+  ASSERT_EQ(device_memory(Device::CUDA), nullptr);
+  testing::expect_error([] { Tensor::zeros({4}, DType::F32, Device::CUDA); }, {"device 'cuda'", "no backend"});
+  SimulatedDevice dev;
+  register_device_memory(Device::CUDA, &dev);
+  struct Unregister {
+    ~Unregister() { register_device_memory(Device::CUDA, nullptr); }
+  } unregister;
+  const Tensor host = Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor z = Tensor::zeros({2, 3}, DType::F32, Device::CUDA);
+  EXPECT_EQ(z.device(), Device::CUDA);
+  EXPECT_EQ(z.to_doubles(), std::vector<double>(6, 0.0));  // zeroed through the backend, read back
+  EXPECT_EQ(dev.zeros, 1);
+  const Tensor d = host.to_device(Device::CUDA);
+  const Tensor e = d.clone();  // device to device
+  EXPECT_EQ(e.device(), Device::CUDA);
+  const Tensor back = e.to_device(Device::CPU);
+  EXPECT_EQ(back.device(), Device::CPU);
+  EXPECT_EQ(back.to_doubles(), host.to_doubles());
+  const std::vector<std::pair<Device, Device>> copies = {
+      {Device::CUDA, Device::CPU}, {Device::CPU, Device::CUDA}, {Device::CUDA, Device::CUDA}, {Device::CUDA, Device::CPU}};
+  EXPECT_EQ(dev.copies, copies);  // z read back; host to the device; the clone; e back
+  z.fill(2.5);
+  EXPECT_EQ(dev.fills, 1);
+  EXPECT_EQ(z.to_doubles(), std::vector<double>(6, 2.5));
+  const Tensor lazy = Tensor::zeros_on_demand({1000}, DType::F32, Device::CUDA);
+  EXPECT_EQ(lazy.to_doubles(), std::vector<double>(1000, 0.0));
+  // The CPU's own copies never reach the backend; conversions of device tensors are refused.
+  const size_t before = dev.copies.size();
+  host.clone();
+  EXPECT_EQ(dev.copies.size(), before);
+  testing::expect_error([&] { d.to(DType::F64); }, {"to(float64) of a cuda tensor"});
+}
+
 TEST(Tensor, ZerosOnDemandAreZeroAlignedAndWritable) {
   {
     const int64_t before = resident_bytes();

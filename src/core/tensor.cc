@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/device.h"
+
 namespace tfm {
 
 const char* name(Device d) {
@@ -100,8 +102,7 @@ LargeBlockCache& large_blocks() {
 }
 
 std::shared_ptr<void> allocate(size_t bytes, Device device) {
-  TFM_CHECK(device == Device::CPU, "cannot allocate on device '", name(device),
-            "': this build has no backend for it");
+  if (device != Device::CPU) return require_device_memory(device, "allocate").allocate(std::max<size_t>(bytes, 1));
   size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded < kLargeBlock) {
     void* p = std::aligned_alloc(kAlignment, rounded);
@@ -126,7 +127,8 @@ std::shared_ptr<void> allocate_zeroed(size_t bytes, Device device) {
     if (p != MAP_FAILED) return std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, bytes); });
   }
   std::shared_ptr<void> p = allocate(bytes, device);
-  std::memset(p.get(), 0, bytes);
+  if (device == Device::CPU) std::memset(p.get(), 0, bytes);
+  else require_device_memory(device, "zero").zero(p.get(), bytes);
   return p;
 }
 }  // namespace
@@ -186,8 +188,11 @@ Tensor Tensor::rows(int64_t begin, int64_t count) const {
 }
 
 void Tensor::fill(double value) const {
-  TFM_CHECK(device_ == Device::CPU, "fill() on a ", name(device_), " tensor");
   const int64_t n = numel();
+  if (device_ != Device::CPU) {
+    if (n > 0) require_device_memory(device_, "fill").fill(data_, dtype_, n, value);
+    return;
+  }
   switch (dtype_) {
     case DType::F32: std::fill_n(static_cast<float*>(data_), n, static_cast<float>(value)); break;
     case DType::F64: std::fill_n(static_cast<double*>(data_), n, value); break;
@@ -197,16 +202,29 @@ void Tensor::fill(double value) const {
 }
 
 void Tensor::zero() const {
-  TFM_CHECK(device_ == Device::CPU, "zero() on a ", name(device_), " tensor");
-  if (bytes()) std::memset(data_, 0, bytes());
+  if (!bytes()) return;
+  if (device_ == Device::CPU) std::memset(data_, 0, bytes());
+  else require_device_memory(device_, "zero").zero(data_, bytes());
 }
 
 void Tensor::copy_from(const Tensor& src) const {
   check_same_shape("copy_from", "destination", *this, "source", src);
   check_dtype("copy_from", "source", src, dtype_);
-  TFM_CHECK(device_ == Device::CPU && src.device_ == Device::CPU, "copy_from() between ", name(src.device_),
-            " and ", name(device_));
-  if (bytes()) std::memmove(data_, src.data_, bytes());
+  if (!bytes()) return;
+  if (device_ == Device::CPU && src.device_ == Device::CPU) {
+    std::memmove(data_, src.data_, bytes());
+    return;
+  }
+  const Device other = device_ != Device::CPU ? device_ : src.device_;
+  TFM_CHECK(device_ == Device::CPU || src.device_ == Device::CPU || device_ == src.device_, "copy_from() between ",
+            name(src.device_), " and ", name(device_));
+  require_device_memory(other, "copy_from").copy(data_, device_, src.data_, src.device_, bytes());
+}
+
+Tensor Tensor::to_device(Device device) const {
+  Tensor t = empty(shape_, dtype_, device);
+  t.copy_from(*this);
+  return t;
 }
 
 Tensor Tensor::clone() const {
@@ -216,7 +234,7 @@ Tensor Tensor::clone() const {
 }
 
 std::vector<double> Tensor::to_doubles() const {
-  TFM_CHECK(device_ == Device::CPU, "to_doubles() on a ", name(device_), " tensor");
+  if (device_ != Device::CPU) return to_device(Device::CPU).to_doubles();
   std::vector<double> out(static_cast<size_t>(numel()));
   for (size_t i = 0; i < out.size(); ++i) {
     switch (dtype_) {
@@ -230,6 +248,8 @@ std::vector<double> Tensor::to_doubles() const {
 }
 
 Tensor Tensor::to(DType dtype) const {
+  TFM_CHECK(device_ == Device::CPU, "to(", name(dtype), ") of a ", name(device_),
+            " tensor: convert on the CPU (to_device) first");
   Tensor t = empty(shape_, dtype, device_);
   const std::vector<double> v = to_doubles();
   for (size_t i = 0; i < v.size(); ++i) {

@@ -70,13 +70,15 @@ class Tensor {
   // Rows [begin, begin + count) along the first dimension, sharing memory.
   Tensor rows(int64_t begin, int64_t count) const;
 
-  // CPU helpers (tests, set-up code; not for hot paths).
+  // Set-up helpers (tests, set-up code; not for hot paths). On a device other than the CPU they go
+  // through its backend (core/device.h); data<T>() there is a device pointer, not for the host.
   void fill(double value) const;
   void zero() const;
-  void copy_from(const Tensor& src) const;  // same shape and dtype
-  Tensor clone() const;
-  std::vector<double> to_doubles() const;  // any dtype, as doubles
-  Tensor to(DType dtype) const;            // converted copy (F32 <-> F64, I32 -> float)
+  void copy_from(const Tensor& src) const;    // same shape and dtype; between the CPU and a device too
+  Tensor clone() const;                       // on the same device
+  Tensor to_device(Device device) const;      // a copy on `device`
+  std::vector<double> to_doubles() const;     // any dtype and device, as doubles on the host
+  Tensor to(DType dtype) const;               // converted copy (F32 <-> F64, I32 -> float); CPU only
 
  private:
   // A tensor owning `memory` (of at least shape.numel() elements of dtype).

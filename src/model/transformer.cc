@@ -220,7 +220,8 @@ void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& 
   // embeddings', which the output projection and both embedding look-ups may share.
   const DType dt = dlogits.dtype();
   // Output projection: dE += dlogitsᵀ · h, dh = dlogits · E (E the target embedding when tied).
-  Tensor dx = Tensor::zeros(s.hidden.shape(), dt);
+  const Device dev = dlogits.device();
+  Tensor dx = Tensor::zeros(s.hidden.shape(), dt, dev);
   const Tensor de = ctx.grad(output_weight);
   ops::matmul_backward(s.hidden, ctx.value(output_weight), dlogits, &dx, &de,
                        {.trans_b = true, .precision = ctx.products});
@@ -231,12 +232,12 @@ void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& 
     ctx.grads_done(output_bias, output_bias + 1);
   }
   if (config_.pre_norm) {
-    Tensor d = Tensor::zeros(dx.shape(), dt);
+    Tensor d = Tensor::zeros(dx.shape(), dt, dev);
     decoder_norm.backward(ctx, s.decoder_norm, dx, d);
     dx = d;
     ctx.grads_done(decoder_norm_ids_.first, decoder_norm_ids_.end);
   }
-  Tensor dmemory = Tensor::zeros({batch.src.size(0), batch.src.size(1), config_.d_model}, dt);
+  Tensor dmemory = Tensor::zeros({batch.src.size(0), batch.src.size(1), config_.d_model}, dt, dev);
   for (size_t i = decoder.size(); i-- > 0;) {
     dx = decoder[i].backward(ctx, s.decoder[i], dx, dmemory);
     ctx.grads_done(decoder_ids_[i].first, decoder_ids_[i].end);
@@ -246,7 +247,7 @@ void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& 
 
   dx = dmemory;
   if (config_.pre_norm) {
-    Tensor d = Tensor::zeros(dx.shape(), dt);
+    Tensor d = Tensor::zeros(dx.shape(), dt, dev);
     encoder_norm.backward(ctx, s.encoder_norm, dx, d);
     dx = d;
     ctx.grads_done(encoder_norm_ids_.first, encoder_norm_ids_.end);

@@ -40,7 +40,7 @@ ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batc
   const int64_t V = model.config().vocab_size;
   const Tensor flat = logits.view({logits.shape().rows(), V});
   const Tensor targets = batch.tgt_out.view({batch.tgt_out.numel()});
-  const Tensor lse = Tensor::empty({flat.size(0)}, flat.dtype());
+  const Tensor lse = Tensor::empty({flat.size(0)}, flat.dtype(), flat.device());
   const ops::LossArgs args{smoothing, model.config().pad_id};
   const ops::LossSum sum = ops::cross_entropy(flat, targets, args, lse);
   if (backward) {
@@ -277,8 +277,8 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   model = std::make_unique<tfm::Transformer>(config);
   model->init_parameters(o.seed);
   const tfm::Tensor& values = model->params().values();
-  m = tfm::Tensor::zeros(values.shape(), values.dtype());
-  v = tfm::Tensor::zeros(values.shape(), values.dtype());
+  m = tfm::Tensor::zeros(values.shape(), values.dtype(), values.device());  // where the parameters are
+  v = tfm::Tensor::zeros(values.shape(), values.dtype(), values.device());
   if (comm.size() > 1) {
     // The gradient buffer's ranges in the order a backward pass completes them, in buckets.
     const tfm::ParamStore& params = model->params();

@@ -1,0 +1,33 @@
+#include "core/device.h"
+
+#include <array>
+#include <atomic>
+
+#include "core/error.h"
+
+namespace tfm {
+namespace {
+std::array<std::atomic<DeviceMemory*>, 2>& backends() {
+  static std::array<std::atomic<DeviceMemory*>, 2> all{};
+  return all;
+}
+}  // namespace
+
+void register_device_memory(Device device, DeviceMemory* memory) {
+  TFM_CHECK(device != Device::CPU, "register_device_memory: the CPU's memory is the host's");
+  backends()[static_cast<size_t>(device)].store(memory);
+}
+
+DeviceMemory* device_memory(Device device) {
+  if (device == Device::CPU) return nullptr;
+  return backends()[static_cast<size_t>(device)].load();
+}
+
+DeviceMemory& require_device_memory(Device device, const char* what) {
+  DeviceMemory* m = device_memory(device);
+  TFM_CHECK(m != nullptr, what, " on device '", name(device), "': this build has no backend for it, or it found no ",
+            name(device), " device");
+  return *m;
+}
+
+}  // namespace tfm

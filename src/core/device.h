@@ -1,0 +1,37 @@
+#pragma once
+// Memory on a device other than the CPU, as tensors need it: allocation, zeroing, filling and
+// copies in either direction (issue 24). A backend (the CUDA one, ops/cuda, when the build has it)
+// registers itself for its device at start-up; core/ never includes a device's headers. Without a
+// backend, a tensor on that device is refused with an error that says so.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace tfm {
+
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  // `bytes` of device memory (at least 1), freed by the pointer's deleter.
+  virtual std::shared_ptr<void> allocate(size_t bytes) = 0;
+  virtual void zero(void* data, size_t bytes) = 0;
+  // `n` elements of `dtype` at `data` set to `value` (converted to the dtype).
+  virtual void fill(void* data, DType dtype, int64_t n, double value) = 0;
+  // `bytes` from `src` on `from` to `dst` on `to`; at least one of the two is this device.
+  // Returns once the bytes are at `dst` (a copy to the host can be read at once).
+  virtual void copy(void* dst, Device to, const void* src, Device from, size_t bytes) = 0;
+  // The device in words ("NVIDIA H100 80GB HBM3, CUDA 13.0").
+  virtual std::string describe() const = 0;
+};
+
+// Registers (or, with nullptr, removes) the backend of `device`; not for Device::CPU.
+void register_device_memory(Device device, DeviceMemory* memory);
+// The backend of `device`, or nullptr when none is registered.
+DeviceMemory* device_memory(Device device);
+// The backend of `device`; throws, naming the device and `what` needed it, when there is none.
+DeviceMemory& require_device_memory(Device device, const char* what);
+
+}  // namespace tfm
