@@ -2,6 +2,7 @@
 // committed translations; its scores by teacher forcing agree with the search's own; attention,
 // n-best, the input policy, id checks, model files and metrics behave as documented.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -277,7 +278,7 @@ TEST(Api, ModelInfoAndAveraging) {
   ASSERT_EQ(info.notes.notes.size(), 1u);
   EXPECT_NE(info.notes.notes[0].find("records no checksum"), std::string::npos);
   // The average of a model with itself is the model; it is written with a checksum.
-  const std::string out = (std::filesystem::temp_directory_path() / "api_test_average.safetensors").string();
+  const std::string out = (std::filesystem::temp_directory_path() / ("api_test_average-" + std::to_string(::getpid()) + ".safetensors")).string();
   average_checkpoints({kModel, kModel}, out);
   const ModelInfo avg = model_info(out);
   EXPECT_FALSE(avg.checksum.empty());
@@ -324,7 +325,7 @@ TEST(Api, ShortlistBuiltAndUsed) {
 }
 
 TEST(Api, InitModelAndPlotErrors) {
-  const std::string out = (std::filesystem::temp_directory_path() / "api_test_init.safetensors").string();
+  const std::string out = (std::filesystem::temp_directory_path() / ("api_test_init-" + std::to_string(::getpid()) + ".safetensors")).string();
   ModelConfig c = model_preset("tiny");
   c.vocab_size = 40;
   const int64_t n = init_model(c, 3, out);

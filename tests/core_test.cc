@@ -163,9 +163,10 @@ class SimulatedDevice final : public DeviceMemory {
 };
 
 TEST(Tensor, DeviceTensorsGoThroughTheDevicesBackend) {
-  // Without a backend (this build has none for CUDA), a CUDA tensor is refused, saying why.
-  ASSERT_EQ(device_memory(Device::CUDA), nullptr);
-  testing::expect_error([] { Tensor::zeros({4}, DType::F32, Device::CUDA); }, {"device 'cuda'", "no backend"});
+  // Without a backend (a build without CUDA, or a machine without a GPU), a CUDA tensor is
+  // refused, saying why.
+  if (device_memory(Device::CUDA) == nullptr)
+    testing::expect_error([] { Tensor::zeros({4}, DType::F32, Device::CUDA); }, {"device 'cuda'", "no backend"});
   SimulatedDevice dev;
   register_device_memory(Device::CUDA, &dev);
   struct Unregister {

@@ -20,7 +20,8 @@ void register_device_memory(Device device, DeviceMemory* memory) {
 
 DeviceMemory* device_memory(Device device) {
   if (device == Device::CPU) return nullptr;
-  return backends()[static_cast<size_t>(device)].load();
+  if (DeviceMemory* registered = backends()[static_cast<size_t>(device)].load()) return registered;
+  return builtin_device_memory(device);
 }
 
 DeviceMemory& require_device_memory(Device device, const char* what) {

@@ -1,8 +1,8 @@
 #pragma once
 // Memory on a device other than the CPU, as tensors need it: allocation, zeroing, filling and
-// copies in either direction (issue 24). A backend (the CUDA one, ops/cuda, when the build has it)
-// registers itself for its device at start-up; core/ never includes a device's headers. Without a
-// backend, a tensor on that device is refused with an error that says so.
+// copies in either direction (issue 24). The build's backend (the CUDA one, ops/cuda, when the build
+// has it) is found at link time, and a test may register another; core/ never includes a device's
+// headers. Without a backend, a tensor on that device is refused with an error that says so.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,9 +27,13 @@ class DeviceMemory {
   virtual std::string describe() const = 0;
 };
 
-// Registers (or, with nullptr, removes) the backend of `device`; not for Device::CPU.
+// Registers (or, with nullptr, removes) the backend of `device`, in place of the build's own; not
+// for Device::CPU.
 void register_device_memory(Device device, DeviceMemory* memory);
-// The backend of `device`, or nullptr when none is registered.
+// The build's own backend of `device`, or nullptr: ops/cuda/memory.cu when the build has CUDA and
+// the machine a CUDA device, core/no_devices.cc otherwise.
+DeviceMemory* builtin_device_memory(Device device);
+// The backend of `device` (the registered one, else the build's own), or nullptr.
 DeviceMemory* device_memory(Device device);
 // The backend of `device`; throws, naming the device and `what` needed it, when there is none.
 DeviceMemory& require_device_memory(Device device, const char* what);

@@ -1,0 +1,130 @@
+// The CUDA device's memory for tensors (core/device.h; issue 24): a caching allocator over
+// cudaMalloc, zeroing, filling and copies. Compiled when the build finds nvcc (TFM_CUDA); a machine
+// without a GPU (or without a driver) gets no backend, and CUDA tensors are refused saying so.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/device.h"
+#include "core/error.h"
+
+namespace tfm {
+namespace {
+
+void check(cudaError_t rc, const char* what) {
+  if (rc == cudaSuccess) return;
+  throw Error(cat("CUDA: ", what, " failed: ", cudaGetErrorString(rc), " (", static_cast<int>(rc), ")"));
+}
+
+template <class T>
+__global__ void fill_kernel(T* data, int64_t n, T value) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    data[i] = value;
+}
+
+template <class T>
+void fill_n(void* data, int64_t n, double value) {
+  const int threads = 256;
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>((n + threads - 1) / threads, 65535));
+  fill_kernel<T><<<blocks, threads>>>(static_cast<T*>(data), n, static_cast<T>(value));
+  check(cudaGetLastError(), "fill");
+}
+
+// Freed blocks are kept by size (rounded up: 512 bytes below 1 MiB, 2 MiB steps above) and handed
+// out again for the same rounded size; cudaMalloc and cudaFree synchronize the device, and training
+// makes and frees the same sizes at every step. When cudaMalloc fails, the kept blocks are freed
+// and it is tried once more.
+class CudaMemory final : public DeviceMemory {
+ public:
+  explicit CudaMemory(int device) : device_(device) {
+    cudaDeviceProp p{};
+    check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+    int runtime = 0;
+    check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+    description_ = cat(p.name, ", ", p.totalGlobalMem >> 20, " MiB, compute capability ", p.major, ".", p.minor,
+                       ", CUDA runtime ", runtime / 1000, ".", runtime % 1000 / 10);
+  }
+
+  std::shared_ptr<void> allocate(size_t bytes) override {
+    const size_t size = rounded(bytes);
+    void* p = take(size);
+    if (p == nullptr) {
+      check(cudaSetDevice(device_), "cudaSetDevice");
+      if (cudaMalloc(&p, size) != cudaSuccess) {
+        (void)cudaGetLastError();  // clear the error, free what is kept, try once more
+        release_kept();
+        check(cudaMalloc(&p, size), cat("cudaMalloc of ", size, " bytes").c_str());
+      }
+    }
+    return std::shared_ptr<void>(p, [this, size](void* q) { give(q, size); });
+  }
+  void zero(void* data, size_t bytes) override { check(cudaMemset(data, 0, bytes), "cudaMemset"); }
+  void fill(void* data, DType dtype, int64_t n, double value) override {
+    switch (dtype) {
+      case DType::F32: return fill_n<float>(data, n, value);
+      case DType::F64: return fill_n<double>(data, n, value);
+      case DType::I32: return fill_n<int32_t>(data, n, value);
+      case DType::I8: return fill_n<int8_t>(data, n, value);
+    }
+  }
+  void copy(void* dst, Device to, const void* src, Device from, size_t bytes) override {
+    const cudaMemcpyKind kind = from == Device::CPU ? cudaMemcpyHostToDevice
+                                : to == Device::CPU ? cudaMemcpyDeviceToHost
+                                                    : cudaMemcpyDeviceToDevice;
+    check(cudaMemcpy(dst, src, bytes, kind), "cudaMemcpy");  // synchronous: the bytes are there on return
+  }
+  std::string describe() const override { return description_; }
+
+ private:
+  static size_t rounded(size_t bytes) {
+    constexpr size_t kSmall = size_t{1} << 20, kSmallStep = 512, kLargeStep = size_t{2} << 20;
+    const size_t step = bytes < kSmall ? kSmallStep : kLargeStep;
+    return (std::max<size_t>(bytes, 1) + step - 1) / step * step;
+  }
+  void* take(size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = kept_.find(size);
+    if (it == kept_.end()) return nullptr;
+    void* p = it->second;
+    kept_.erase(it);
+    return p;
+  }
+  void give(void* p, size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    kept_.emplace(size, p);
+  }
+  void release_kept() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [size, p] : kept_) (void)cudaFree(p);
+    kept_.clear();
+  }
+
+  int device_;
+  std::string description_;
+  std::mutex mutex_;
+  std::multimap<size_t, void*> kept_;
+};
+
+}  // namespace
+
+DeviceMemory* builtin_device_memory(Device device) {
+  if (device != Device::CUDA) return nullptr;
+  // Made on first use and never destroyed (tensors may outlive static destructors); none when the
+  // machine has no CUDA device or no driver (cudaGetDeviceCount then fails).
+  static DeviceMemory* const cuda = []() -> DeviceMemory* {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return new CudaMemory(0);
+  }();
+  return cuda;
+}
+
+}  // namespace tfm
