@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -196,6 +197,34 @@ TEST(Tensor, DeviceTensorsGoThroughTheDevicesBackend) {
   host.clone();
   EXPECT_EQ(dev.copies.size(), before);
   testing::expect_error([&] { d.to(DType::F64); }, {"to(float64) of a cuda tensor"});
+}
+
+// The build's own CUDA memory (ops/cuda/memory.cu), where a GPU is found: every dtype round-trips,
+// zeros and fills; freed blocks come back for the next allocation of their size.
+TEST(Tensor, CudaMemoryWhereThereIsAGpu) {
+  DeviceMemory* cuda = builtin_device_memory(Device::CUDA);
+  if (cuda == nullptr) GTEST_SKIP() << "no CUDA backend in this build, or no CUDA device";
+  std::printf("CUDA device: %s\n", cuda->describe().c_str());
+  for (const DType dt : {DType::F32, DType::F64, DType::I32, DType::I8}) {
+    const Tensor host = Tensor::from<double>({3, 5}, {1, -2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 100}).to(dt);
+    const Tensor d = host.to_device(Device::CUDA);
+    EXPECT_EQ(d.device(), Device::CUDA);
+    EXPECT_EQ(d.to_doubles(), host.to_doubles()) << name(dt);
+    EXPECT_EQ(d.clone().to_doubles(), host.to_doubles()) << name(dt);
+    d.fill(-3);
+    EXPECT_EQ(d.to_doubles(), std::vector<double>(15, -3.0)) << name(dt);
+    d.zero();
+    EXPECT_EQ(d.to_doubles(), std::vector<double>(15, 0.0)) << name(dt);
+  }
+  void* first = nullptr;
+  {
+    const Tensor a = Tensor::empty({1 << 20}, DType::F32, Device::CUDA);
+    first = a.raw();
+  }
+  const Tensor b = Tensor::empty({1 << 20}, DType::F32, Device::CUDA);
+  EXPECT_EQ(b.raw(), first) << "a freed block of the same size was not reused";
+  const Tensor big = Tensor::zeros_on_demand({int64_t{3} << 20}, DType::F32, Device::CUDA);
+  EXPECT_EQ(big.to_doubles(), std::vector<double>(size_t{3} << 20, 0.0));
 }
 
 TEST(Tensor, ZerosOnDemandAreZeroAlignedAndWritable) {
