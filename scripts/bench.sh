@@ -79,6 +79,18 @@ fi
 # a base-shaped model with our random weights converted by tools/ct2_peer.py, the same conditions as
 # BM_Translate: 64 sentences of 25 tokens, output forced to 25 tokens.
 py=${PEER_PYTHON:-python3}
+# Same weights, same input: the two engines' greedy outputs must agree token for token.
+# same_greedy OUR-MODEL CT2-DIR VOCAB-SIZE WORK-DIR LABEL
+same_greedy() {
+  "$py" "$root/tools/ct2_peer.py" random-ids --lines 64 --len 25 --vocab "$3" --seed 7 > "$4/src.ids"
+  OMP_NUM_THREADS=$threads "$tfm" translate -m "$1" --ids --beam 1 --threads "$threads" \
+    --max-length-a 0 --max-length-b 26 --min-length 26 < "$4/src.ids" > "$4/ours.ids"
+  "$py" "$root/tools/ct2_peer.py" translate "$2" --ids-in "$4/src.ids" --beam 1 --max-length 25 \
+    --min-length 25 --threads "$threads" > "$4/ct2.ids"
+  local same
+  same=$(paste -d '\t' "$4/ours.ids" "$4/ct2.ids" | awk -F '\t' '$1 == $2' | wc -l)
+  echo "$5 identical to CTranslate2's: $same of $(wc -l < "$4/src.ids") sentences"
+}
 if ! grep -q '"BM_Translate\(/\|OpusMt/\)' "$out"; then
   :
 elif ! "$py" -c 'import ctranslate2' 2>/dev/null; then
@@ -99,14 +111,7 @@ else
       "$py" "$root/tools/ct2_peer.py" bench "$peer.d/ct2" --batch 64 --src-len 25 --tgt-len 25 --beam "$2" \
         --compute-type "$1" --threads "$threads" --shortlist "${3:-0}" | tee -a "$peer"
     done
-    # Same weights, same input: the two engines' greedy outputs must agree token for token.
-    "$py" "$root/tools/ct2_peer.py" random-ids --lines 64 --len 25 --vocab 32000 --seed 7 > "$peer.d/src.ids"
-    OMP_NUM_THREADS=$threads "$tfm" translate -m "$peer.d/base.safetensors" --ids --beam 1 --threads "$threads" \
-      --max-length-a 0 --max-length-b 26 --min-length 26 < "$peer.d/src.ids" > "$peer.d/ours.ids"
-    "$py" "$root/tools/ct2_peer.py" translate "$peer.d/ct2" --ids-in "$peer.d/src.ids" --beam 1 --max-length 25 \
-      --min-length 25 --threads "$threads" > "$peer.d/ct2.ids"
-    same=$(paste -d '\t' "$peer.d/ours.ids" "$peer.d/ct2.ids" | awk -F '\t' '$1 == $2' | wc -l)
-    echo "greedy outputs identical to CTranslate2's: $same of $(wc -l < "$peer.d/src.ids") sentences"
+    same_greedy "$peer.d/base.safetensors" "$peer.d/ct2" 32000 "$peer.d" "greedy outputs"
   fi
   # The imported OPUS-MT-shaped model against the same .npz through CTranslate2's OPUS-MT converter.
   if grep -q '"BM_TranslateOpusMt/' "$out"; then
@@ -116,13 +121,7 @@ else
       "$py" "$root/tools/ct2_peer.py" bench "$opus/ct2" --batch 64 --src-len 25 --tgt-len 25 --beam "$2" \
         --compute-type "$1" --threads "$threads" --label opus-mt | tee -a "$peer"
     done
-    "$py" "$root/tools/ct2_peer.py" random-ids --lines 64 --len 25 --vocab 58101 --seed 7 > "$opus/src.ids"
-    OMP_NUM_THREADS=$threads "$tfm" translate -m "$TFM_BENCH_OPUS_MT" --ids --beam 1 --threads "$threads" \
-      --max-length-a 0 --max-length-b 26 --min-length 26 < "$opus/src.ids" > "$opus/ours.ids"
-    "$py" "$root/tools/ct2_peer.py" translate "$opus/ct2" --ids-in "$opus/src.ids" --beam 1 --max-length 25 \
-      --min-length 25 --threads "$threads" > "$opus/ct2.ids"
-    same=$(paste -d '\t' "$opus/ours.ids" "$opus/ct2.ids" | awk -F '\t' '$1 == $2' | wc -l)
-    echo "OPUS-MT-shaped model, greedy outputs identical to CTranslate2's: $same of 64 sentences"
+    same_greedy "$TFM_BENCH_OPUS_MT" "$opus/ct2" 58101 "$opus" "OPUS-MT-shaped model, greedy outputs"
   fi
 fi
 
