@@ -2,6 +2,7 @@
 // transformer info --cpu: the CPU, its instruction-set level and what each library runs on it.
 #include "cli/commands.h"
 #include "cli/model_io.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "transformer/system.h"
@@ -40,6 +41,9 @@ Action add_info(CLI::App& app) {
       const std::string mpi = tfm::dist::engine();
       std::printf("processes  %s\n", mpi.empty() ? "one (this build has no MPI: data-parallel training needs it)"
                                                   : ("data-parallel training under mpirun, over MPI (" + mpi + ")").c_str());
+      const tfm::DeviceMemory* cuda = tfm::device_memory(tfm::Device::CUDA);
+      std::printf("cuda       %s\n", cuda != nullptr ? cuda->describe().c_str()
+                                                    : "none (this build has no CUDA backend, or found no CUDA device)");
       if (path->empty()) return 0;
       std::printf("\n");
     }

@@ -16,7 +16,7 @@ BucketReducer::BucketReducer(Communicator& comm, const std::vector<Range>& plan,
   for (const Range& r : plan) {
     TFM_CHECK(0 <= r.lo && r.lo < r.hi && r.hi <= n, "BucketReducer: range [", r.lo, ", ", r.hi, ") of [0, ", n, ")");
     Range* last = buckets_.empty() ? nullptr : &buckets_.back();
-    if (last != nullptr && entries_.back() > 0 && last->hi - last->lo < bucket_elements &&
+    if (last != nullptr && last->hi - last->lo < bucket_elements &&
         (r.hi == last->lo || r.lo == last->hi)) {
       last->lo = std::min(last->lo, r.lo);
       last->hi = std::max(last->hi, r.hi);

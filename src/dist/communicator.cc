@@ -1,5 +1,6 @@
 #include "dist/communicator.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -12,12 +13,6 @@ void Communicator::broadcast(std::string& s, int root) {
   if (n > 0) broadcast(s.data(), n, root);
 }
 
-bool started_by_launcher() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
-    if (std::getenv(name) != nullptr) return true;
-  return false;
-}
-
 int launcher_size() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"})
     if (const char* v = std::getenv(name)) return std::atoi(v);
@@ -26,6 +21,19 @@ int launcher_size() {
   if (std::getenv("PMIX_RANK") != nullptr)
     if (const char* v = std::getenv("SLURM_STEP_NUM_TASKS")) return std::atoi(v);
   return 0;
+}
+
+bool started_by_launcher() { return launcher_size() > 0 || std::getenv("PMIX_RANK") != nullptr; }
+
+namespace {
+std::atomic<Communicator*> started{nullptr};
+}  // namespace
+
+Communicator* started_world() { return started.load(); }
+
+Communicator& detail::mark_started(Communicator& world) {
+  started.store(&world);
+  return world;
 }
 
 namespace {

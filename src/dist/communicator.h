@@ -51,6 +51,12 @@ Communicator& world();
 bool started_by_launcher();
 int launcher_size();
 
+// world() once a call of it has returned, else nullptr (it never starts the engine).
+Communicator* started_world();
+namespace detail {
+Communicator& mark_started(Communicator& world);  // world() returns through it
+}
+
 // The engine this build trains over several processes with ("Open MPI v4.1.4"), or "" when the
 // build has none. Does not start it.
 std::string engine();

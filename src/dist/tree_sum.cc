@@ -15,7 +15,6 @@ void TreeSum::push(const Tensor& term) {
     copy = term.clone();
   }
   parts_.push_back({std::move(copy), 1});
-  ++count_;
   // Two complete subtrees of the same size are the two halves of the next one. (Addition is
   // commutative bit for bit; only the grouping matters.)
   while (parts_.size() >= 2 && parts_[parts_.size() - 2].terms == parts_.back().terms) {
@@ -36,7 +35,6 @@ void TreeSum::finish(const Tensor& last) {
     spare_.push_back(std::move(parts_.back().sum));
     parts_.pop_back();
   }
-  count_ = 0;
 }
 
 void TreeSum::finish_range(const Tensor& last, int64_t lo, int64_t hi) const {
@@ -48,7 +46,6 @@ void TreeSum::finish_range(const Tensor& last, int64_t lo, int64_t hi) const {
 void TreeSum::reset() {
   for (Part& part : parts_) spare_.push_back(std::move(part.sum));
   parts_.clear();
-  count_ = 0;
 }
 
 }  // namespace tfm::dist

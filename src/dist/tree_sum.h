@@ -50,7 +50,6 @@ class TreeSum {
   // bucket as soon as the last term's part of it is complete); then reset() starts over.
   void finish_range(const Tensor& last, int64_t lo, int64_t hi) const;
   void reset();
-  int64_t count() const { return count_; }
 
  private:
   struct Part {
@@ -59,7 +58,6 @@ class TreeSum {
   };
   std::vector<Part> parts_;  // decreasing sizes: the complete subtrees so far, left to right
   std::vector<Tensor> spare_;
-  int64_t count_ = 0;
 };
 
 }  // namespace tfm::dist

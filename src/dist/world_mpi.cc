@@ -126,8 +126,8 @@ std::string engine() {
 
 Communicator& world() {
   static const std::unique_ptr<Mpi> mpi = started_by_launcher() ? std::make_unique<Mpi>() : nullptr;
-  if (mpi) return *mpi;
-  return single_process();
+  if (mpi) return detail::mark_started(*mpi);
+  return detail::mark_started(single_process());
 }
 
 }  // namespace tfm::dist

@@ -12,7 +12,7 @@ Communicator& world() {
   TFM_CHECK(n <= 1, "started by an MPI launcher with ", n,
             " processes, but this build has no MPI (it was configured with TFM_MPI=OFF, or without MPI "
             "installed): install Open MPI (scripts/install-deps.sh) and rebuild, or run one process");
-  return single_process();
+  return detail::mark_started(single_process());
 }
 
 }  // namespace tfm::dist

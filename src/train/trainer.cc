@@ -211,9 +211,14 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   if (comm.size() > 1) {
     // Each rank reads its own copy of the training files (machines may not share a disk): they
     // must hold the same text, or the ranks would train on different batches.
-    std::string text;
-    for (const auto& p : pairs) text.append(p.source).append(1, '\t').append(p.target).append(1, '\n');
-    check_same_as_root(tfm::checksum_of(text), cat("training data ('", o.train_source, "', '", o.train_target, "')"));
+    tfm::Checksum text;
+    for (const auto& p : pairs) {
+      text.update(p.source);
+      text.update("\t");
+      text.update(p.target);
+      text.update("\n");
+    }
+    check_same_as_root(text.value(), cat("training data ('", o.train_source, "', '", o.train_target, "')"));
   }
   // The validation files too, before minutes of training a vocabulary: a mismatch shows at once.
   std::vector<tfm::SentencePair> valid_pairs;
@@ -660,11 +665,8 @@ auto or_abort_all_ranks(F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const std::exception& e) {
-    tfm::dist::Communicator* comm = nullptr;
-    try {
-      comm = &tfm::dist::world();
-    } catch (const std::exception&) {  // world() itself failed: the error being thrown says why
-    }
+    // (Not world() again: if starting it was what failed, a second call would start it again.)
+    tfm::dist::Communicator* comm = tfm::dist::started_world();
     if (comm != nullptr && comm->size() > 1) comm->abort(e.what());
     throw;
   }

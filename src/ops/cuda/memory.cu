@@ -41,7 +41,8 @@ void fill_n(void* data, int64_t n, double value) {
 // and it is tried once more.
 class CudaMemory final : public DeviceMemory {
  public:
-  explicit CudaMemory(int device) : device_(device) {
+  // Device 0, the current device of every thread (no cudaSetDevice anywhere yet).
+  explicit CudaMemory(int device) {
     cudaDeviceProp p{};
     check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
     int runtime = 0;
@@ -54,7 +55,6 @@ class CudaMemory final : public DeviceMemory {
     const size_t size = rounded(bytes);
     void* p = take(size);
     if (p == nullptr) {
-      check(cudaSetDevice(device_), "cudaSetDevice");
       if (cudaMalloc(&p, size) != cudaSuccess) {
         (void)cudaGetLastError();  // clear the error, free what is kept, try once more
         release_kept();
@@ -104,7 +104,6 @@ class CudaMemory final : public DeviceMemory {
     kept_.clear();
   }
 
-  int device_;
   std::string description_;
   std::mutex mutex_;
   std::multimap<size_t, void*> kept_;
