@@ -47,6 +47,9 @@ struct TrainOptions {
   // everything else stay float32. Fast where the CPU has AVX-512 BF16 or AMX, emulated with the
   // same definition (slower than float32) elsewhere. Validation and translation stay float32.
   bool bf16 = false;
+  // Where the model trains: "cpu", or "cuda" ("cuda:0"), the first NVIDIA GPU, in a build with the
+  // CUDA backend. The files it writes are the same either way.
+  std::string device = "cpu";
 
   // When to stop: whichever comes first (0: no limit).
   int64_t max_steps = 100000;

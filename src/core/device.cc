@@ -31,4 +31,11 @@ DeviceMemory& require_device_memory(Device device, const char* what) {
   return *m;
 }
 
+Device parse_device(std::string_view text, const char* what) {
+  if (text == "cpu") return Device::CPU;
+  if (text == "cuda" || text == "cuda:0") return Device::CUDA;
+  throw Error(cat(what, " '", text, "' is not a device: cpu, or cuda (cuda:0)",
+                  text.substr(0, 5) == "cuda:" ? "; only the first CUDA device, cuda:0, is used so far" : ""));
+}
+
 }  // namespace tfm

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "core/tensor.h"
 
@@ -31,11 +32,15 @@ class DeviceMemory {
 // for Device::CPU.
 void register_device_memory(Device device, DeviceMemory* memory);
 // The build's own backend of `device`, or nullptr: ops/cuda/memory.cu when the build has CUDA and
-// the machine a CUDA device, core/no_devices.cc otherwise.
+// the machine a CUDA device, ops/cuda/none.cc otherwise.
 DeviceMemory* builtin_device_memory(Device device);
 // The backend of `device` (the registered one, else the build's own), or nullptr.
 DeviceMemory* device_memory(Device device);
 // The backend of `device`; throws, naming the device and `what` needed it, when there is none.
 DeviceMemory& require_device_memory(Device device, const char* what);
+
+// The device a user names: "cpu", or "cuda" / "cuda:0" (the first CUDA device; the only one used
+// so far). Throws, naming `what` and the text, on anything else.
+Device parse_device(std::string_view text, const char* what);
 
 }  // namespace tfm

@@ -37,6 +37,15 @@ void ParamStore::allocate(DType dtype, Device device) {
   grads_ = Tensor::zeros_on_demand({total}, dtype, device);  // resident only once training writes it
 }
 
+void ParamStore::to_device(Device device) {
+  TFM_CHECK(allocated(), "ParamStore: to_device before allocate");
+  TFM_CHECK(released_count_ == 0, "ParamStore: ", released_count_, " parameters were released (an inference copy); ",
+            "they cannot move to ", tfm::name(device));
+  if (values_.device() == device) return;
+  values_ = values_.to_device(device);
+  grads_ = Tensor::zeros(grads_.shape(), grads_.dtype(), device);
+}
+
 int ParamStore::find(const std::string& name) const {
   auto it = by_name_.find(name);
   return it == by_name_.end() ? -1 : it->second;

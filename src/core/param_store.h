@@ -18,6 +18,10 @@ class ParamStore {
   // Lays out and zero-fills the value and gradient buffers.
   void allocate(DType dtype = DType::F32, Device device = Device::CPU);
   bool allocated() const { return values_.defined() && values_.numel() > 0; }
+  // Moves both buffers to `device` (the values copied, the gradients zero there). Views taken
+  // before (value(id), grad(id)) keep pointing at the old memory: take them again.
+  void to_device(Device device);
+  Device device() const { return values_.device(); }
 
   int size() const { return static_cast<int>(entries_.size()); }
   const std::string& name(int id) const { return entry(id).name; }

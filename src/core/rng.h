@@ -6,6 +6,14 @@
 #include <array>
 #include <cstdint>
 
+// The generator's functions compile for CUDA devices too (ops/cuda draws the same masks as the CPU);
+// the host compiler sees plain inline functions.
+#ifdef __CUDACC__
+#define TFM_HOST_DEVICE __host__ __device__
+#else
+#define TFM_HOST_DEVICE
+#endif
+
 namespace tfm {
 
 // Constants from the paper: the round multipliers and the Weyl key increments.
@@ -13,12 +21,12 @@ namespace philox {
 constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
 constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
 // The top 24 bits of a word give every float in [0, 1) on a 2^-24 grid, never 1.0.
-inline float to_unit_float(uint32_t r) { return static_cast<float>(r >> 8) * (1.0f / 16777216.0f); }
+TFM_HOST_DEVICE inline float to_unit_float(uint32_t r) { return static_cast<float>(r >> 8) * (1.0f / 16777216.0f); }
 }  // namespace philox
 
 // The Philox4x32-10 block function: four 32-bit outputs for a 128-bit counter and a 64-bit key.
 // Inline: dropout calls it once per four elements.
-inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
+TFM_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
   using namespace philox;
   for (int round = 0; round < 10; ++round) {
     const uint64_t p0 = static_cast<uint64_t>(kMul0) * c[0];
@@ -38,7 +46,7 @@ struct RngStream {
   uint64_t stream = 0;  // which call of the generator this is
 
   // Four uniform floats in [0, 1) for indices 4*block .. 4*block+3.
-  std::array<float, 4> uniform4(uint64_t block) const {
+  TFM_HOST_DEVICE std::array<float, 4> uniform4(uint64_t block) const {
     const std::array<uint32_t, 4> counter = {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
                                              static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)};
     const std::array<uint32_t, 4> r =

@@ -67,6 +67,13 @@ double length_penalty(int64_t length, double alpha, SearchOptions::LengthNormali
 }
 
 namespace {
+
+// A decoding step's results where the search reads them: a model on a GPU returns them there.
+Tensor on_host(const Tensor& t) { return t.device() == Device::CPU ? t : t.to_device(Device::CPU); }
+
+}  // namespace
+
+namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 struct Encoded {
@@ -198,7 +205,7 @@ Hypothesis backtrack(const std::vector<StepRecord>& steps, int64_t step, int32_t
     for (int64_t t = 0; t < length; ++t)
       for (int64_t l = 0; l < layers; ++l) {
         const Tensor& a = steps[t].attention[l];  // [rows, H, 1, S_batch]
-        const Tensor af = a.dtype() == DType::F32 ? a : a.to(DType::F32);
+        const Tensor af = a.dtype() == DType::F32 ? on_host(a) : on_host(a).to(DType::F32);
         const int64_t s_batch = a.size(3);
         const float* src = af.data<float>() + chain[t] * heads * s_batch;
         for (int64_t hd = 0; hd < heads; ++hd)
@@ -320,7 +327,7 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
   std::vector<StepRecord> steps;
   std::vector<uint8_t> banned;
   for (int64_t t = 0; !rows.empty(); ++t) {
-    const Tensor logits = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token));
+    const Tensor logits = on_host(model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token)));
     const TopK top = select(logits, cols, 1, c, t, o);
     steps.push_back(record_of(parent, token, state));
     const auto R = static_cast<int64_t>(rows.size());
@@ -423,7 +430,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   };
   std::vector<Candidate> cands;
   for (int64_t t = 0; !active.empty(); ++t) {
-    const Tensor logits = model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(token.size())}, token));
+    const Tensor logits = on_host(model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(token.size())}, token)));
     // Each row's best 2K continuations: enough for the sentence's best 2K overall.
     const TopK top = select(logits, cols, 2 * K, c, t, o);
     steps.push_back(record_of(parent, token, state));

@@ -48,4 +48,11 @@ Batch make_batch(const std::vector<std::vector<int32_t>>& sources, const std::ve
   return batch;
 }
 
+Batch to_device(const Batch& batch, Device device) {
+  Batch out = batch;
+  for (Tensor* t : {&out.src, &out.src_lengths, &out.tgt_in, &out.tgt_out, &out.tgt_lengths})
+    if (t->defined() && t->device() != device) *t = t->to_device(device);
+  return out;
+}
+
 }  // namespace tfm

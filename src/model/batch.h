@@ -26,4 +26,7 @@ struct Batch {
 Batch make_batch(const std::vector<std::vector<int32_t>>& sources, const std::vector<std::vector<int32_t>>& targets,
                  const ModelConfig& config);
 
+// The batch's tensors copied to `device` (the counts as they are).
+Batch to_device(const Batch& batch, Device device);
+
 }  // namespace tfm

@@ -12,11 +12,14 @@ void save_model(const Transformer& model, const std::string& path, const std::ma
   metadata["config"] = nlohmann::json(model.config()).dump();
   std::vector<NamedTensor> tensors;
   const ParamStore& p = model.params();
+  // The file is written from host memory: parameters on a device are copied over first.
+  const Tensor values = p.device() == Device::CPU ? p.values() : p.values().to_device(Device::CPU);
   for (int id = 0; id < p.size(); ++id) {
-    const Tensor v = p.value(id);
+    const Tensor v = values.view({values.numel()}).rows(p.offset(id), p.shape(id).numel()).view(p.shape(id));
     tensors.push_back({p.name(id), v.dtype() == DType::F32 ? v : v.to(DType::F32)});
   }
-  tensors.insert(tensors.end(), extra_tensors.begin(), extra_tensors.end());
+  for (const NamedTensor& t : extra_tensors)
+    tensors.push_back({t.name, t.tensor.device() == Device::CPU ? t.tensor : t.tensor.to_device(Device::CPU)});
   write_safetensors(path, metadata, tensors);
 }
 

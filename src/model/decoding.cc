@@ -50,7 +50,7 @@ void Transformer::restrict_output(const Context& ctx, DecodeState& state, const 
   state.output_packed.reset();
   state.output_bias = Tensor();
   if (output_bias >= 0) {
-    state.output_bias = Tensor::empty({n}, params_.dtype());
+    state.output_bias = Tensor::empty({n}, params_.dtype(), params_.device());
     ops::index_select(ctx.value(output_bias), state.output_ids, state.output_bias);
   }
   // The same kind of product as the full projection would use: int8 rows (quantized per row, so

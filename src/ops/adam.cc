@@ -18,6 +18,9 @@ void adam_step(const Tensor& params, const Tensor& grads, const Tensor& m, const
     using T = decltype(t);
     cpu::adam_step<T>(params.numel(), params.data<T>(), grads.data<T>(), m.data<T>(), v.data<T>(), args.lr,
                       args.beta1, args.beta2, args.eps, args.step);
+  }, [&](cuda::Kernels& k) {
+    k.adam_step(params.numel(), params.data<float>(), grads.data<float>(), m.data<float>(), v.data<float>(), args.lr,
+                args.beta1, args.beta2, args.eps, args.step);
   });
 }
 

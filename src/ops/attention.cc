@@ -28,7 +28,7 @@ cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k
               ", expected [", d.batch, ", ", d.keys, "]");
     TFM_CHECK(v.size(0) == d.keys && v.size(1) == d.kv_rows, op, ": k ", k.shape(), " and v ", v.shape(),
               " have different slabs");
-    const int32_t* rows = args.key_rows.data<int32_t>();
+    const HostInts rows(args.key_rows);
     for (int64_t i = 0; i < args.key_rows.numel(); ++i)
       TFM_CHECK(rows[i] >= 0 && rows[i] < d.kv_rows, op, ": key_rows[", i / d.keys, ", ", i % d.keys, "] = ", rows[i],
                 " is outside the slab's [0, ", d.kv_rows, ")");
@@ -47,8 +47,9 @@ cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k
     check_dtype(op, "key_lengths", args.key_lengths, DType::I32);
     TFM_CHECK(args.key_lengths.numel() == d.batch, op, ": key_lengths has ", args.key_lengths.numel(),
               " entries for a batch of ", d.batch);
+    const HostInts lengths(args.key_lengths);
     for (int64_t b = 0; b < d.batch; ++b) {
-      const int32_t len = args.key_lengths.data<int32_t>()[b];
+      const int32_t len = lengths[b];
       TFM_CHECK(len >= 0 && len <= d.keys, op, ": key_lengths[", b, "] = ", len, " is outside [0, ", d.keys, "]");
     }
   }
@@ -57,6 +58,10 @@ cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k
 
 const int32_t* lengths(const AttentionArgs& args) {
   return args.key_lengths.defined() ? args.key_lengths.data<int32_t>() : nullptr;
+}
+
+cuda::AttentionDims on_cuda(const cpu::AttentionDims& d) {
+  return {d.batch, d.queries, d.keys, d.heads, d.d_k, d.d_v, d.kv_group, d.kv_rows};
 }
 }  // namespace
 
@@ -69,6 +74,13 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attentio
     cpu::attention<T>(d, q.data<T>(), k.data<T>(), v.data<T>(), args.causal, lengths(args),
                       args.key_rows.defined() ? args.key_rows.data<int32_t>() : nullptr, args.dropout, args.rng,
                       probs.data<T>(), out.data<T>());
+  }, [&](cuda::Kernels& kernels) {
+    AttentionArgs on_gpu = args;  // lengths and a cache's rows may come from the host
+    on_gpu.key_lengths = on_device(args.key_lengths, Device::CUDA);
+    on_gpu.key_rows = on_device(args.key_rows, Device::CUDA);
+    kernels.attention(on_cuda(d), q.data<float>(), k.data<float>(), v.data<float>(), args.causal, lengths(on_gpu),
+                      on_gpu.key_rows.defined() ? on_gpu.key_rows.data<int32_t>() : nullptr, args.dropout, args.rng,
+                      probs.data<float>(), out.data<float>());
   });
 }
 
@@ -88,6 +100,12 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
     using T = decltype(t);
     cpu::attention_backward<T>(d, q.data<T>(), k.data<T>(), v.data<T>(), args.causal, lengths(args), args.dropout,
                                args.rng, probs.data<T>(), dout.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>());
+  }, [&](cuda::Kernels& kernels) {
+    AttentionArgs on_gpu = args;
+    on_gpu.key_lengths = on_device(args.key_lengths, Device::CUDA);
+    kernels.attention_backward(on_cuda(d), q.data<float>(), k.data<float>(), v.data<float>(), args.causal,
+                               lengths(on_gpu), args.dropout, args.rng, probs.data<float>(), dout.data<float>(),
+                               dq.data<float>(), dk.data<float>(), dv.data<float>());
   });
 }
 

@@ -13,11 +13,10 @@ void index_select(const Tensor& src, const Tensor& indices, const Tensor& dst, i
   TFM_CHECK(dst.size(0) == n && dst.numel() == n * row, "index_select: dst has shape ", dst.shape(), ", expected ", n,
             " rows like ", src.shape());
   TFM_CHECK(src.dtype() == dst.dtype() && src.device() == dst.device(), "index_select: src and dst differ in dtype or device");
-  const int32_t* idx = indices.data<int32_t>();
+  const HostInts idx(indices);
   for (int64_t i = 0; i < n; ++i)
     TFM_CHECK(idx[i] >= 0 && idx[i] < rows, "index_select: index ", idx[i], " at position ", i, " is outside [0, ", rows,
               ")");
-  TFM_CHECK(src.device() == Device::CPU, "index_select: no kernel for device '", name(src.device()), "'");
   const int64_t row_bytes = row * static_cast<int64_t>(size_of(src.dtype()));
   int64_t copy_bytes = row_bytes;
   if (prefix >= 0) {
@@ -25,12 +24,21 @@ void index_select(const Tensor& src, const Tensor& indices, const Tensor& dst, i
               src.shape());
     copy_bytes = row_bytes / src.size(1) * prefix;
   }
-  cpu::copy_rows(n, row_bytes, copy_bytes, idx, static_cast<const char*>(src.raw()), static_cast<char*>(dst.raw()));
+  const auto* from = static_cast<const char*>(src.raw());
+  auto* to = static_cast<char*>(dst.raw());
+  if (src.device() == Device::CUDA) {
+    // The indices where the kernel reads them (a decoding step's come from the host).
+    const Tensor on_device = indices.device() == src.device() ? indices : indices.to_device(src.device());
+    cuda_kernels("index_select").copy_rows(n, row_bytes, copy_bytes, on_device.data<int32_t>(), from, to);
+  } else {
+    TFM_CHECK(indices.device() == Device::CPU, "index_select: indices are on ", name(indices.device()),
+              ", src on the cpu");
+    cpu::copy_rows(n, row_bytes, copy_bytes, idx.data(), from, to);
+  }
 }
 
 void split_columns(const Tensor& x, const std::vector<Tensor>& parts) {
   TFM_CHECK(x.rank() >= 1, "split_columns: x must have rank >= 1, got ", x.shape());
-  TFM_CHECK(x.device() == Device::CPU, "split_columns: no kernel for device '", name(x.device()), "'");
   const int64_t rows = x.shape().rows(), elem = static_cast<int64_t>(size_of(x.dtype()));
   int64_t offset = 0;
   for (const Tensor& p : parts) {
@@ -44,8 +52,11 @@ void split_columns(const Tensor& x, const std::vector<Tensor>& parts) {
             x.size(-1));
   offset = 0;
   for (const Tensor& p : parts) {
-    cpu::copy_columns(rows, x.size(-1) * elem, offset * elem, p.size(-1) * elem, static_cast<const char*>(x.raw()),
-                      static_cast<char*>(p.raw()));
+    const auto* from = static_cast<const char*>(x.raw());
+    auto* to = static_cast<char*>(p.raw());
+    if (x.device() == Device::CUDA)
+      cuda_kernels("split_columns").copy_columns(rows, x.size(-1) * elem, offset * elem, p.size(-1) * elem, from, to);
+    else cpu::copy_columns(rows, x.size(-1) * elem, offset * elem, p.size(-1) * elem, from, to);
     offset += p.size(-1);
   }
 }
@@ -60,10 +71,12 @@ void write_position(const Tensor& cache, const Tensor& x, int64_t position) {
   TFM_CHECK(position >= 0 && position < cache.size(0), "write_position: position ", position,
             " is outside the cache's ", cache.size(0), " positions");
   TFM_CHECK(x.dtype() == cache.dtype() && x.device() == cache.device(), "write_position: x and cache differ in dtype or device");
-  TFM_CHECK(x.device() == Device::CPU, "write_position: no kernel for device '", name(x.device()), "'");
   const int64_t slab = cache.size(1) * cache.size(2) * static_cast<int64_t>(size_of(x.dtype()));
-  cpu::copy_bytes(x.numel() * static_cast<int64_t>(size_of(x.dtype())), static_cast<const char*>(x.raw()),
-                  static_cast<char*>(cache.raw()) + position * slab);
+  const int64_t bytes = x.numel() * static_cast<int64_t>(size_of(x.dtype()));
+  const auto* from = static_cast<const char*>(x.raw());
+  auto* to = static_cast<char*>(cache.raw()) + position * slab;
+  if (x.device() == Device::CUDA) cuda_kernels("write_position").copy_bytes(bytes, from, to);
+  else cpu::copy_bytes(bytes, from, to);
 }
 
 }  // namespace tfm::ops

@@ -1,9 +1,14 @@
 #pragma once
 // Picks the kernel for a tensor's device and dtype. Op files validate their arguments, then call
-// dispatch(op, dtype, device, [&](auto t) { cpu::kernel<decltype(t)>(...); }). The CPU is the only
-// device so far; a CUDA backend adds its branch here and its kernels in ops/cuda/, and no layer
-// code changes.
+//   dispatch(op, dtype, device, [&](auto t) { cpu::kernel<decltype(t)>(...); },
+//            [&](cuda::Kernels& k) { k.kernel(...); });
+// The CUDA branch takes float32 tensors and runs the build's CUDA kernels (ops/cuda/kernels.h);
+// an op without one (the single-lambda form) refuses CUDA tensors, naming the op. No layer code
+// sees a device.
+#include <vector>
+
 #include "core/tensor.h"
+#include "ops/cuda/kernels.h"
 
 namespace tfm::ops {
 
@@ -17,8 +22,41 @@ void dispatch(const char* op, DType dtype, Device device, F&& kernel) {
   }
 }
 
+// The build's CUDA kernels; throws, naming `op`, when there are none (no CUDA in the build or no
+// CUDA device here) or `dtype` is not float32.
+cuda::Kernels& cuda_kernels(const char* op, DType dtype);
+cuda::Kernels& cuda_kernels(const char* op);  // for byte moves, any dtype
+
+template <class F, class G>
+void dispatch(const char* op, DType dtype, Device device, F&& cpu_kernel, G&& cuda_kernel) {
+  if (device == Device::CUDA) {
+    cuda_kernel(cuda_kernels(op, dtype));
+    return;
+  }
+  dispatch(op, dtype, device, cpu_kernel);
+}
+
+// `t` where a kernel on `device` reads it: itself when it is there, else a copy (the small int32
+// tensors of ids, lengths and targets that callers build on the host).
+inline Tensor on_device(const Tensor& t, Device device) {
+  return !t.defined() || t.device() == device ? t : t.to_device(device);
+}
+
 // Throws unless every tensor is on `device` with `dtype`; names the offending one.
 void check_all(const char* op, DType dtype, Device device,
                std::initializer_list<std::pair<const char*, const Tensor*>> tensors);
+
+// An int32 tensor's values where the host can read them (an op's checks of ids, lengths and
+// targets): the tensor's own memory on the CPU, a copy of it from any other device.
+class HostInts {
+ public:
+  explicit HostInts(const Tensor& t);
+  const int32_t* data() const { return data_; }
+  int32_t operator[](int64_t i) const { return data_[i]; }
+
+ private:
+  std::vector<int32_t> copy_;
+  const int32_t* data_ = nullptr;
+};
 
 }  // namespace tfm::ops

@@ -12,7 +12,7 @@ void add(const Tensor& a, const Tensor& b, const Tensor& y) {
   dispatch("add", y.dtype(), y.device(), [&](auto t) {
     using T = decltype(t);
     cpu::add<T>(y.numel(), a.data<T>(), b.data<T>(), y.data<T>());
-  });
+  }, [&](cuda::Kernels& k) { k.add(y.numel(), a.data<float>(), b.data<float>(), y.data<float>()); });
 }
 
 void add_to(const Tensor& x, const Tensor& y) {
@@ -21,7 +21,7 @@ void add_to(const Tensor& x, const Tensor& y) {
   dispatch("add_to", y.dtype(), y.device(), [&](auto t) {
     using T = decltype(t);
     cpu::add_to<T>(y.numel(), x.data<T>(), y.data<T>());
-  });
+  }, [&](cuda::Kernels& k) { k.add_to(y.numel(), x.data<float>(), y.data<float>()); });
 }
 
 void scale(const Tensor& x, double alpha, const Tensor& y) {
@@ -30,7 +30,7 @@ void scale(const Tensor& x, double alpha, const Tensor& y) {
   dispatch("scale", y.dtype(), y.device(), [&](auto t) {
     using T = decltype(t);
     cpu::scale<T>(y.numel(), x.data<T>(), static_cast<T>(alpha), y.data<T>());
-  });
+  }, [&](cuda::Kernels& k) { k.scale(y.numel(), x.data<float>(), static_cast<float>(alpha), y.data<float>()); });
 }
 
 namespace {
@@ -48,6 +48,8 @@ void bias_add(const Tensor& x, const Tensor& bias, const Tensor& y) {
   dispatch("bias_add", y.dtype(), y.device(), [&](auto t) {
     using T = decltype(t);
     cpu::bias_add<T>(x.shape().rows(), x.shape().last(), x.data<T>(), bias.data<T>(), y.data<T>());
+  }, [&](cuda::Kernels& k) {
+    k.bias_add(x.shape().rows(), x.shape().last(), x.data<float>(), bias.data<float>(), y.data<float>());
   });
 }
 
@@ -57,7 +59,7 @@ void bias_add_backward(const Tensor& dy, const Tensor& dbias) {
   dispatch("bias_add_backward", dy.dtype(), dy.device(), [&](auto t) {
     using T = decltype(t);
     cpu::bias_add_backward<T>(dy.shape().rows(), dy.shape().last(), dy.data<T>(), dbias.data<T>());
-  });
+  }, [&](cuda::Kernels& k) { k.bias_add_backward(dy.shape().rows(), dy.shape().last(), dy.data<float>(), dbias.data<float>()); });
 }
 
 void relu(const Tensor& x, const Tensor& y) {
@@ -66,7 +68,7 @@ void relu(const Tensor& x, const Tensor& y) {
   dispatch("relu", y.dtype(), y.device(), [&](auto t) {
     using T = decltype(t);
     cpu::relu<T>(y.numel(), x.data<T>(), y.data<T>());
-  });
+  }, [&](cuda::Kernels& k) { k.relu(y.numel(), x.data<float>(), y.data<float>()); });
 }
 
 void relu_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
@@ -76,7 +78,7 @@ void relu_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
   dispatch("relu_backward", y.dtype(), y.device(), [&](auto t) {
     using T = decltype(t);
     cpu::relu_backward<T>(y.numel(), y.data<T>(), dy.data<T>(), dx.data<T>());
-  });
+  }, [&](cuda::Kernels& k) { k.relu_backward(y.numel(), y.data<float>(), dy.data<float>(), dx.data<float>()); });
 }
 
 void activate(Activation act, const Tensor& x, const Tensor& y) {
@@ -85,7 +87,7 @@ void activate(Activation act, const Tensor& x, const Tensor& y) {
   dispatch("activate", y.dtype(), y.device(), [&](auto t) {
     using T = decltype(t);
     cpu::activate<T>(y.numel(), act, x.data<T>(), y.data<T>());
-  });
+  }, [&](cuda::Kernels& k) { k.activate(y.numel(), act, x.data<float>(), y.data<float>()); });
 }
 
 void activation_backward(Activation act, const Tensor& pre, const Tensor& dy, const Tensor& dx) {
@@ -95,6 +97,8 @@ void activation_backward(Activation act, const Tensor& pre, const Tensor& dy, co
   dispatch("activation_backward", dx.dtype(), dx.device(), [&](auto t) {
     using T = decltype(t);
     cpu::activation_backward<T>(dx.numel(), act, pre.data<T>(), dy.data<T>(), dx.data<T>());
+  }, [&](cuda::Kernels& k) {
+    k.activation_backward(dx.numel(), act, pre.data<float>(), dy.data<float>(), dx.data<float>());
   });
 }
 
@@ -111,7 +115,7 @@ void dropout(const Tensor& x, double p, const RngStream& rng, const Tensor& y) {
   dispatch("dropout", y.dtype(), y.device(), [&](auto t) {
     using T = decltype(t);
     cpu::dropout<T>(y.numel(), x.data<T>(), p, rng, y.data<T>());
-  });
+  }, [&](cuda::Kernels& k) { k.dropout(y.numel(), x.data<float>(), p, rng, y.data<float>()); });
 }
 
 double sum_squares(const Tensor& x) {
@@ -119,7 +123,7 @@ double sum_squares(const Tensor& x) {
   dispatch("sum_squares", x.dtype(), x.device(), [&](auto t) {
     using T = decltype(t);
     result = cpu::sum_squares<T>(x.numel(), x.data<T>());
-  });
+  }, [&](cuda::Kernels& k) { result = k.sum_squares(x.numel(), x.data<float>()); });
   return result;
 }
 

@@ -28,6 +28,9 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double
     using T = decltype(t);
     cpu::layer_norm<T>(x.shape().rows(), x.size(-1), x.data<T>(), gamma.data<T>(), beta.data<T>(), eps, y.data<T>(),
                        mean.data<T>(), rstd.data<T>());
+  }, [&](cuda::Kernels& k) {
+    k.layer_norm(x.shape().rows(), x.size(-1), x.data<float>(), gamma.data<float>(), beta.data<float>(), eps,
+                 y.data<float>(), mean.data<float>(), rstd.data<float>());
   });
 }
 
@@ -44,6 +47,10 @@ void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
     using T = decltype(t);
     cpu::layer_norm_backward<T>(x.shape().rows(), x.size(-1), dy.data<T>(), x.data<T>(), gamma.data<T>(),
                                 mean.data<T>(), rstd.data<T>(), dx.data<T>(), dgamma.data<T>(), dbeta.data<T>());
+  }, [&](cuda::Kernels& k) {
+    k.layer_norm_backward(x.shape().rows(), x.size(-1), dy.data<float>(), x.data<float>(), gamma.data<float>(),
+                          mean.data<float>(), rstd.data<float>(), dx.data<float>(), dgamma.data<float>(),
+                          dbeta.data<float>());
   });
 }
 

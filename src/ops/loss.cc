@@ -15,7 +15,7 @@ void check_args(const char* op, const Tensor& logits, const Tensor& targets, con
   TFM_CHECK(lse.numel() == n, op, ": lse has ", lse.numel(), " elements for ", n, " rows");
   TFM_CHECK(args.smoothing >= 0 && args.smoothing <= 1, op, ": label smoothing must be in [0, 1], got ",
             args.smoothing);
-  const int32_t* y = targets.data<int32_t>();
+  const HostInts y(targets);
   for (int64_t i = 0; i < n; ++i)
     TFM_CHECK(y[i] == args.ignore_index || (y[i] >= 0 && y[i] < v), op, ": target ", y[i], " in row ", i,
               " is outside the vocabulary [0, ", v, ") and is not the ignore index ", args.ignore_index);
@@ -26,12 +26,16 @@ LossSum cross_entropy(const Tensor& logits, const Tensor& targets, const LossArg
   check_args("cross_entropy", logits, targets, args, lse);
   check_all("cross_entropy", logits.dtype(), logits.device(), {{"lse", &lse}});
   LossSum result;
-  const int32_t* y = targets.data<int32_t>();
+  const HostInts y(targets);
   for (int64_t i = 0; i < targets.numel(); ++i) result.tokens += y[i] != args.ignore_index;
   dispatch("cross_entropy", logits.dtype(), logits.device(), [&](auto t) {
     using T = decltype(t);
-    result.loss = cpu::cross_entropy<T>(logits.size(0), logits.size(1), logits.data<T>(), y, args.smoothing,
+    result.loss = cpu::cross_entropy<T>(logits.size(0), logits.size(1), logits.data<T>(), y.data(), args.smoothing,
                                         args.ignore_index, lse.data<T>());
+  }, [&](cuda::Kernels& k) {
+    result.loss = k.cross_entropy(logits.size(0), logits.size(1), logits.data<float>(),
+                                  on_device(targets, Device::CUDA).data<int32_t>(),
+                                  args.smoothing, args.ignore_index, lse.data<float>());
   });
   return result;
 }
@@ -47,6 +51,10 @@ void backward_into(const char* op, const Tensor& logits, const Tensor& targets, 
     using T = decltype(t);
     cpu::cross_entropy_backward<T>(logits.size(0), logits.size(1), logits.data<T>(), targets.data<int32_t>(),
                                    lse.data<T>(), args.smoothing, args.ignore_index, dloss, dst.data<T>(), accumulate);
+  }, [&](cuda::Kernels& k) {
+    k.cross_entropy_backward(logits.size(0), logits.size(1), logits.data<float>(),
+                             on_device(targets, Device::CUDA).data<int32_t>(),
+                             lse.data<float>(), args.smoothing, args.ignore_index, dloss, dst.data<float>(), accumulate);
   });
 }
 }  // namespace

@@ -65,6 +65,9 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs&
     }
     cpu::gemm<T>(p.batch, args.trans_a, args.trans_b, p.m, p.n, p.k, static_cast<T>(args.alpha), a.data<T>(),
                  p.stride_a, b.data<T>(), p.stride_b, static_cast<T>(args.beta), c.data<T>(), p.stride_c);
+  }, [&](cuda::Kernels& k) {
+    k.gemm(p.batch, args.trans_a, args.trans_b, p.m, p.n, p.k, args.alpha, a.data<float>(), p.stride_a,
+           b.data<float>(), p.stride_b, args.beta, c.data<float>(), p.stride_c, args.precision == Precision::kBf16);
   });
 }
 
@@ -96,7 +99,7 @@ void round_to_bf16(const Tensor& x, const Tensor& y) {
   dispatch("round_to_bf16", y.dtype(), y.device(), [&](auto t) {
     if constexpr (std::is_same_v<decltype(t), float>) cpu::round_to_bf16(x.numel(), x.data<float>(), y.data<float>());
     else throw Error(cat("round_to_bf16: takes float32 tensors, got ", name(y.dtype())));
-  });
+  }, [&](cuda::Kernels& k) { k.round_to_bf16(x.numel(), x.data<float>(), y.data<float>()); });
 }
 
 bool bf16_native() { return cpu::bf16_native(); }

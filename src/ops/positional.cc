@@ -54,6 +54,11 @@ void add_positional_encoding(const Tensor& x, int64_t start, const PositionEncod
     // The table, [T·D], added to each sentence's [T·D] row of x in one pass.
     const Tensor flat = x.view({B, T * D});
     bias_add(flat, Tensor::wrap(pe.data(), {T * D}, x.dtype()), flat);
+  }, [&](cuda::Kernels&) {
+    // The same table, computed here on the host and copied over.
+    std::vector<float> pe = table<float>(T, D, start, encoding);
+    const Tensor flat = x.view({B, T * D});
+    bias_add(flat, Tensor::wrap(pe.data(), {T * D}, x.dtype()).to_device(x.device()), flat);
   });
 }
 

@@ -12,7 +12,7 @@ void softmax(const Tensor& x, const Tensor& y) {
   dispatch("softmax", x.dtype(), x.device(), [&](auto t) {
     using T = decltype(t);
     cpu::softmax<T>(x.shape().rows(), x.size(-1), x.data<T>(), y.data<T>());
-  });
+  }, [&](cuda::Kernels& k) { k.softmax(x.shape().rows(), x.size(-1), x.data<float>(), y.data<float>()); });
 }
 
 void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
@@ -23,6 +23,8 @@ void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
   dispatch("softmax_backward", y.dtype(), y.device(), [&](auto t) {
     using T = decltype(t);
     cpu::softmax_backward<T>(y.shape().rows(), y.size(-1), y.data<T>(), dy.data<T>(), dx.data<T>());
+  }, [&](cuda::Kernels& k) {
+    k.softmax_backward(y.shape().rows(), y.size(-1), y.data<float>(), dy.data<float>(), dx.data<float>());
   });
 }
 

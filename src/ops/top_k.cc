@@ -21,6 +21,16 @@ void top_k_logprobs(const Tensor& logits, int64_t k, const std::vector<int32_t>&
     TFM_CHECK(b >= 0 && b < V, "top_k_logprobs: banned id ", b, " is outside [0, ", V, ")");
     ban[static_cast<size_t>(b)] = 1;
   }
+  if (logits.device() != Device::CPU) {
+    // Selection on the host for now: the logits copied over, the outputs copied back.
+    const Tensor host_logp = Tensor::empty(logp.shape(), DType::F64), host_ids = Tensor::empty(ids.shape(), DType::I32),
+                 host_lse = Tensor::empty(lse.shape(), DType::F64);
+    top_k_logprobs(logits.to_device(Device::CPU), k, banned, host_logp, host_ids, host_lse);
+    logp.copy_from(host_logp);
+    ids.copy_from(host_ids);
+    lse.copy_from(host_lse);
+    return;
+  }
   dispatch("top_k_logprobs", logits.dtype(), logits.device(), [&](auto t) {
     using T = decltype(t);
     cpu::top_k_logprobs<T>(R, V, k, logits.data<T>(), ban.data(), logp.data<double>(), ids.data<int32_t>(),

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/device.h"
 #include "core/error.h"
 #include "core/json_field.h"
 #include "ops/matmul.h"
@@ -33,6 +34,7 @@ void TrainOptions::validate() const {
   TFM_CHECK(label_smoothing >= 0 && label_smoothing < 1, "train: label_smoothing must be in [0, 1), got ",
             label_smoothing);
   TFM_CHECK(clip_norm >= 0, "train: clip_norm must be >= 0, got ", clip_norm);
+  tfm::parse_device(device, "train: device");
   // Adam's settings here, not at its first step: by then the vocabulary and run files exist.
   TFM_CHECK(adam_beta1 >= 0 && adam_beta1 < 1, "train: adam_beta1 must be in [0, 1), got ", adam_beta1);
   TFM_CHECK(adam_beta2 >= 0 && adam_beta2 < 1, "train: adam_beta2 must be in [0, 1), got ", adam_beta2);
@@ -59,7 +61,7 @@ void TrainOptions::validate() const {
 #define TFM_TRAIN_FIELDS(X)                                                                                 \
   X(train_source) X(train_target) X(valid_source) X(valid_target) X(run_dir) X(vocab) X(max_tokens)          \
   X(max_chars) X(preset) X(batch_tokens) X(accumulate) X(allreduce_bucket_mb) X(lr_factor) X(warmup_steps) X(adam_beta1)           \
-  X(adam_beta2) X(adam_eps) X(label_smoothing) X(clip_norm) X(bf16) X(max_steps) X(max_epochs) X(max_seconds)       \
+  X(adam_beta2) X(adam_eps) X(label_smoothing) X(clip_norm) X(bf16) X(device) X(max_steps) X(max_epochs) X(max_seconds)       \
   X(valid_every) X(best_metric) X(patience) X(valid_beam) X(valid_max_sentences) X(save_every) X(keep_last) \
   X(resume) X(log_every) X(seed) X(threads)
 
@@ -130,6 +132,7 @@ const char* train_option_help(std::string_view field) {
       {"adam_eps", "Adam epsilon"},
       {"label_smoothing", "label smoothing epsilon"},
       {"clip_norm", "clip the gradient's global L2 norm to this; 0: no clipping"},
+      {"device", "where to train: cpu, or cuda (cuda:0), the first NVIDIA GPU, in a build with the CUDA backend"},
       {"bf16", "weight products in bfloat16 with float32 sums and master weights (faster only on CPUs with AVX-512 BF16 or AMX; slower elsewhere)"},
       {"max_steps", "stop after this many steps; 0: no limit"},
       {"max_epochs", "stop after this many epochs; 0: no limit"},

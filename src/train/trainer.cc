@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/device.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "data/batcher.h"
@@ -123,6 +124,7 @@ struct Trainer::Impl {
   tfm::ValidData valid;
   ModelConfig config;
   std::unique_ptr<tfm::Transformer> model;
+  tfm::Device device = tfm::Device::CPU;  // where the parameters, gradients and moments live
   tfm::Tensor m, v;  // Adam's moments
   bool scheduled_validations = false;  // whether rank 0 has a validation set
   tfm::dist::TreeSum grad_sum;  // a step's batch gradients, when a rank computes more than one
@@ -281,6 +283,14 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   }
   model = std::make_unique<tfm::Transformer>(config);
   model->init_parameters(o.seed);
+  device = tfm::parse_device(o.device, "train: device");
+  if (device != tfm::Device::CPU) {
+    TFM_CHECK(comm.size() == 1, "train: --device ", o.device, " under ", comm.size(),
+              " processes: training on several GPUs (NCCL) is not supported yet; use one process, or --device cpu");
+    tfm::require_device_memory(device, "train --device cuda");
+    model->params().to_device(device);
+    message(cat("device: ", tfm::require_device_memory(device, "train").describe()));
+  }
   const tfm::Tensor& values = model->params().values();
   m = tfm::Tensor::zeros(values.shape(), values.dtype(), values.device());  // where the parameters are
   v = tfm::Tensor::zeros(values.shape(), values.dtype(), values.device());
@@ -423,7 +433,8 @@ double Trainer::Impl::optimize(const std::vector<int32_t>& step_batches, int64_t
     }
     const uint64_t streams = first_stream + static_cast<uint64_t>(j) * kStreamsPerBatch;
     rng.restore(o.seed, streams);
-    const tfm::Batch batch = tfm::to_batch(examples, batches[static_cast<size_t>(step_batches[static_cast<size_t>(j)])], config);
+    const tfm::Batch batch = tfm::to_device(
+        tfm::to_batch(examples, batches[static_cast<size_t>(step_batches[static_cast<size_t>(j)])], config), device);
     losses[static_cast<size_t>(j)] =
         tfm::batch_loss(*model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(tokens), true).loss;
     TFM_CHECK(rng.counter() - streams <= kStreamsPerBatch, "a batch drew ", rng.counter() - streams,

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The CUDA backend's checks on a GPU machine (issue 24), in two steps: a build machine packs what a
+# machine with a GPU but none of Debian's packages needs, and the GPU machine runs it.
+#
+#   scripts/gpu-check.sh pack [BUILD]   # here: the CUDA-enabled build's test binaries and the shared
+#                                       # libraries they need (not glibc, libstdc++ or CUDA's own),
+#                                       # into .gpu/pkg.tar.xz (~25 MB)
+#   scripts/gpu-check.sh run            # there: unpacks it, runs every GPU test with
+#                                       # TFM_REQUIRE_GPU=1 (a skip is a failure), the same tests
+#                                       # under compute-sanitizer, and prints one table
+#
+# On the GPU machine, cuBLAS comes from the CUDA toolkit or PyTorch's Python wheels, whichever is
+# found. OUT (if set) gets the logs. docs/gpu.md says how the project's GPU machine is reached.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pack() {
+  local build=${1:-build}
+  local stage=.gpu/pkg
+  rm -rf .gpu && mkdir -p "$stage/bin" "$stage/lib"
+  local bins=("$build/transformer" "$build/tests/cuda_test" "$build/tests/core_test" "$build/bench/tfm_bench")
+  for b in "${bins[@]}"; do
+    [[ -x $b ]] || { echo "gpu-check: $b is missing: build first (make build)" >&2; exit 1; }
+    cp "$b" "$stage/bin/"
+  done
+  # The shared libraries the binaries load, by their sonames, but the C library, the C++ runtime
+  # and CUDA's (the GPU machine has its own).
+  ldd "${bins[@]}" | awk '/=> \// {print $1, $3}' | sort -u | while read -r soname path; do
+    case $soname in
+      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++*|libgcc_s*|libcuda*|libcublas*|libcudart*) ;;
+      *) cp -L "$path" "$stage/lib/$soname" ;;
+    esac
+  done
+  tar -C "$stage" -cJf .gpu/pkg.tar.xz .
+  rm -rf "$stage"
+  echo "gpu-check: packed $(du -h .gpu/pkg.tar.xz | cut -f1) into .gpu/pkg.tar.xz"
+}
+
+# The folders of libcublas.so.13 and libcublasLt.so.13 on this machine.
+cublas_dirs() {
+  local found
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib; do
+    [[ -e $d/libcublasLt.so.13 ]] && { echo "$d"; return; }
+  done
+  found=$(find / -xdev -name 'libcublasLt.so.13' -not -path '*/proc/*' 2>/dev/null | head -1 || true)
+  [[ -n $found ]] && dirname "$found"
+}
+
+run() {
+  [[ -f .gpu/pkg.tar.xz ]] || { echo "gpu-check: .gpu/pkg.tar.xz is missing: run 'scripts/gpu-check.sh pack' on the build machine" >&2; exit 1; }
+  local root=/tmp/tfm-gpu out=${OUT:-/tmp/tfm-gpu-out}
+  rm -rf "$root" && mkdir -p "$root" "$out"
+  tar -C "$root" -xJf .gpu/pkg.tar.xz
+  local blas
+  blas=$(cublas_dirs)
+  export LD_LIBRARY_PATH="$root/lib${blas:+:$blas}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export TFM_REQUIRE_GPU=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+  echo "cuBLAS from: ${blas:-not found}"
+  "$root/bin/transformer" info --cpu || true
+  local rows=() status=0
+  step() {  # step NAME COMMAND...: runs it, logs it, records a row
+    local name=$1; shift
+    local t0=$SECONDS rc=0
+    "$@" >"$out/$name.log" 2>&1 || rc=$?
+    rows+=("$(printf '%-28s %-6s %4ds' "$name" "$([[ $rc == 0 ]] && echo pass || echo FAIL)" $((SECONDS - t0)))")
+    [[ $rc == 0 ]] || { status=1; tail -40 "$out/$name.log"; }
+  }
+  step cuda_test "$root/bin/cuda_test"
+  step core_test.cuda_memory "$root/bin/core_test" --gtest_filter='Tensor.Cuda*:Tensor.Device*'
+  if command -v compute-sanitizer >/dev/null; then
+    step sanitizer.memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$root/bin/cuda_test"
+    step sanitizer.racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$root/bin/cuda_test" \
+      --gtest_filter='Cuda.Attention*:Cuda.LayerNorm*:Cuda.LabelSmoothed*'
+  fi
+  if [[ ${GPU_CHECK_BENCH:-1} == 1 ]]; then
+    # The training step and translation against PyTorch on this GPU (docs/performance.md).
+    step bench.ours "$root/bin/tfm_bench" --benchmark_filter='Cuda' --benchmark_counters_tabular=true
+    for config in base big; do
+      step "bench.torch_$config" python3 bench/torch_gpu_train_step.py --config $config
+      [[ ${GPU_CHECK_COMPILE:-0} == 1 ]] && step "bench.torch_${config}_compiled" python3 bench/torch_gpu_train_step.py --config $config --compile
+    done
+    # The demo's task, 300 steps on the GPU and on this machine's CPU: the two loss curves.
+    local demo=/tmp/tfm-gpu-demo
+    rm -rf "$demo" && "$root/bin/transformer" demo-data --out "$demo/data" --seed 1 >/dev/null
+    for device in cuda cpu; do
+      step "demo300.$device" "$root/bin/transformer" train --train-source "$demo/data/train.en" \
+        --train-target "$demo/data/train.de" --run-dir "$demo/$device" --preset small --d-model 128 --heads 4 \
+        --d-ff 512 --layers 2 --vocab-size 400 --batch-tokens 2048 --warmup-steps 200 --lr-factor 0.5 \
+        --max-steps 300 --log-every 10 --save-every 1000 --device $device
+      cp "$demo/$device/metrics.jsonl" "$out/demo300.$device.jsonl" 2>/dev/null || true
+    done
+  fi
+  echo
+  echo "check                        result  time"
+  printf '%s\n' "${rows[@]}"
+  grep -h -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out"/*.log | sort | uniq -c || true
+  [[ -f $out/bench.ours.log ]] && grep -E '^BM_|Benchmark' "$out/bench.ours.log"
+  cat "$out"/bench.torch_*.log 2>/dev/null | grep '^{' || true
+  return $status
+}
+
+case ${1:-} in
+  pack) shift; pack "$@" ;;
+  run) run ;;
+  *) echo "usage: scripts/gpu-check.sh pack [BUILD] | run" >&2; exit 2 ;;
+esac

@@ -1,0 +1,96 @@
+#pragma once
+// The CUDA kernels behind the device-neutral ops in ops/*.h (issue 24), as ops/cpu/kernels.h is for
+// the CPU: the ops validate their arguments, then call these with raw device pointers and sizes
+// (ops/dispatch.h picks the device). Float32 only. Plain C++: no CUDA header is included, so the ops
+// compile the same with and without the CUDA toolkit; the build's backend is found at link time
+// (ops/cuda/*.cu, or ops/cuda/none.cc without CUDA) and only where the machine has a CUDA device.
+//
+// Every kernel runs on the device's default stream in call order; results that come back to the host
+// (sums, the loss) are read after the work before them is done. Every reduction runs in a fixed order,
+// so the same inputs give the same bits on every run (no floating-point atomics).
+#include <cstdint>
+
+#include "core/rng.h"
+#include "ops/activation.h"
+
+namespace tfm::cuda {
+
+struct AttentionDims {
+  int64_t batch, queries, keys, heads, d_k, d_v;  // B, T, S, H, d_k, d_v
+  int64_t kv_group = 1;  // query batch entries per key/value entry
+  int64_t kv_rows = 0;   // with key_rows: R, the rows of each position's slab (k, v: [S, R, H·d])
+};
+
+class Kernels {
+ public:
+  virtual ~Kernels() = default;
+
+  // Elementwise (ops/elementwise.h). n elements; rows × cols for the bias ops.
+  virtual void add(int64_t n, const float* a, const float* b, float* y) = 0;
+  virtual void add_to(int64_t n, const float* x, float* y) = 0;
+  virtual void scale(int64_t n, const float* x, float alpha, float* y) = 0;
+  virtual void bias_add(int64_t rows, int64_t cols, const float* x, const float* bias, float* y) = 0;
+  virtual void bias_add_backward(int64_t rows, int64_t cols, const float* dy, float* dbias) = 0;
+  virtual void relu(int64_t n, const float* x, float* y) = 0;
+  virtual void relu_backward(int64_t n, const float* y, const float* dy, float* dx) = 0;
+  virtual void activate(int64_t n, ops::Activation act, const float* x, float* y) = 0;
+  virtual void activation_backward(int64_t n, ops::Activation act, const float* pre, const float* dy, float* dx) = 0;
+  // The CPU's mask: element i kept when uniform(i) ≥ float(p), scaled by float(1 / (1 − p)).
+  virtual void dropout(int64_t n, const float* x, double p, const RngStream& rng, float* y) = 0;
+  virtual double sum_squares(int64_t n, const float* x) = 0;
+
+  // Products (ops/matmul.h), row-major, strides in elements between batch entries; bf16: the inputs
+  // rounded to bfloat16, float32 sums.
+  virtual void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float* a, int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c,
+                    int64_t stride_c, bool bf16) = 0;
+  virtual void round_to_bf16(int64_t n, const float* x, float* y) = 0;
+
+  // Attention (ops/attention.h); key_lengths and key_rows are device pointers or null.
+  virtual void attention(const AttentionDims& d, const float* q, const float* k, const float* v, bool causal,
+                         const int32_t* key_lengths, const int32_t* key_rows, double dropout, const RngStream& rng,
+                         float* probs, float* out) = 0;
+  virtual void attention_backward(const AttentionDims& d, const float* q, const float* k, const float* v, bool causal,
+                                  const int32_t* key_lengths, double dropout, const RngStream& rng,
+                                  const float* probs, const float* dout, float* dq, float* dk, float* dv) = 0;
+
+  // Layer norm (ops/layer_norm.h).
+  virtual void layer_norm(int64_t rows, int64_t d, const float* x, const float* gamma, const float* beta, double eps,
+                          float* y, float* mean, float* rstd) = 0;
+  virtual void layer_norm_backward(int64_t rows, int64_t d, const float* dy, const float* x, const float* gamma,
+                                   const float* mean, const float* rstd, float* dx, float* dgamma, float* dbeta) = 0;
+
+  // Softmax over rows (ops/softmax.h).
+  virtual void softmax(int64_t rows, int64_t cols, const float* x, float* y) = 0;
+  virtual void softmax_backward(int64_t rows, int64_t cols, const float* y, const float* dy, float* dx) = 0;
+
+  // Label-smoothed cross-entropy (ops/loss.h); targets on the device. Returns the loss summed over
+  // counted rows (in row order, in double).
+  virtual double cross_entropy(int64_t rows, int64_t vocab, const float* logits, const int32_t* targets,
+                               double smoothing, int32_t ignore_index, float* lse) = 0;
+  virtual void cross_entropy_backward(int64_t rows, int64_t vocab, const float* logits, const int32_t* targets,
+                                      const float* lse, double smoothing, int32_t ignore_index, double dloss,
+                                      float* dlogits, bool accumulate) = 0;
+
+  // Embedding (ops/embedding.h): ids on the device; the backward also takes them on the host
+  // (host_ids), to group each id's positions so that each row of dtable is summed in position order.
+  virtual void embedding(int64_t n, int64_t d, const int32_t* ids, const float* table, double scale, float* out) = 0;
+  virtual void embedding_backward(int64_t n, int64_t d, const int32_t* host_ids, const float* dout, double scale,
+                                  float* dtable) = 0;
+
+  // Adam over flat buffers (ops/adam.h), in the CPU kernel's arithmetic.
+  virtual void adam_step(int64_t n, float* params, const float* grads, float* m, float* v, double lr, double beta1,
+                         double beta2, double eps, int64_t step) = 0;
+
+  // Byte moves (ops/copy.h): rows picked by device int32 indices; a column band of each row; bytes.
+  virtual void copy_rows(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, const char* src,
+                         char* dst) = 0;
+  virtual void copy_columns(int64_t rows, int64_t row_bytes, int64_t offset_bytes, int64_t width_bytes,
+                            const char* src, char* dst) = 0;
+  virtual void copy_bytes(int64_t n, const char* src, char* dst) = 0;
+};
+
+// The build's CUDA kernels, or nullptr (no CUDA in this build, or no CUDA device on this machine).
+Kernels* kernels();
+
+}  // namespace tfm::cuda

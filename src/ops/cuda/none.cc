@@ -1,0 +1,14 @@
+// A build without the CUDA backend (no nvcc, or TFM_CUDA=OFF): no device memory and no kernels, so
+// CUDA tensors and ops are refused with an error that says so.
+#include "core/device.h"
+#include "ops/cuda/kernels.h"
+
+namespace tfm {
+
+DeviceMemory* builtin_device_memory(Device) { return nullptr; }
+
+namespace cuda {
+Kernels* kernels() { return nullptr; }
+}  // namespace cuda
+
+}  // namespace tfm

@@ -1,0 +1,258 @@
+// Products through cuBLAS and the attention built on them (ops/cuda/kernels.h).
+//
+// cuBLAS is column-major: a row-major matrix is its transpose there. So the row-major product
+// C = op(A)·op(B) is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ, B first, with every leading dimension as stored.
+// Float32 products use cuBLAS's default math (no TF32): sums in float32 of float32 products. Bf16
+// products round A and B to bfloat16 (round to nearest even) and sum in float32.
+//
+// Attention: Q·Kᵀ, the mask and softmax, dropout and P̃·V as separate passes, the products batched
+// over the batch entries of one head (H calls per product), or over one entry's heads when the
+// beams of a sentence share its keys (kv_group > 1). A decoding cache's shared slabs (key_rows) go
+// through one kernel per (entry, head): one query, a gather of its keys.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <mutex>
+
+#include "ops/cuda/common.cuh"
+
+namespace tfm::cuda {
+namespace {
+
+void check_blas(cublasStatus_t rc, const char* what) {
+  if (rc == CUBLAS_STATUS_SUCCESS) return;
+  throw Error(cat("cuBLAS: ", what, " failed: ", cublasGetStatusString(rc), " (", static_cast<int>(rc), ")"));
+}
+
+// One handle for the process, made on first use (never destroyed: tensors may outlive statics).
+cublasHandle_t handle() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t created = nullptr;
+    check_blas(cublasCreate(&created), "cublasCreate");
+    check_blas(cublasSetMathMode(created, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    return created;
+  }();
+  return h;
+}
+
+__global__ void to_bf16_kernel(int64_t n, const float* x, __nv_bfloat16* y) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = __float2bfloat16_rn(x[i]);
+}
+
+__global__ void round_bf16_kernel(int64_t n, const float* x, float* y) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = __bfloat162float(__float2bfloat16_rn(x[i]));
+}
+
+// The elements a strided batch spans: batch entries `stride` apart, each `rows` rows `ld` apart.
+int64_t span(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld) {
+  const int64_t one = rows > 0 ? (rows - 1) * ld + cols : 0;
+  return stride > 0 ? (batch - 1) * stride + one : one;
+}
+
+// ---- attention ----
+
+// Keys query t of entry b sees: the first n, n = min(length_b, t + 1 + S − T) (causal), ≥ 0.
+__device__ inline int64_t visible_keys(int64_t keys, int64_t queries, int64_t b, int64_t t, bool causal,
+                                       const int32_t* key_lengths) {
+  int64_t n = key_lengths ? key_lengths[b] : keys;
+  if (causal) n = min(n, t + 1 + keys - queries);
+  return n > 0 ? n : 0;
+}
+
+// probs[b, h, t, :] (scores on entry) ← softmax over the visible keys, zeros after them.
+__global__ void masked_softmax_kernel(int64_t heads, int64_t queries, int64_t keys, bool causal,
+                                      const int32_t* key_lengths, float* probs) {
+  __shared__ float fshared[32];
+  __shared__ double shared[32];
+  const int64_t row = blockIdx.x, t = row % queries, b = row / (queries * heads);
+  float* p = probs + row * keys;
+  const int64_t n = visible_keys(keys, queries, b, t, causal, key_lengths);
+  float mx = -INFINITY;
+  for (int64_t s = threadIdx.x; s < n; s += blockDim.x) mx = fmaxf(mx, p[s]);
+  mx = block_max(mx, fshared);
+  double sum = 0;
+  for (int64_t s = threadIdx.x; s < n; s += blockDim.x) sum += expf(p[s] - mx);
+  sum = block_sum(sum, shared);
+  const float inv = n > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
+  for (int64_t s = threadIdx.x; s < keys; s += blockDim.x) p[s] = s < n ? expf(p[s] - mx) * inv : 0.0f;
+}
+
+// dz[row, :] ← p ⊙ (dz − Σ dz ⊙ p), in place.
+__global__ void softmax_rows_backward_kernel(int64_t keys, const float* probs, float* dz) {
+  __shared__ double shared[32];
+  const int64_t row = blockIdx.x;
+  const float* p = probs + row * keys;
+  float* g = dz + row * keys;
+  double dot = 0;
+  for (int64_t s = threadIdx.x; s < keys; s += blockDim.x) dot += double(g[s]) * p[s];
+  const float d = static_cast<float>(block_sum(dot, shared));
+  for (int64_t s = threadIdx.x; s < keys; s += blockDim.x) g[s] = p[s] * (g[s] - d);
+}
+
+// One query per (entry, head) against keys gathered from a decoding cache's slabs: k, v [S, R, H·d].
+// The block's row of probs holds its scores, then its weights.
+__global__ void decode_attention_kernel(AttentionDims d, const float* q, const float* k, const float* v, bool causal,
+                                        const int32_t* key_lengths, const int32_t* key_rows, float scale, float* probs,
+                                        float* out) {
+  __shared__ float fshared[32];
+  __shared__ double shared[32];
+  const int64_t b = blockIdx.x / d.heads, h = blockIdx.x % d.heads;
+  const int64_t ldq = d.heads * d.d_k, ldv = d.heads * d.d_v, S = d.keys;
+  const float* qh = q + b * ldq + h * d.d_k;
+  const int32_t* rows = key_rows + b * S;
+  float* p = probs + blockIdx.x * S;
+  const int64_t n = visible_keys(S, 1, b, 0, causal, key_lengths);
+  // Scores: one warp per key.
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (int64_t s = warp; s < n; s += warps) {
+    const float* kh = k + (s * d.kv_rows + rows[s]) * ldq + h * d.d_k;
+    float dot = 0;
+    for (int64_t c = lane; c < d.d_k; c += 32) dot += qh[c] * kh[c];
+    for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+    if (lane == 0) p[s] = dot * scale;
+  }
+  __syncthreads();
+  float mx = -INFINITY;
+  for (int64_t s = threadIdx.x; s < n; s += blockDim.x) mx = fmaxf(mx, p[s]);
+  mx = block_max(mx, fshared);
+  double sum = 0;
+  for (int64_t s = threadIdx.x; s < n; s += blockDim.x) sum += expf(p[s] - mx);
+  sum = block_sum(sum, shared);
+  const float inv = n > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
+  for (int64_t s = threadIdx.x; s < S; s += blockDim.x) p[s] = s < n ? expf(p[s] - mx) * inv : 0.0f;
+  __syncthreads();
+  for (int64_t c = threadIdx.x; c < d.d_v; c += blockDim.x) {
+    float acc = 0;
+    for (int64_t s = 0; s < n; ++s) acc += p[s] * v[(s * d.kv_rows + rows[s]) * ldv + h * d.d_v + c];
+    out[b * ldv + h * d.d_v + c] = acc;
+  }
+}
+
+}  // namespace
+
+void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
+                  int64_t ldc, int64_t stride_c, int64_t batch, bool bf16) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
+  if (!bf16) {
+    check_blas(cublasSgemmStridedBatched(handle(), op_b, op_a, in, im, ik, &alpha, b, static_cast<int>(ldb), stride_b, a,
+                                         static_cast<int>(lda), stride_a, &beta, c, static_cast<int>(ldc), stride_c,
+                                         static_cast<int>(batch)),
+               "cublasSgemmStridedBatched");
+    return;
+  }
+  // A and B rounded into bfloat16 copies of the same layout.
+  const int64_t na = span(batch, stride_a, trans_a ? k : m, trans_a ? m : k, lda);
+  const int64_t nb = span(batch, stride_b, trans_b ? n : k, trans_b ? k : n, ldb);
+  auto memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(na + nb + 8));
+  auto* a16 = static_cast<__nv_bfloat16*>(memory.get());
+  __nv_bfloat16* b16 = a16 + (na + 7) / 8 * 8;  // 16-byte aligned
+  if (na > 0) to_bf16_kernel<<<grid_for(na), kThreads>>>(na, a, a16);
+  if (nb > 0) to_bf16_kernel<<<grid_for(nb), kThreads>>>(nb, b, b16);
+  launched("gemm (bf16 inputs)");
+  check_blas(cublasGemmStridedBatchedEx(handle(), op_b, op_a, in, im, ik, &alpha, b16, CUDA_R_16BF, static_cast<int>(ldb),
+                                        stride_b, a16, CUDA_R_16BF, static_cast<int>(lda), stride_a, &beta, c,
+                                        CUDA_R_32F, static_cast<int>(ldc), stride_c, static_cast<int>(batch),
+                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+             "cublasGemmStridedBatchedEx (bf16)");
+}
+
+void round_to_bf16(int64_t n, const float* x, float* y) {
+  if (n <= 0) return;
+  round_bf16_kernel<<<grid_for(n), kThreads>>>(n, x, y);
+  launched("round_to_bf16");
+}
+
+void attention(const AttentionDims& d, const float* q, const float* k, const float* v, bool causal,
+               const int32_t* key_lengths, const int32_t* key_rows, double dropout_rate, const RngStream& rng,
+               float* probs, float* out) {
+  const int64_t B = d.batch, T = d.queries, S = d.keys, H = d.heads;
+  if (B * H * T == 0) return;
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
+  const int64_t ldq = H * d.d_k, ldv = H * d.d_v;
+  if (key_rows != nullptr) {
+    decode_attention_kernel<<<static_cast<unsigned>(B * H), 128>>>(d, q, k, v, causal, key_lengths, key_rows, scale,
+                                                                  probs, out);
+    launched("attention (decoding cache)");
+    return;
+  }
+  if (S == 0) {
+    check(cudaMemsetAsync(out, 0, sizeof(float) * B * T * ldv), "attention: zero output");
+    return;
+  }
+  // Scores: P[b, h] = scale · Q[b, h] · K[b / g, h]ᵀ.
+  const int64_t g = d.kv_group;
+  if (g == 1) {
+    for (int64_t h = 0; h < H; ++h)
+      gemm_strided(false, true, T, S, d.d_k, scale, q + h * d.d_k, ldq, T * ldq, k + h * d.d_k, ldq, S * ldq, 0.0f,
+                   probs + h * T * S, S, H * T * S, B, false);
+  } else {
+    for (int64_t b = 0; b < B; ++b)
+      gemm_strided(false, true, T, S, d.d_k, scale, q + b * T * ldq, ldq, d.d_k, k + (b / g) * S * ldq, ldq, d.d_k,
+                   0.0f, probs + b * H * T * S, S, T * S, H, false);
+  }
+  masked_softmax_kernel<<<static_cast<unsigned>(B * H * T), 128>>>(H, T, S, causal, key_lengths, probs);
+  launched("attention (softmax)");
+  const float* weights = probs;
+  std::shared_ptr<void> dropped;
+  if (dropout_rate > 0) {
+    dropped = scratch(sizeof(float) * B * H * T * S);
+    cuda::dropout(B * H * T * S, probs, dropout_rate, rng, static_cast<float*>(dropped.get()));
+    weights = static_cast<const float*>(dropped.get());
+  }
+  // O[b, h] = P̃[b, h] · V[b / g, h].
+  if (g == 1) {
+    for (int64_t h = 0; h < H; ++h)
+      gemm_strided(false, false, T, d.d_v, S, 1.0f, weights + h * T * S, S, H * T * S, v + h * d.d_v, ldv, S * ldv,
+                   0.0f, out + h * d.d_v, ldv, T * ldv, B, false);
+  } else {
+    for (int64_t b = 0; b < B; ++b)
+      gemm_strided(false, false, T, d.d_v, S, 1.0f, weights + b * H * T * S, S, T * S, v + (b / g) * S * ldv, ldv,
+                   d.d_v, 0.0f, out + b * T * ldv, ldv, d.d_v, H, false);
+  }
+}
+
+void attention_backward(const AttentionDims& d, const float* q, const float* k, const float* v, bool causal,
+                        const int32_t* key_lengths, double dropout_rate, const RngStream& rng, const float* probs,
+                        const float* dout, float* dq, float* dk, float* dv) {
+  (void)causal;
+  (void)key_lengths;  // masked weights are exactly zero in probs: their gradients vanish by themselves
+  const int64_t B = d.batch, T = d.queries, S = d.keys, H = d.heads;
+  if (B * H * T * S == 0) return;
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
+  const int64_t ldq = H * d.d_k, ldv = H * d.d_v, tile = T * S, n = B * H * tile;
+  const float* weights = probs;
+  std::shared_ptr<void> dropped;
+  if (dropout_rate > 0) {
+    dropped = scratch(sizeof(float) * n);
+    cuda::dropout(n, probs, dropout_rate, rng, static_cast<float*>(dropped.get()));
+    weights = static_cast<const float*>(dropped.get());
+  }
+  auto dp_memory = scratch(sizeof(float) * n);
+  auto* dp = static_cast<float*>(dp_memory.get());
+  for (int64_t h = 0; h < H; ++h) {
+    // dV += P̃ᵀ · dO ;  dP̃ = dO · Vᵀ
+    gemm_strided(true, false, S, d.d_v, T, 1.0f, weights + h * tile, S, H * tile, dout + h * d.d_v, ldv, T * ldv, 1.0f,
+                 dv + h * d.d_v, ldv, S * ldv, B, false);
+    gemm_strided(false, true, T, S, d.d_v, 1.0f, dout + h * d.d_v, ldv, T * ldv, v + h * d.d_v, ldv, S * ldv, 0.0f,
+                 dp + h * tile, S, H * tile, B, false);
+  }
+  if (dropout_rate > 0) cuda::dropout(n, dp, dropout_rate, rng, dp);
+  softmax_rows_backward_kernel<<<static_cast<unsigned>(B * H * T), 128>>>(S, probs, dp);
+  launched("attention_backward (softmax)");
+  for (int64_t h = 0; h < H; ++h) {
+    // dQ += dZ · K / √d_k ;  dK += dZᵀ · Q / √d_k
+    gemm_strided(false, false, T, d.d_k, S, scale, dp + h * tile, S, H * tile, k + h * d.d_k, ldq, S * ldq, 1.0f,
+                 dq + h * d.d_k, ldq, T * ldq, B, false);
+    gemm_strided(true, false, S, d.d_k, T, scale, dp + h * tile, S, H * tile, q + h * d.d_k, ldq, T * ldq, 1.0f,
+                 dk + h * d.d_k, ldq, S * ldq, B, false);
+  }
+}
+
+}  // namespace tfm::cuda

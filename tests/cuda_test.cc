@@ -1,0 +1,435 @@
+// The CUDA backend (issue 24) against the CPU: every op on the same inputs on both devices, float32
+// within 1e-5 of the CPU's result (relative to the tensor's largest value), dropout masks
+// bit-identical, bf16 products against the CPU's definition (bf16-rounded inputs, float32 sums);
+// then the whole model's logits, loss and every gradient, and a few Adam steps.
+//
+// Compiled in every build; where the build has no CUDA backend or the machine no GPU, each test is
+// skipped with a message, or fails when TFM_REQUIRE_GPU=1 (the GPU machine's check, scripts/gpu-check.sh).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "model/transformer.h"
+#include "ops/adam.h"
+#include "ops/attention.h"
+#include "ops/copy.h"
+#include "ops/cuda/kernels.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/layer_norm.h"
+#include "ops/loss.h"
+#include "ops/matmul.h"
+#include "ops/positional.h"
+#include "ops/softmax.h"
+#include "ops/top_k.h"
+#include "testing/gradcheck.h"
+
+namespace tfm {
+namespace {
+
+#define REQUIRE_GPU()                                                                                   \
+  do {                                                                                                  \
+    if (cuda::kernels() == nullptr) {                                                                   \
+      const char* require = std::getenv("TFM_REQUIRE_GPU");                                             \
+      if (require != nullptr && std::strcmp(require, "1") == 0)                                         \
+        FAIL() << "TFM_REQUIRE_GPU=1, but this build has no CUDA backend or this machine no CUDA device"; \
+      GTEST_SKIP() << "no CUDA backend in this build, or no CUDA device here";                          \
+    }                                                                                                   \
+  } while (false)
+
+constexpr Device kGpu = Device::CUDA;
+
+Tensor random(Shape shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  return testing::random_tensor(std::move(shape), seed, lo, hi).to(DType::F32);
+}
+Tensor on_gpu(const Tensor& t) { return t.to_device(kGpu); }
+
+// max |cpu − gpu| ≤ tol · max(max |cpu|, floor), reported with the worst element. Returns that
+// error over max(max |cpu|, floor).
+double expect_close(const Tensor& cpu, const Tensor& gpu, const std::string& what, double tol = 1e-5,
+                    double floor = 1e-30) {
+  EXPECT_EQ(cpu.shape(), gpu.shape()) << what;
+  if (cpu.shape() != gpu.shape()) return INFINITY;
+  const std::vector<double> a = cpu.to_doubles(), b = gpu.to_doubles();
+  double largest = floor, worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    largest = std::max(largest, std::abs(a[i]));
+    const double e = std::abs(a[i] - b[i]);
+    if (!(e <= worst)) {  // NaN counts as worst
+      worst = e;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, tol * largest) << what << ": element " << at << " is " << (a.empty() ? 0 : a[at]) << " on the cpu, "
+                                  << (b.empty() ? 0 : b[at]) << " on cuda (largest |value| " << largest << ")";
+  return worst / largest;
+}
+
+void expect_identical(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
+  ASSERT_EQ(cpu.shape(), gpu.shape()) << what;
+  const Tensor back = gpu.to_device(Device::CPU);
+  EXPECT_EQ(std::memcmp(cpu.raw(), back.raw(), cpu.bytes()), 0) << what << ": not bit-identical";
+}
+
+TEST(Cuda, ElementwiseOps) {
+  REQUIRE_GPU();
+  const Shape shape{37, 53};
+  const Tensor a = random(shape, 1), b = random(shape, 2), bias = random({53}, 3);
+  auto both = [&](const char* what, auto op, std::initializer_list<Tensor> inputs, const Tensor& init) {
+    std::vector<Tensor> host(inputs), dev;
+    for (const Tensor& t : host) dev.push_back(on_gpu(t));
+    const Tensor y_cpu = init.clone(), y_gpu = on_gpu(init);
+    op(host, y_cpu);
+    op(dev, y_gpu);
+    expect_close(y_cpu, y_gpu, what);
+  };
+  const Tensor zero = Tensor::zeros(shape), start = random(shape, 4);
+  both("add", [](auto& in, const Tensor& y) { ops::add(in[0], in[1], y); }, {a, b}, zero);
+  both("add_to", [](auto& in, const Tensor& y) { ops::add_to(in[0], y); }, {a}, start);
+  both("scale", [](auto& in, const Tensor& y) { ops::scale(in[0], -0.37, y); }, {a}, zero);
+  both("bias_add", [](auto& in, const Tensor& y) { ops::bias_add(in[0], in[1], y); }, {a, bias}, zero);
+  both("relu", [](auto& in, const Tensor& y) { ops::relu(in[0], y); }, {a}, zero);
+  both("relu_backward", [](auto& in, const Tensor& y) { ops::relu_backward(in[0], in[1], y); }, {a, b}, start);
+  for (const ops::Activation act : {ops::Activation::kNone, ops::Activation::kRelu, ops::Activation::kSwish,
+                                    ops::Activation::kGelu, ops::Activation::kGeluSigmoid}) {
+    const Tensor x = random(shape, 5, -6, 6);
+    both(ops::activation_name(act), [act](auto& in, const Tensor& y) { ops::activate(act, in[0], y); }, {x}, zero);
+    both(ops::activation_name(act), [act](auto& in, const Tensor& y) { ops::activation_backward(act, in[0], in[1], y); },
+         {x, b}, start);
+  }
+  // Column sums over many rows (more than the kernel's row chunks).
+  const Tensor dy = random({1000, 70}, 6), dbias = random({70}, 7);
+  const Tensor dbias_gpu = on_gpu(dbias);
+  ops::bias_add_backward(dy, dbias);
+  ops::bias_add_backward(on_gpu(dy), dbias_gpu);
+  expect_close(dbias, dbias_gpu, "bias_add_backward");
+  const Tensor big = random({100003}, 8);
+  EXPECT_NEAR(ops::sum_squares(on_gpu(big)), ops::sum_squares(big), 1e-9 * ops::sum_squares(big));
+}
+
+TEST(Cuda, DropoutMasksAreBitIdentical) {
+  REQUIRE_GPU();
+  for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{64}, int64_t{1001}, int64_t{1} << 18}) {
+    const Tensor x = random({n}, 10 + n);
+    for (const double p : {0.1, 0.5}) {
+      const RngStream rng{1234, 56};
+      const Tensor y_cpu = Tensor::empty({n}), y_gpu = Tensor::empty({n}, DType::F32, kGpu);
+      ops::dropout(x, p, rng, y_cpu);
+      ops::dropout(on_gpu(x), p, rng, y_gpu);
+      expect_identical(y_cpu, y_gpu, cat("dropout of ", n, " at ", p));
+    }
+  }
+}
+
+TEST(Cuda, ProductsInFloat32AndBf16) {
+  REQUIRE_GPU();
+  struct Case {
+    Shape a, b, c;
+    bool ta, tb;
+  };
+  const Case cases[] = {
+      {{7, 13}, {13, 5}, {7, 5}, false, false},      {{13, 7}, {13, 5}, {7, 5}, true, false},
+      {{7, 13}, {5, 13}, {7, 5}, false, true},       {{13, 7}, {5, 13}, {7, 5}, true, true},
+      {{3, 4, 6, 9}, {9, 11}, {3, 4, 6, 11}, false, false},  // a weight over leading dims
+      {{4, 6, 9}, {4, 11, 9}, {4, 6, 11}, false, true},      // batched
+      {{64, 300}, {300, 200}, {64, 200}, false, false},
+  };
+  uint64_t seed = 20;
+  for (const Case& c : cases)
+    for (const ops::Precision precision : {ops::Precision::kFloat32, ops::Precision::kBf16}) {
+      const Tensor a = random(c.a, ++seed), b = random(c.b, ++seed), c0 = random(c.c, ++seed);
+      const ops::MatmulArgs args{c.ta, c.tb, 0.75f, 0.5f, precision};
+      const Tensor y_cpu = c0.clone(), y_gpu = on_gpu(c0);
+      ops::matmul(a, b, y_cpu, args);
+      ops::matmul(on_gpu(a), on_gpu(b), y_gpu, args);
+      const std::string what = cat("matmul ", c.a, c.ta ? "ᵀ" : "", " · ", c.b, c.tb ? "ᵀ" : "",
+                                   precision == ops::Precision::kBf16 ? " bf16" : " float32");
+      expect_close(y_cpu, y_gpu, what);
+      // The backward is two products of the same kind.
+      const Tensor dc = random(c.c, ++seed);
+      const Tensor da = random(c.a, ++seed), db = random(c.b, ++seed);
+      const Tensor da_gpu = on_gpu(da), db_gpu = on_gpu(db);
+      ops::matmul_backward(a, b, dc, &da, &db, args);
+      ops::matmul_backward(on_gpu(a), on_gpu(b), on_gpu(dc), &da_gpu, &db_gpu, args);
+      expect_close(da, da_gpu, what + " dA");
+      expect_close(db, db_gpu, what + " dB");
+    }
+  const Tensor x = random({1000}, 30, -1000, 1000), r_cpu = Tensor::empty({1000}), r_gpu = Tensor::empty({1000}, DType::F32, kGpu);
+  ops::round_to_bf16(x, r_cpu);
+  ops::round_to_bf16(on_gpu(x), r_gpu);
+  expect_identical(r_cpu, r_gpu, "round_to_bf16");
+}
+
+struct AttentionCase {
+  const char* name;
+  int64_t B, T, S, H, d;
+  bool causal, lengths;
+  double dropout;
+  int64_t kv_group = 1;
+};
+
+TEST(Cuda, AttentionForwardAndBackward) {
+  REQUIRE_GPU();
+  const AttentionCase cases[] = {
+      {"plain", 3, 5, 7, 2, 4, false, false, 0.0},
+      {"padded", 3, 5, 7, 2, 4, false, true, 0.0},
+      {"causal padded", 4, 9, 9, 4, 8, true, true, 0.0},
+      {"dropout", 3, 6, 10, 2, 8, false, true, 0.2},
+      {"causal dropout", 2, 12, 12, 8, 16, true, true, 0.1},
+      {"beams share keys", 6, 1, 9, 2, 4, false, true, 0.0, 3},
+  };
+  uint64_t seed = 100;
+  for (const AttentionCase& c : cases) {
+    const int64_t kvB = c.B / c.kv_group;
+    const Tensor q = random({c.B, c.T, c.H * c.d}, ++seed), k = random({kvB, c.S, c.H * c.d}, ++seed),
+                 v = random({kvB, c.S, c.H * c.d}, ++seed);
+    ops::AttentionArgs args;
+    args.heads = static_cast<int>(c.H);
+    args.causal = c.causal;
+    args.kv_group = c.kv_group;
+    args.dropout = c.dropout;
+    args.rng = RngStream{77, 5};
+    if (c.lengths) {
+      std::vector<int32_t> lengths;
+      for (int64_t b = 0; b < c.B; ++b) lengths.push_back(static_cast<int32_t>(std::max<int64_t>(1, c.S - (b * 3) % c.S)));
+      lengths[0] = static_cast<int32_t>(c.S);
+      args.key_lengths = Tensor::from<int32_t>({c.B}, lengths);
+    }
+    ops::AttentionArgs gpu_args = args;
+    if (c.lengths) gpu_args.key_lengths = on_gpu(args.key_lengths);
+    const Tensor probs = Tensor::empty({c.B, c.H, c.T, c.S}), out = Tensor::empty({c.B, c.T, c.H * c.d});
+    const Tensor probs_gpu = Tensor::empty(probs.shape(), DType::F32, kGpu), out_gpu = Tensor::empty(out.shape(), DType::F32, kGpu);
+    const Tensor q_gpu = on_gpu(q), k_gpu = on_gpu(k), v_gpu = on_gpu(v);
+    ops::attention(q, k, v, args, probs, out);
+    ops::attention(q_gpu, k_gpu, v_gpu, gpu_args, probs_gpu, out_gpu);
+    expect_close(probs, probs_gpu, cat(c.name, ": probs"));
+    expect_close(out, out_gpu, cat(c.name, ": out"));
+    if (c.kv_group != 1) continue;  // the backward is for training
+    const Tensor dout = random(out.shape(), ++seed);
+    const Tensor dq = random(q.shape(), ++seed), dk = random(k.shape(), ++seed), dv = random(v.shape(), ++seed);
+    const Tensor dq_gpu = on_gpu(dq), dk_gpu = on_gpu(dk), dv_gpu = on_gpu(dv);
+    ops::attention_backward(q, k, v, args, probs, dout, dq, dk, dv);
+    ops::attention_backward(q_gpu, k_gpu, v_gpu, gpu_args, probs_gpu, on_gpu(dout), dq_gpu, dk_gpu, dv_gpu);
+    expect_close(dq, dq_gpu, cat(c.name, ": dq"));
+    expect_close(dk, dk_gpu, cat(c.name, ": dk"));
+    expect_close(dv, dv_gpu, cat(c.name, ": dv"));
+  }
+}
+
+// A decoding cache's slabs: each entry's keys gathered from rows of [S, R, H·d].
+TEST(Cuda, AttentionOverADecodingCache) {
+  REQUIRE_GPU();
+  const int64_t B = 5, S = 6, R = 8, H = 2, d = 4;
+  const Tensor q = random({B, 1, H * d}, 200), k = random({S, R, H * d}, 201), v = random({S, R, H * d}, 202);
+  std::vector<int32_t> rows;
+  for (int64_t i = 0; i < B * S; ++i) rows.push_back(static_cast<int32_t>((i * 5 + 3) % R));
+  ops::AttentionArgs args;
+  args.heads = H;
+  args.causal = true;
+  args.key_rows = Tensor::from<int32_t>({B, S}, rows);
+  args.key_lengths = Tensor::from<int32_t>({B}, {6, 5, 6, 2, 4});
+  ops::AttentionArgs gpu_args = args;
+  gpu_args.key_rows = on_gpu(args.key_rows);
+  gpu_args.key_lengths = on_gpu(args.key_lengths);
+  const Tensor probs = Tensor::empty({B, H, 1, S}), out = Tensor::empty({B, 1, H * d});
+  const Tensor probs_gpu = Tensor::empty(probs.shape(), DType::F32, kGpu), out_gpu = Tensor::empty(out.shape(), DType::F32, kGpu);
+  ops::attention(q, k, v, args, probs, out);
+  ops::attention(on_gpu(q), on_gpu(k), on_gpu(v), gpu_args, probs_gpu, out_gpu);
+  expect_close(probs, probs_gpu, "cached probs");
+  expect_close(out, out_gpu, "cached out");
+}
+
+TEST(Cuda, LayerNormAndSoftmax) {
+  REQUIRE_GPU();
+  const Tensor x = random({300, 96}, 300, -3, 5), gamma = random({96}, 301), beta = random({96}, 302);
+  const Tensor y = Tensor::empty(x.shape()), mean = Tensor::empty({300}), rstd = Tensor::empty({300});
+  const Tensor x_gpu = on_gpu(x), gamma_gpu = on_gpu(gamma), beta_gpu = on_gpu(beta);
+  const Tensor y_gpu = Tensor::empty(x.shape(), DType::F32, kGpu), mean_gpu = Tensor::empty({300}, DType::F32, kGpu),
+               rstd_gpu = Tensor::empty({300}, DType::F32, kGpu);
+  ops::layer_norm(x, gamma, beta, 1e-5, y, mean, rstd);
+  ops::layer_norm(x_gpu, gamma_gpu, beta_gpu, 1e-5, y_gpu, mean_gpu, rstd_gpu);
+  expect_close(y, y_gpu, "layer_norm y");
+  expect_close(mean, mean_gpu, "layer_norm mean");
+  expect_close(rstd, rstd_gpu, "layer_norm rstd");
+  const Tensor dy = random(x.shape(), 303), dx = random(x.shape(), 304), dgamma = random({96}, 305),
+               dbeta = random({96}, 306);
+  const Tensor dx_gpu = on_gpu(dx), dgamma_gpu = on_gpu(dgamma), dbeta_gpu = on_gpu(dbeta);
+  ops::layer_norm_backward(dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
+  ops::layer_norm_backward(on_gpu(dy), x_gpu, gamma_gpu, mean_gpu, rstd_gpu, dx_gpu, dgamma_gpu, dbeta_gpu);
+  expect_close(dx, dx_gpu, "layer_norm dx");
+  expect_close(dgamma, dgamma_gpu, "layer_norm dgamma");
+  expect_close(dbeta, dbeta_gpu, "layer_norm dbeta");
+
+  const Tensor s = Tensor::empty(x.shape()), s_gpu = Tensor::empty(x.shape(), DType::F32, kGpu);
+  ops::softmax(x, s);
+  ops::softmax(x_gpu, s_gpu);
+  expect_close(s, s_gpu, "softmax");
+  const Tensor ds_gpu = on_gpu(dx);
+  ops::softmax_backward(s, dy, dx);
+  ops::softmax_backward(s_gpu, on_gpu(dy), ds_gpu);
+  expect_close(dx, ds_gpu, "softmax_backward");
+}
+
+TEST(Cuda, LabelSmoothedCrossEntropy) {
+  REQUIRE_GPU();
+  const int64_t N = 40, V = 1234;
+  const Tensor logits = random({N, V}, 400, -8, 8);
+  std::vector<int32_t> y;
+  for (int64_t i = 0; i < N; ++i) y.push_back(i % 7 == 3 ? 0 : static_cast<int32_t>((i * 131) % V));
+  const Tensor targets = Tensor::from<int32_t>({N}, y);
+  const ops::LossArgs args{0.1, 0};
+  const Tensor lse = Tensor::empty({N}), lse_gpu = Tensor::empty({N}, DType::F32, kGpu);
+  const Tensor logits_gpu = on_gpu(logits), targets_gpu = on_gpu(targets);
+  const ops::LossSum cpu = ops::cross_entropy(logits, targets, args, lse);
+  const ops::LossSum gpu = ops::cross_entropy(logits_gpu, targets_gpu, args, lse_gpu);
+  EXPECT_EQ(gpu.tokens, cpu.tokens);
+  EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * std::abs(cpu.loss));
+  expect_close(lse, lse_gpu, "lse");
+  const Tensor d = random({N, V}, 401), d_gpu = on_gpu(d);
+  ops::cross_entropy_backward(logits, targets, lse, args, 0.25, d);
+  ops::cross_entropy_backward(logits_gpu, targets_gpu, lse_gpu, args, 0.25, d_gpu);
+  expect_close(d, d_gpu, "cross_entropy_backward");
+  const Tensor in_place = logits.clone(), in_place_gpu = on_gpu(logits);
+  ops::cross_entropy_backward_in_place(in_place, targets, lse, args, 0.25);
+  ops::cross_entropy_backward_in_place(in_place_gpu, targets_gpu, lse_gpu, args, 0.25);
+  expect_close(in_place, in_place_gpu, "cross_entropy_backward_in_place");
+}
+
+TEST(Cuda, EmbeddingPositionsAndAdam) {
+  REQUIRE_GPU();
+  const Tensor table = random({50, 24}, 500);
+  const Tensor ids = Tensor::from<int32_t>({3, 4}, {3, 7, 3, -1, 49, 0, 7, 7, 3, 12, -1, 0});
+  const Tensor out = Tensor::empty({3, 4, 24}), out_gpu = Tensor::empty({3, 4, 24}, DType::F32, kGpu);
+  ops::embedding(ids, table, 4.899, out);
+  ops::embedding(on_gpu(ids), on_gpu(table), 4.899, out_gpu);
+  expect_close(out, out_gpu, "embedding");
+  const Tensor dout = random(out.shape(), 501), dtable = random(table.shape(), 502), dtable_gpu = on_gpu(dtable);
+  ops::embedding_backward(ids, dout, 4.899, dtable);
+  ops::embedding_backward(on_gpu(ids), on_gpu(dout), 4.899, dtable_gpu);
+  expect_close(dtable, dtable_gpu, "embedding_backward");
+
+  ops::PositionEncoding marian{ops::PositionEncoding::Layout::kSinCos, ops::PositionEncoding::Rates::kMarian, 2};
+  for (const ops::PositionEncoding& e : {ops::PositionEncoding{}, marian}) {
+    const Tensor x = random({3, 9, 24}, 503), x_gpu = on_gpu(x);
+    ops::add_positional_encoding(x, 4, e);
+    ops::add_positional_encoding(x_gpu, 4, e);
+    expect_close(x, x_gpu, "add_positional_encoding");
+  }
+
+  const int64_t n = 10007;
+  const Tensor p = random({n}, 504), m = random({n}, 505, 0, 0.1), v = random({n}, 506, 0, 0.01);
+  const Tensor p_gpu = on_gpu(p), m_gpu = on_gpu(m), v_gpu = on_gpu(v);
+  for (int64_t step = 1; step <= 3; ++step) {
+    const Tensor g = random({n}, 510 + step);
+    const ops::AdamArgs args{7e-4, 0.9, 0.98, 1e-9, step};
+    ops::adam_step(p, g, m, v, args);
+    ops::adam_step(p_gpu, on_gpu(g), m_gpu, v_gpu, args);
+  }
+  expect_close(p, p_gpu, "adam params");
+  expect_close(m, m_gpu, "adam m");
+  expect_close(v, v_gpu, "adam v");
+}
+
+TEST(Cuda, RowMovesAndTopK) {
+  REQUIRE_GPU();
+  const Tensor src = random({6, 5, 4}, 600);
+  const Tensor idx = Tensor::from<int32_t>({4}, {5, 0, 0, 3});
+  for (const int64_t prefix : {int64_t{-1}, int64_t{3}}) {
+    const Tensor dst = random({4, 5, 4}, 601), dst_gpu = on_gpu(dst);
+    ops::index_select(src, idx, dst, prefix);
+    ops::index_select(on_gpu(src), idx, dst_gpu, prefix);  // indices from the host, as decoding's
+    expect_identical(dst, dst_gpu, cat("index_select prefix ", prefix));
+  }
+  const Tensor x = random({7, 3, 10}, 602);
+  std::vector<Tensor> parts = {Tensor::empty({7, 3, 2}), Tensor::empty({7, 3, 5}), Tensor::empty({7, 3, 3})};
+  std::vector<Tensor> parts_gpu;
+  for (const Tensor& t : parts) parts_gpu.push_back(Tensor::empty(t.shape(), DType::F32, kGpu));
+  ops::split_columns(x, parts);
+  ops::split_columns(on_gpu(x), parts_gpu);
+  for (size_t i = 0; i < parts.size(); ++i) expect_identical(parts[i], parts_gpu[i], cat("split_columns part ", i));
+  const Tensor cache = random({4, 6, 8}, 603), cache_gpu = on_gpu(cache), step = random({5, 1, 8}, 604);
+  ops::write_position(cache, step, 2);
+  ops::write_position(cache_gpu, on_gpu(step), 2);
+  expect_identical(cache, cache_gpu, "write_position");
+
+  const Tensor logits = random({3, 40}, 605, -5, 5);
+  const Tensor logp = Tensor::empty({3, 4}, DType::F64), ids = Tensor::empty({3, 4}, DType::I32),
+               lse = Tensor::empty({3}, DType::F64);
+  const Tensor logp_gpu = Tensor::empty({3, 4}, DType::F64, kGpu), ids_gpu = Tensor::empty({3, 4}, DType::I32, kGpu),
+               lse_gpu = Tensor::empty({3}, DType::F64, kGpu);
+  ops::top_k_logprobs(logits, 4, {2}, logp, ids, lse);
+  ops::top_k_logprobs(on_gpu(logits), 4, {2}, logp_gpu, ids_gpu, lse_gpu);
+  expect_identical(ids, ids_gpu, "top_k ids");
+  expect_identical(logp, logp_gpu, "top_k logp");
+}
+
+// The whole model: logits, loss and every parameter's gradient on the GPU against the CPU, with
+// dropout on (the same streams, so the same masks), for both layer-norm placements.
+TEST(Cuda, WholeModelForwardAndBackward) {
+  REQUIRE_GPU();
+  for (const bool pre_norm : {false, true}) {
+    ModelConfig c = model_preset("tiny");
+    c.vocab_size = 50;
+    c.d_model = 32;
+    c.heads = 4;
+    c.d_ff = 64;
+    c.encoder_layers = 2;
+    c.decoder_layers = 2;
+    c.pre_norm = pre_norm;
+    c.dropout = 0.1;
+    Transformer model(c);
+    model.init_parameters(11);
+    const Batch batch = make_batch({{4, 5, 6, 7, 8, 9, 10}, {9, 4}, {10, 5, 7, 30, 31}},
+                                   {{5, 6, 7}, {8, 9, 10, 4, 6, 40, 41}, {7}}, c);
+    struct Result {
+      Tensor logits, grads;
+      double loss = 0;
+    };
+    auto run = [&](const Batch& b) {
+      Rng rng(99);
+      const Context ctx = model.context(&rng);
+      Transformer::Saved saved;
+      Result r;
+      const Tensor logits = model.forward(ctx, b, &saved);
+      r.logits = logits.clone();
+      const Tensor flat = logits.view({logits.shape().rows(), c.vocab_size});
+      const Tensor targets = b.tgt_out.view({b.tgt_out.numel()});
+      const Tensor lse = Tensor::empty({flat.size(0)}, flat.dtype(), flat.device());
+      const ops::LossArgs args{0.1, c.pad_id};
+      const ops::LossSum sum = ops::cross_entropy(flat, targets, args, lse);
+      r.loss = sum.loss;
+      ops::cross_entropy_backward_in_place(flat, targets, lse, args, 1.0 / double(sum.tokens));
+      model.params().zero_grad();
+      model.backward(ctx, b, saved, logits);
+      r.grads = model.params().grads().to_device(Device::CPU);
+      return r;
+    };
+    const Result cpu = run(batch);
+    model.params().to_device(kGpu);
+    const Result gpu = run(to_device(batch, kGpu));
+    EXPECT_EQ(gpu.logits.device(), kGpu);
+    expect_close(cpu.logits, gpu.logits, cat(pre_norm ? "pre-norm" : "post-norm", " logits"));
+    EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * std::abs(cpu.loss));
+    // Each parameter's gradient relative to its own largest element, or to 1e-3 of the model's
+    // largest where a gradient is (mathematically) zero: the keys' biases, which softmax ignores.
+    double largest = 0, worst = 0;
+    for (double g : cpu.grads.to_doubles()) largest = std::max(largest, std::abs(g));
+    for (int id = 0; id < model.params().size(); ++id) {
+      const int64_t off = model.params().offset(id), n = model.params().shape(id).numel();
+      worst = std::max(worst, expect_close(cpu.grads.view({cpu.grads.numel()}).rows(off, n),
+                                           gpu.grads.view({gpu.grads.numel()}).rows(off, n),
+                                           cat(pre_norm ? "pre-norm" : "post-norm", " gradient of ", model.params().name(id)),
+                                           1e-4, 1e-3 * largest));
+    }
+    std::printf("%s: largest gradient difference %.2e of the parameter's largest\n", pre_norm ? "pre-norm" : "post-norm",
+                worst);
+  }
+}
+
+}  // namespace
+}  // namespace tfm
