@@ -178,8 +178,44 @@ void BM_TranslateCuda(benchmark::State& state, int64_t beam) {
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(produced), benchmark::Counter::kIsRate);
 }
 
+// One product on the GPU, C [M, N] = A [M, K] · Bᵀ (B [N, K], a weight) or, with `weight_grad`,
+// C [M, N] += Aᵀ · B with A [K, M], B [K, N] (a weight's gradient over K = 25,000 rows): the shapes
+// of the base model's step, in float32 or bf16 (inputs rounded on the device each call).
+void BM_MatmulCuda(benchmark::State& state, int64_t M, int64_t N, int64_t K, bool weight_grad, ops::Precision p) {
+  const Tensor a = Tensor::zeros(weight_grad ? Shape{K, M} : Shape{M, K}, DType::F32, Device::CUDA);
+  const Tensor b = Tensor::zeros(weight_grad ? Shape{K, N} : Shape{N, K}, DType::F32, Device::CUDA);
+  const Tensor c = Tensor::zeros({M, N}, DType::F32, Device::CUDA);
+  a.fill(0.01);
+  b.fill(0.02);
+  const ops::MatmulArgs args{weight_grad, !weight_grad, 1.0f, weight_grad ? 1.0f : 0.0f, p};
+  ops::matmul(a, b, c, args);
+  cuda::kernels()->synchronize();
+  for (auto _ : state) {
+    ops::matmul(a, b, c, args);
+    cuda::kernels()->synchronize();
+  }
+  state.counters["TFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(M * N * K) * 1e-12,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
 [[maybe_unused]] const bool cuda_registered = [] {
   if (cuda::kernels() == nullptr) return false;
+  const struct {
+    const char* name;
+    int64_t M, N, K;
+    bool weight_grad;
+  } products[] = {{"fc1", 25000, 2048, 512, false}, {"fc2", 25000, 512, 2048, false},
+                  {"logits", 25000, 37000, 512, false}, {"fc1_weight_grad", 2048, 512, 25000, true}};
+  for (const auto& m : products)
+    for (const auto& [suffix, precision] :
+         {std::pair{"", ops::Precision::kFloat32}, std::pair{"_bf16", ops::Precision::kBf16}})
+      benchmark::RegisterBenchmark((std::string("BM_MatmulCuda/") + m.name + suffix).c_str(),
+                                   [m, precision](benchmark::State& state) {
+                                     BM_MatmulCuda(state, m.M, m.N, m.K, m.weight_grad, precision);
+                                   })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->Iterations(20);
   for (const char* preset : {"base", "big"})
     for (const auto& [suffix, precision] :
          {std::pair{"", ops::Precision::kFloat32}, std::pair{"_bf16", ops::Precision::kBf16}})

@@ -54,7 +54,7 @@ run() {
   local blas
   blas=$(cublas_dirs)
   export LD_LIBRARY_PATH="$root/lib${blas:+:$blas}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export TFM_REQUIRE_GPU=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
+  export TFM_REQUIRE_GPU=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-8} TFM_FIXTURE_DIR=$PWD/tests/fixtures
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
   echo "cuBLAS from: ${blas:-not found}"
   "$root/bin/transformer" info --cpu || true
@@ -66,9 +66,9 @@ run() {
     rows+=("$(printf '%-28s %-6s %4ds' "$name" "$([[ $rc == 0 ]] && echo pass || echo FAIL)" $((SECONDS - t0)))")
     [[ $rc == 0 ]] || { status=1; tail -40 "$out/$name.log"; }
   }
-  step cuda_test "$root/bin/cuda_test"
-  step core_test.cuda_memory "$root/bin/core_test" --gtest_filter='Tensor.Cuda*:Tensor.Device*'
-  if command -v compute-sanitizer >/dev/null; then
+  [[ ${GPU_CHECK_TESTS:-1} == 1 ]] && step cuda_test "$root/bin/cuda_test"
+  [[ ${GPU_CHECK_TESTS:-1} == 1 ]] && step core_test.cuda_memory "$root/bin/core_test" --gtest_filter='Tensor.Cuda*:Tensor.Device*'
+  if [[ ${GPU_CHECK_TESTS:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
     step sanitizer.memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$root/bin/cuda_test"
     step sanitizer.racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$root/bin/cuda_test" \
       --gtest_filter='Cuda.Attention*:Cuda.LayerNorm*:Cuda.LabelSmoothed*'
@@ -76,6 +76,8 @@ run() {
   if [[ ${GPU_CHECK_BENCH:-1} == 1 ]]; then
     # The training step and translation against PyTorch on this GPU (docs/performance.md).
     step bench.ours "$root/bin/tfm_bench" --benchmark_filter='Cuda' --benchmark_counters_tabular=true
+    # Where a step's time goes, per op (TFM_PROFILE: each op timed alone, so slower than above).
+    step profile.base_bf16 env TFM_PROFILE=1 "$root/bin/tfm_bench" --benchmark_filter='TrainStepCuda/base_bf16'
     for config in base big; do
       step "bench.torch_$config" python3 bench/torch_gpu_train_step.py --config $config
       [[ ${GPU_CHECK_COMPILE:-0} == 1 ]] && step "bench.torch_${config}_compiled" python3 bench/torch_gpu_train_step.py --config $config --compile
@@ -97,6 +99,7 @@ run() {
   grep -h -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out"/*.log | sort | uniq -c || true
   [[ -f $out/bench.ours.log ]] && grep -E '^BM_|Benchmark' "$out/bench.ours.log"
   cat "$out"/bench.torch_*.log 2>/dev/null | grep '^{' || true
+  [[ -f $out/profile.base_bf16.log ]] && sed -n '/TFM_PROFILE/,$p' "$out/profile.base_bf16.log"
   return $status
 }
 

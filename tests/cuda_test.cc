@@ -11,9 +11,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "model/transformer.h"
+#include "transformer/translator.h"
 #include "ops/adam.h"
 #include "ops/attention.h"
 #include "ops/copy.h"
@@ -93,6 +95,9 @@ TEST(Cuda, ElementwiseOps) {
   both("add_to", [](auto& in, const Tensor& y) { ops::add_to(in[0], y); }, {a}, start);
   both("scale", [](auto& in, const Tensor& y) { ops::scale(in[0], -0.37, y); }, {a}, zero);
   both("bias_add", [](auto& in, const Tensor& y) { ops::bias_add(in[0], in[1], y); }, {a, bias}, zero);
+  for (const ops::Activation act : {ops::Activation::kNone, ops::Activation::kRelu, ops::Activation::kGelu})
+    both("bias_activate", [act](auto& in, const Tensor& y) { ops::bias_activate(in[0], in[1], act, y); }, {a, bias},
+         zero);
   both("relu", [](auto& in, const Tensor& y) { ops::relu(in[0], y); }, {a}, zero);
   both("relu_backward", [](auto& in, const Tensor& y) { ops::relu_backward(in[0], in[1], y); }, {a, b}, start);
   for (const ops::Activation act : {ops::Activation::kNone, ops::Activation::kRelu, ops::Activation::kSwish,
@@ -182,6 +187,8 @@ TEST(Cuda, AttentionForwardAndBackward) {
       {"dropout", 3, 6, 10, 2, 8, false, true, 0.2},
       {"causal dropout", 2, 12, 12, 8, 16, true, true, 0.1},
       {"beams share keys", 6, 1, 9, 2, 4, false, true, 0.0, 3},
+      // Too large for the fused kernels' shared memory: the products path.
+      {"long, causal, dropout (products path)", 2, 300, 600, 2, 64, true, true, 0.1},
   };
   uint64_t seed = 100;
   for (const AttentionCase& c : cases) {
@@ -429,6 +436,53 @@ TEST(Cuda, WholeModelForwardAndBackward) {
     std::printf("%s: largest gradient difference %.2e of the parameter's largest\n", pre_norm ? "pre-norm" : "post-norm",
                 worst);
   }
+}
+
+// The committed tiny model translates the same on the GPU as on the CPU: greedy and beam 4, the
+// same text and the same scores, and as the committed expected outputs. (TFM_FIXTURE_DIR in the
+// environment points at the fixtures where the binary runs elsewhere than it was built.)
+TEST(Cuda, TranslatesTheCommittedModelAsTheCpu) {
+  REQUIRE_GPU();
+  const char* env = std::getenv("TFM_FIXTURE_DIR");
+  const std::string dir = std::string(env != nullptr ? env : TFM_FIXTURE_DIR) + "/tiny_model";
+  auto lines = [](const std::string& path) {
+    std::ifstream in(path);
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  };
+  const std::vector<std::string> input = lines(dir + "/input.en");
+  ASSERT_EQ(input.size(), 10u) << "no fixture at " << dir;
+  transformer::TranslatorOptions plain;
+  plain.weights = transformer::TranslatorOptions::Weights::kPlain;
+  transformer::TranslatorOptions gpu = plain;
+  gpu.device = "cuda";
+  const transformer::Translator on_cpu(dir + "/model.safetensors", plain), on_gpu(dir + "/model.safetensors", gpu);
+  for (const auto& [beam, file] : {std::pair<int64_t, const char*>{1, "expected.greedy.de"}, {4, "expected.beam4.de"}}) {
+    SCOPED_TRACE(file);
+    transformer::TranslateOptions o;
+    o.search.beam_size = beam;
+    const auto a = on_cpu.translate(input, o), b = on_gpu.translate(input, o);
+    const std::vector<std::string> expected = lines(dir + "/" + file);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i].hypotheses.empty(), b[i].hypotheses.empty()) << "line " << i + 1;
+      if (a[i].hypotheses.empty()) continue;
+      EXPECT_EQ(b[i].best().text, a[i].best().text) << "line " << i + 1;
+      EXPECT_EQ(b[i].best().text, expected[i]) << "line " << i + 1;
+      EXPECT_NEAR(b[i].best().score, a[i].best().score, 1e-4) << "line " << i + 1;
+    }
+  }
+  std::vector<std::string> sources, targets;
+  const std::vector<std::string> greedy = lines(dir + "/expected.greedy.de");
+  for (size_t i = 0; i < input.size(); ++i)
+    if (!input[i].empty()) {
+      sources.push_back(input[i]);
+      targets.push_back(greedy[i]);
+    }
+  const auto cpu_scores = on_cpu.score(sources, targets), gpu_scores = on_gpu.score(sources, targets);
+  ASSERT_EQ(cpu_scores.size(), gpu_scores.size());
+  for (size_t i = 0; i < cpu_scores.size(); ++i) EXPECT_NEAR(gpu_scores[i].total, cpu_scores[i].total, 1e-4);
 }
 
 }  // namespace

@@ -165,6 +165,10 @@ struct TranslatorOptions {
   std::string shortlist{};  // a shortlist file (`transformer shortlist`): each batch scores only the
                           //   target tokens it selects; faster, may change translations
   int threads = 0;        // threads of this translator's calls; 0: the process's default (all cores)
+  // Where the model runs: "cpu", or "cuda" ("cuda:0"), the first NVIDIA GPU, in a build with the
+  // CUDA backend. On a GPU the weights stay plain float32 (packed and int8 weights are CPU formats:
+  // kPacked is taken as kPlain there, kInt8 is refused) and batches are decoded one at a time.
+  std::string device = "cpu";
 };
 
 // A note the loader wants a user to see (a model file without a checksum, a model without a

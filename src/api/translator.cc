@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "api/loading.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "data/vocab.h"
@@ -130,8 +131,17 @@ Translator::Translator(const std::string& model_path, const TranslatorOptions& o
   }
   // Translation never reads the float32 weights again once they have their copies.
   using W = TranslatorOptions::Weights;
-  if (options.weights == W::kInt8) m.model->quantize_int8(tfm::Transformer::PlainWeights::kRelease);
-  else if (options.weights == W::kPacked) m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease);
+  const tfm::Device device = tfm::parse_device(options.device, "device");
+  if (device != tfm::Device::CPU) {
+    TFM_CHECK(options.weights != W::kInt8, "int8 weights are for the CPU; on ", options.device,
+              " the model runs in float32 (leave out --int8)");
+    tfm::require_device_memory(device, "translating");
+    m.model->params().to_device(device);
+  } else if (options.weights == W::kInt8) {
+    m.model->quantize_int8(tfm::Transformer::PlainWeights::kRelease);
+  } else if (options.weights == W::kPacked) {
+    m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease);
+  }
   if (!options.shortlist.empty()) {
     m.shortlist = tfm::Shortlist::load(options.shortlist, m.model->config().vocab_size);
     m.shortlist.check_vocabulary(m.model->config().vocab_size,
@@ -235,16 +245,20 @@ std::vector<Score> Translator::score_ids(const std::vector<std::vector<int32_t>>
     const tfm::Batch batch = tfm::make_batch({src.begin() + begin, src.begin() + end},
                                              {tgt.begin() + begin, tgt.begin() + end}, c);
     const tfm::Tensor logits = model.forward(model.context(), batch, nullptr);  // [B, T, V]
-    const tfm::Tensor flat = logits.view({logits.shape().rows(), V});        // [B·T, V]
-    const tfm::Tensor lse = tfm::Tensor::empty({flat.size(0)}, flat.dtype());  // [B·T]
-    tfm::ops::cross_entropy(flat, batch.tgt_out.view({batch.tgt_out.numel()}), {0.0, c.pad_id}, lse);
+    const tfm::Tensor lse = tfm::Tensor::empty({logits.shape().rows()}, logits.dtype(), logits.device());  // [B·T]
+    tfm::ops::cross_entropy(logits.view({logits.shape().rows(), V}), batch.tgt_out.view({batch.tgt_out.numel()}),
+                            {0.0, c.pad_id}, lse);
+    // Read on the host (a model on a GPU computed them there).
+    auto host = [](const tfm::Tensor& t) { return t.device() == tfm::Device::CPU ? t : t.to_device(tfm::Device::CPU); };
+    const tfm::Tensor flat = host(logits).view({logits.shape().rows(), V});  // [B·T, V]
+    const tfm::Tensor lse_host = host(lse);
     const int64_t T = batch.tgt_out.size(1);
     for (size_t b = 0; b < end - begin; ++b) {
       const int32_t len = batch.tgt_lengths.data<int32_t>()[b];
       double total = 0;
       for (int64_t t = 0; t < len; ++t) {
         const int64_t row = static_cast<int64_t>(b) * T + t;
-        total += flat.data<float>()[row * V + batch.tgt_out.data<int32_t>()[row]] - lse.data<float>()[row];
+        total += flat.data<float>()[row * V + batch.tgt_out.data<int32_t>()[row]] - lse_host.data<float>()[row];
       }
       Score& s = out[begin + b];
       s.total = total;

@@ -23,6 +23,7 @@ struct Options {
   std::string source, target, input;
   bool ids = false;
   int64_t batch_sentences = 64, threads = 0, max_input_tokens = 1024;
+  std::string device = "cpu";
 };
 
 int run(const Options& o) {
@@ -40,6 +41,7 @@ int run(const Options& o) {
   lo.verify = !o.paths.no_verify;
   lo.weights = transformer::TranslatorOptions::Weights::kPlain;  // scoring runs the training-time forward pass
   lo.threads = static_cast<int>(o.threads);
+  lo.device = o.device;
   const transformer::Translator translator(o.paths.model, lo);
   print_notes(translator.load_notes());
   std::vector<std::string> sources, targets;
@@ -117,6 +119,8 @@ Action add_score(CLI::App& app) {
                   cat("longer sides are truncated, with a warning (at most ", transformer::kMaxInputTokens, ")"))
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", o->device, "where to score: cpu, or cuda (cuda:0), the first NVIDIA GPU")
+      ->capture_default_str();
   return [cmd, o] { return *cmd ? run(*o) : -1; };
 }
 

@@ -26,6 +26,7 @@ struct Options {
   transformer::TranslateOptions translate;
   bool scores = false, ids = false, int8 = false, stats = false, packed = true;
   int64_t threads = 0, chunk_lines = 10000;
+  std::string device = "cpu";
   double max_memory_gib = -1;  // -1: automatic
   std::string seed = "0";      // SearchOptions::seed, parsed as an unsigned 64-bit integer
 };
@@ -129,6 +130,7 @@ int run(Options o) {
   lo.weights = o.int8 ? W::kInt8 : o.packed ? W::kPacked : W::kPlain;
   lo.shortlist = o.shortlist_path;
   lo.threads = static_cast<int>(o.threads);
+  lo.device = o.device;
   const transformer::Translator translator(o.paths.model, lo);
   print_notes(translator.load_notes());
   std::ifstream file;
@@ -333,6 +335,10 @@ Action add_translate(CLI::App& app) {
                   "refuse, before starting, a translation whose decoding is estimated to need more than this many "
                   "GiB (default: 80% of the memory available at the start; 0: no limit)");
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", o->device,
+                  "where to translate: cpu, or cuda (cuda:0), the first NVIDIA GPU, in a build with the CUDA backend "
+                  "(float32 weights there; no --int8)")
+      ->capture_default_str();
   return [cmd, o] { return *cmd ? run(*o) : -1; };
 }
 

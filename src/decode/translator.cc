@@ -105,6 +105,7 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
   const int64_t threads = omp_in_parallel() ? 1 : num_threads();
   int64_t parallel = o.parallel_batches == 0 ? (batches >= 2 * threads ? threads : 1) : o.parallel_batches;
   parallel = std::min({parallel, threads, batches});
+  if (model.params().device() != Device::CPU) parallel = 1;  // one stream of device work, in order
   check_memory(model.config(), o, order, out, batches, std::max<int64_t>(parallel, 1));
   if (parallel <= 1) {
     for (int64_t i = 0; i < batches; ++i) decode(i);

@@ -42,8 +42,7 @@ Tensor Linear::forward(const Context& ctx, const Tensor& x, Activation act) cons
     return y;
   }
   ops::matmul(x, ctx.value(weight), y, {.trans_b = true, .precision = ctx.products});
-  ops::bias_add(y, ctx.value(bias), y);
-  ops::activate(act, y, y);
+  ops::bias_activate(y, ctx.value(bias), act, y);
   return y;
 }
 

@@ -1,6 +1,57 @@
 #include "ops/dispatch.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+
 namespace tfm::ops {
+
+namespace {
+struct OpTimes {
+  std::mutex mutex;
+  std::map<std::string, std::pair<double, int64_t>> totals;  // op → seconds, calls
+  ~OpTimes() {
+    if (totals.empty()) return;
+    std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(totals.begin(), totals.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    double all = 0;
+    for (const auto& r : rows) all += r.second.first;
+    std::fprintf(stderr, "\nTFM_PROFILE: time per op (device idle before and after each call)\n");
+    std::fprintf(stderr, "%-34s %10s %7s %10s\n", "op", "total ms", "share", "calls");
+    for (const auto& [op, t] : rows)
+      std::fprintf(stderr, "%-34s %10.1f %6.1f%% %10lld\n", op.c_str(), t.first * 1e3, 100 * t.first / all,
+                   static_cast<long long>(t.second));
+  }
+};
+OpTimes& op_times() {
+  static OpTimes times;  // printed when the process exits
+  return times;
+}
+}  // namespace
+
+bool profiling() {
+  static const bool on = [] {
+    const char* v = std::getenv("TFM_PROFILE");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  return on;
+}
+
+double profile_clock() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void record_op_time(const char* op, double seconds) {
+  OpTimes& t = op_times();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto& [total, calls] = t.totals[op];
+  total += seconds;
+  ++calls;
+}
 
 cuda::Kernels& cuda_kernels(const char* op) {
   cuda::Kernels* k = cuda::kernels();

@@ -12,9 +12,27 @@
 
 namespace tfm::ops {
 
+// TFM_PROFILE=1 in the environment: every op call that goes through dispatch() is timed, the
+// device made idle before and after it (which slows the run: for finding where time goes, not for
+// speed figures), and a table of the totals per op is printed to stderr at exit. An op that calls
+// another (add_positional_encoding calls bias_add) counts it in its own time too.
+bool profiling();
+void record_op_time(const char* op, double seconds);
+double profile_clock();  // seconds, monotonic
+
 template <class F>
 void dispatch(const char* op, DType dtype, Device device, F&& kernel) {
   TFM_CHECK(device == Device::CPU, op, ": no kernel for device '", name(device), "' in this build");
+  if (profiling()) {
+    const double t0 = profile_clock();
+    switch (dtype) {
+      case DType::F32: kernel(float{}); break;
+      case DType::F64: kernel(double{}); break;
+      default: throw Error(cat(op, ": dtype ", name(dtype), " is not supported (float32 or float64)"));
+    }
+    record_op_time(op, profile_clock() - t0);
+    return;
+  }
   switch (dtype) {
     case DType::F32: kernel(float{}); return;
     case DType::F64: kernel(double{}); return;
@@ -30,7 +48,16 @@ cuda::Kernels& cuda_kernels(const char* op);  // for byte moves, any dtype
 template <class F, class G>
 void dispatch(const char* op, DType dtype, Device device, F&& cpu_kernel, G&& cuda_kernel) {
   if (device == Device::CUDA) {
-    cuda_kernel(cuda_kernels(op, dtype));
+    cuda::Kernels& k = cuda_kernels(op, dtype);
+    if (profiling()) {
+      k.synchronize();
+      const double t0 = profile_clock();
+      cuda_kernel(k);
+      k.synchronize();
+      record_op_time(op, profile_clock() - t0);
+      return;
+    }
+    cuda_kernel(k);
     return;
   }
   dispatch(op, dtype, device, cpu_kernel);

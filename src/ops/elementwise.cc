@@ -53,6 +53,19 @@ void bias_add(const Tensor& x, const Tensor& bias, const Tensor& y) {
   });
 }
 
+void bias_activate(const Tensor& x, const Tensor& bias, Activation act, const Tensor& y) {
+  check_bias("bias_activate", x, bias);
+  check_same_shape("bias_activate", "x", x, "y", y);
+  check_all("bias_activate", y.dtype(), y.device(), {{"x", &x}, {"bias", &bias}});
+  dispatch("bias_activate", y.dtype(), y.device(), [&](auto t) {
+    using T = decltype(t);
+    cpu::bias_add<T>(x.shape().rows(), x.shape().last(), x.data<T>(), bias.data<T>(), y.data<T>());
+    if (act != Activation::kNone) cpu::activate<T>(y.numel(), act, y.data<T>(), y.data<T>());
+  }, [&](cuda::Kernels& k) {
+    k.bias_activate(x.shape().rows(), x.shape().last(), x.data<float>(), bias.data<float>(), act, y.data<float>());
+  });
+}
+
 void bias_add_backward(const Tensor& dy, const Tensor& dbias) {
   check_bias("bias_add_backward", dy, dbias);
   check_all("bias_add_backward", dy.dtype(), dy.device(), {{"dbias", &dbias}});
@@ -84,6 +97,7 @@ void relu_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
 void activate(Activation act, const Tensor& x, const Tensor& y) {
   check_same_shape("activate", "x", x, "y", y);
   check_all("activate", y.dtype(), y.device(), {{"x", &x}});
+  if (act == Activation::kNone && x.raw() == y.raw()) return;  // the identity, in place
   dispatch("activate", y.dtype(), y.device(), [&](auto t) {
     using T = decltype(t);
     cpu::activate<T>(y.numel(), act, x.data<T>(), y.data<T>());

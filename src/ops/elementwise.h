@@ -17,6 +17,8 @@ void scale(const Tensor& x, double alpha, const Tensor& y);
 
 // y[n, c] = x[n, c] + bias[c]; x, y: [N, C], bias: [C]; y may alias x.
 void bias_add(const Tensor& x, const Tensor& bias, const Tensor& y);
+// y = act(x + bias) in one pass (a linear layer's bias and activation); y may alias x.
+void bias_activate(const Tensor& x, const Tensor& bias, Activation act, const Tensor& y);
 // dbias[c] += Σ_n dy[n, c]. (dx = dy: the caller passes dy on.)
 void bias_add_backward(const Tensor& dy, const Tensor& dbias);
 

@@ -53,7 +53,7 @@ Plan plan(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs& a
 void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs& args) {
   check_all("matmul", c.dtype(), c.device(), {{"A", &a}, {"B", &b}});
   const Plan p = plan(a, b, c, args);
-  dispatch("matmul", c.dtype(), c.device(), [&](auto t) {
+  dispatch(args.precision == Precision::kBf16 ? "matmul bf16" : "matmul", c.dtype(), c.device(), [&](auto t) {
     using T = decltype(t);
     if (args.precision == Precision::kBf16) {
       if constexpr (std::is_same_v<T, float>) {

@@ -267,6 +267,8 @@ __global__ void partial_sum_squares(int64_t n, const float* x, double* partial) 
 
 class CudaKernels final : public Kernels {
  public:
+  void synchronize() override { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
   void add(int64_t n, const float* a, const float* b, float* y) override {
     for_each("add", n, [=] __device__(int64_t i) { y[i] = a[i] + b[i]; });
   }
@@ -278,6 +280,11 @@ class CudaKernels final : public Kernels {
   }
   void bias_add(int64_t rows, int64_t cols, const float* x, const float* bias, float* y) override {
     for_each("bias_add", rows * cols, [=] __device__(int64_t i) { y[i] = x[i] + bias[i % cols]; });
+  }
+  void bias_activate(int64_t rows, int64_t cols, const float* x, const float* bias, Activation act,
+                     float* y) override {
+    for_each("bias_activate", rows * cols,
+             [=] __device__(int64_t i) { y[i] = activate_one(act, x[i] + bias[i % cols]); });
   }
   void bias_add_backward(int64_t rows, int64_t cols, const float* dy, float* dbias) override {
     add_column_sums("bias_add_backward", rows, cols, [=] __device__(int64_t r, int64_t c) { return double(dy[r * cols + c]); },

@@ -25,11 +25,16 @@ class Kernels {
  public:
   virtual ~Kernels() = default;
 
+  // Returns once all work queued on the device is done (profiling; reading results back).
+  virtual void synchronize() = 0;
+
   // Elementwise (ops/elementwise.h). n elements; rows × cols for the bias ops.
   virtual void add(int64_t n, const float* a, const float* b, float* y) = 0;
   virtual void add_to(int64_t n, const float* x, float* y) = 0;
   virtual void scale(int64_t n, const float* x, float alpha, float* y) = 0;
   virtual void bias_add(int64_t rows, int64_t cols, const float* x, const float* bias, float* y) = 0;
+  virtual void bias_activate(int64_t rows, int64_t cols, const float* x, const float* bias, ops::Activation act,
+                             float* y) = 0;
   virtual void bias_add_backward(int64_t rows, int64_t cols, const float* dy, float* dbias) = 0;
   virtual void relu(int64_t n, const float* x, float* y) = 0;
   virtual void relu_backward(int64_t n, const float* y, const float* dy, float* dx) = 0;

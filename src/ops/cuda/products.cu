@@ -132,6 +132,182 @@ __global__ void decode_attention_kernel(AttentionDims d, const float* q, const f
   }
 }
 
+// ---- fused attention: one block per (entry, head), its keys and values in shared memory ----
+//
+// For the sizes of sentence-level translation (S, T up to a few hundred): the whole head's K and V
+// (and in the backward Q, dO and dZ) fit in shared memory, and one kernel does what the products,
+// softmax and dropout passes do above. Rows are padded by one float (kPad) so that lanes reading
+// rows s = lane, lane + 32, ... at the same column hit different banks. Every sum runs in a fixed
+// order within one thread or warp: the results do not change from run to run.
+constexpr int kPad = 1, kFusedWarps = 4;
+
+// Element g of the flat probs array kept by dropout (the CPU's rule), as a 0/1 factor times 1/(1−p).
+__device__ inline float keep_factor(const RngStream& rng, uint64_t g, float threshold, float keep_scale) {
+  return rng.uniform4(g / 4)[g % 4] >= threshold ? keep_scale : 0.0f;
+}
+
+__device__ inline float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ inline float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// rows × cols floats from `src` (rows `ld` apart) into shared `dst` (rows cols + kPad apart).
+__device__ inline void load_rows(float* dst, const float* src, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t i = threadIdx.x; i < rows * cols; i += blockDim.x) {
+    const int64_t r = i / cols, c = i % cols;
+    dst[r * (cols + kPad) + c] = src[r * ld + c];
+  }
+}
+
+__global__ void fused_attention_kernel(AttentionDims d, const float* q, const float* k, const float* v, bool causal,
+                                       const int32_t* key_lengths, float scale, float threshold, float keep_scale,
+                                       bool drop, RngStream rng, float* probs, float* out) {
+  extern __shared__ float smem[];
+  const int64_t T = d.queries, S = d.keys, dk = d.d_k, dv = d.d_v, H = d.heads;
+  const int64_t b = blockIdx.x / H, h = blockIdx.x % H, kb = b / d.kv_group;
+  const int64_t ldq = H * dk, ldv = H * dv;
+  float* ks = smem;                               // [S, dk + kPad]
+  float* vs = ks + S * (dk + kPad);               // [S, dv + kPad]
+  float* qrow = vs + S * (dv + kPad);             // [warps, dk]
+  float* prow = qrow + kFusedWarps * dk;          // [warps, S]
+  load_rows(ks, k + kb * S * ldq + h * dk, S, dk, ldq);
+  load_rows(vs, v + kb * S * ldv + h * dv, S, dv, ldv);
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float* qw = qrow + warp * dk;
+  float* pw = prow + warp * S;
+  for (int64_t t = warp; t < T; t += kFusedWarps) {
+    const float* qt = q + (b * T + t) * ldq + h * dk;
+    for (int64_t c = lane; c < dk; c += 32) qw[c] = qt[c];
+    __syncwarp();
+    const int64_t n = visible_keys(S, T, b, t, causal, key_lengths);
+    float mx = -INFINITY;
+    for (int64_t s = lane; s < n; s += 32) {
+      const float* kr = ks + s * (dk + kPad);
+      float dot = 0;
+      for (int64_t c = 0; c < dk; ++c) dot += qw[c] * kr[c];
+      pw[s] = dot * scale;
+      mx = fmaxf(mx, pw[s]);
+    }
+    mx = warp_max(mx);
+    float sum = 0;
+    for (int64_t s = lane; s < n; s += 32) {
+      pw[s] = expf(pw[s] - mx);
+      sum += pw[s];
+    }
+    sum = warp_sum(sum);
+    const float inv = n > 0 ? 1.0f / sum : 0.0f;
+    float* p = probs + ((b * H + h) * T + t) * S;
+    const uint64_t base = static_cast<uint64_t>(((b * H + h) * T + t) * S);
+    for (int64_t s = lane; s < S; s += 32) {
+      const float w = s < n ? pw[s] * inv : 0.0f;
+      p[s] = w;
+      pw[s] = drop ? __fmul_rn(w, keep_factor(rng, base + static_cast<uint64_t>(s), threshold, keep_scale)) : w;
+    }
+    __syncwarp();
+    float* o = out + (b * T + t) * ldv + h * dv;
+    for (int64_t c = lane; c < dv; c += 32) {
+      float acc = 0;
+      for (int64_t s = 0; s < n; ++s) acc += pw[s] * vs[s * (dv + kPad) + c];
+      o[c] = acc;
+    }
+    __syncwarp();
+  }
+}
+
+__global__ void fused_attention_backward_kernel(AttentionDims d, const float* q, const float* k, const float* v,
+                                                float scale, float threshold, float keep_scale, bool drop,
+                                                RngStream rng, const float* probs, const float* dout, float* dq,
+                                                float* dk, float* dv) {
+  extern __shared__ float smem[];
+  const int64_t T = d.queries, S = d.keys, Dk = d.d_k, Dv = d.d_v, H = d.heads;
+  const int64_t b = blockIdx.x / H, h = blockIdx.x % H;
+  const int64_t ldq = H * Dk, ldv = H * Dv;
+  float* qs = smem;                      // [T, Dk + kPad]
+  float* ks = qs + T * (Dk + kPad);      // [S, Dk + kPad]
+  float* vs = ks + S * (Dk + kPad);      // [S, Dv + kPad]
+  float* dos = vs + S * (Dv + kPad);     // [T, Dv + kPad]
+  float* dz = dos + T * (Dv + kPad);     // [T, S + kPad]
+  float* pd = dz + T * (S + kPad);       // [T, S + kPad]: P̃, the weights after dropout
+  load_rows(qs, q + b * T * ldq + h * Dk, T, Dk, ldq);
+  load_rows(ks, k + b * S * ldq + h * Dk, S, Dk, ldq);
+  load_rows(vs, v + b * S * ldv + h * Dv, S, Dv, ldv);
+  load_rows(dos, dout + b * T * ldv + h * Dv, T, Dv, ldv);
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float* P = probs + (b * H + h) * T * S;
+  const uint64_t base = static_cast<uint64_t>((b * H + h) * T * S);
+  // Query rows: dP = dropout(dO·Vᵀ), dZ = P ⊙ (dP − Σ dP ⊙ P), dQ += scale · dZ · K.
+  for (int64_t t = warp; t < T; t += kFusedWarps) {
+    const float* dot_row = dos + t * (Dv + kPad);
+    float* z = dz + t * (S + kPad);
+    float dot = 0;
+    for (int64_t s = lane; s < S; s += 32) {
+      const float* vr = vs + s * (Dv + kPad);
+      float g = 0;
+      for (int64_t c = 0; c < Dv; ++c) g += dot_row[c] * vr[c];
+      const float p = P[t * S + s];
+      if (drop) {
+        const float keep = keep_factor(rng, base + static_cast<uint64_t>(t * S + s), threshold, keep_scale);
+        g = __fmul_rn(g, keep);
+        pd[t * (S + kPad) + s] = __fmul_rn(p, keep);
+      } else {
+        pd[t * (S + kPad) + s] = p;
+      }
+      z[s] = g;
+      dot += g * p;
+    }
+    dot = warp_sum(dot);
+    for (int64_t s = lane; s < S; s += 32) z[s] = P[t * S + s] * (z[s] - dot);
+    __syncwarp();
+    float* dqt = dq + (b * T + t) * ldq + h * Dk;
+    for (int64_t c = lane; c < Dk; c += 32) {
+      float acc = 0;
+      for (int64_t s = 0; s < S; ++s) acc += z[s] * ks[s * (Dk + kPad) + c];
+      dqt[c] += scale * acc;
+    }
+  }
+  __syncthreads();
+  // Key rows: dV += P̃ᵀ · dO, dK += scale · dZᵀ · Q.
+  for (int64_t s = warp; s < S; s += kFusedWarps) {
+    float* dvs = dv + (b * S + s) * ldv + h * Dv;
+    for (int64_t c = lane; c < Dv; c += 32) {
+      float acc = 0;
+      for (int64_t t = 0; t < T; ++t) acc += pd[t * (S + kPad) + s] * dos[t * (Dv + kPad) + c];
+      dvs[c] += acc;
+    }
+    float* dks = dk + (b * S + s) * ldq + h * Dk;
+    for (int64_t c = lane; c < Dk; c += 32) {
+      float acc = 0;
+      for (int64_t t = 0; t < T; ++t) acc += dz[t * (S + kPad) + s] * qs[t * (Dk + kPad) + c];
+      dks[c] += scale * acc;
+    }
+  }
+}
+
+// Shared memory the fused kernels need, in bytes; beyond kFusedLimit the products path runs.
+constexpr size_t kFusedLimit = 160 * 1024;
+size_t fused_forward_bytes(const AttentionDims& d) {
+  return sizeof(float) * static_cast<size_t>(d.keys * (d.d_k + kPad) + d.keys * (d.d_v + kPad) +
+                                             kFusedWarps * d.d_k + kFusedWarps * d.keys);
+}
+size_t fused_backward_bytes(const AttentionDims& d) {
+  return sizeof(float) * static_cast<size_t>(d.queries * (d.d_k + kPad) + d.keys * (d.d_k + kPad) +
+                                             d.keys * (d.d_v + kPad) + d.queries * (d.d_v + kPad) +
+                                             2 * d.queries * (d.keys + kPad));
+}
+
+// Raises a kernel's dynamic shared memory limit to kFusedLimit, once.
+template <class K>
+void allow_shared(K kernel) {
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kFusedLimit)),
+        "cudaFuncSetAttribute");
+}
+
 }  // namespace
 
 void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -186,6 +362,15 @@ void attention(const AttentionDims& d, const float* q, const float* k, const flo
     check(cudaMemsetAsync(out, 0, sizeof(float) * B * T * ldv), "attention: zero output");
     return;
   }
+  const auto threshold = static_cast<float>(dropout_rate), keep_scale = static_cast<float>(1.0 / (1.0 - dropout_rate));
+  if (const size_t bytes = fused_forward_bytes(d); bytes <= kFusedLimit) {
+    static const bool allowed = (allow_shared(fused_attention_kernel), true);
+    (void)allowed;
+    fused_attention_kernel<<<static_cast<unsigned>(B * H), 32 * kFusedWarps, bytes>>>(
+        d, q, k, v, causal, key_lengths, scale, threshold, keep_scale, dropout_rate > 0, rng, probs, out);
+    launched("attention (fused)");
+    return;
+  }
   // Scores: P[b, h] = scale · Q[b, h] · K[b / g, h]ᵀ.
   const int64_t g = d.kv_group;
   if (g == 1) {
@@ -227,6 +412,15 @@ void attention_backward(const AttentionDims& d, const float* q, const float* k, 
   if (B * H * T * S == 0) return;
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
   const int64_t ldq = H * d.d_k, ldv = H * d.d_v, tile = T * S, n = B * H * tile;
+  if (const size_t bytes = fused_backward_bytes(d); bytes <= kFusedLimit) {
+    static const bool allowed = (allow_shared(fused_attention_backward_kernel), true);
+    (void)allowed;
+    fused_attention_backward_kernel<<<static_cast<unsigned>(B * H), 32 * kFusedWarps, bytes>>>(
+        d, q, k, v, scale, static_cast<float>(dropout_rate), static_cast<float>(1.0 / (1.0 - dropout_rate)),
+        dropout_rate > 0, rng, probs, dout, dq, dk, dv);
+    launched("attention_backward (fused)");
+    return;
+  }
   const float* weights = probs;
   std::shared_ptr<void> dropped;
   if (dropout_rate > 0) {
