@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 pack() {
   local build=${1:-build}
   local stage=.gpu/pkg
-  rm -rf .gpu && mkdir -p "$stage/bin" "$stage/lib"
+  rm -rf "$stage" .gpu/pkg.tar.xz && mkdir -p "$stage/bin" "$stage/lib"
   local bins=("$build/transformer" "$build/tests/cuda_test" "$build/tests/core_test" "$build/bench/tfm_bench")
   for b in "${bins[@]}"; do
     [[ -x $b ]] || { echo "gpu-check: $b is missing: build first (make build)" >&2; exit 1; }

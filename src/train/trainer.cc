@@ -150,6 +150,12 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   // Settings first, before minutes of reading data and training a vocabulary: the model (with a
   // stand-in vocabulary size), the files, and what resuming needs.
   o.resolved_model(std::max<int64_t>(o.vocab_options.size, 4));
+  device = tfm::parse_device(o.device, "train: device");
+  if (device != tfm::Device::CPU) {
+    TFM_CHECK(comm.size() == 1, "train: --device ", o.device, " under ", comm.size(),
+              " processes: training on several GPUs (NCCL) is not supported yet; use one process, or --device cpu");
+    tfm::require_device_memory(device, "train --device cuda");
+  }
   // Every rank reads the training files; the validation files and --vocab are rank 0's alone.
   for (const std::string& f : {o.train_source, o.train_target})
     TFM_CHECK(fs::is_regular_file(f), "'", f, "' is not a readable file");
@@ -283,11 +289,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   }
   model = std::make_unique<tfm::Transformer>(config);
   model->init_parameters(o.seed);
-  device = tfm::parse_device(o.device, "train: device");
-  if (device != tfm::Device::CPU) {
-    TFM_CHECK(comm.size() == 1, "train: --device ", o.device, " under ", comm.size(),
-              " processes: training on several GPUs (NCCL) is not supported yet; use one process, or --device cpu");
-    tfm::require_device_memory(device, "train --device cuda");
+  if (device != tfm::Device::CPU) {  // checked at the start
     model->params().to_device(device);
     message(cat("device: ", tfm::require_device_memory(device, "train").describe()));
   }

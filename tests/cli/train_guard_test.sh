@@ -91,13 +91,28 @@ grep -q "resumed from $previous at step" "$work/m3.err" || fail "not resumed fro
 
 # 6. Checked before any file is written: Adam's settings, max_chars, mismatched validation files.
 for bad in "--adam-beta1 1.5:adam_beta1 must be in \[0, 1), got 1.5" "--adam-eps 0:adam_eps must be positive, got 0" \
-           "--max-chars -1:max_chars must be >= 0 (0: no limit), got -1"; do
+           "--max-chars -1:max_chars must be >= 0 (0: no limit), got -1" \
+           "--device gpu:train: device 'gpu' is not a device: cpu, or cuda (cuda:0)" \
+           "--device=cuda@1:only the first CUDA device, cuda:0, is used so far"; do
   flag=${bad%%:*} message=${bad#*:}
+  flag=${flag/@/:}  # a colon inside the flag
   rc=0
   "$bin" train "${args[@]}" $flag --max-steps 5 --run-dir "$work/x" > /dev/null 2> "$work/x.err" || rc=$?
   [ "$rc" -eq 1 ] && grep -q "$message" "$work/x.err" || fail "$flag: status $rc, $(cat "$work/x.err")"
   [ ! -e "$work/x" ] || fail "$flag: the run folder was created"
 done
+# Without a GPU (or a build without CUDA), --device cuda says so, naming the device.
+if ! "$bin" info --cpu | grep -q '^cuda .*compute capability'; then
+  rc=0
+  "$bin" train "${args[@]}" --device cuda --max-steps 5 --run-dir "$work/g" > /dev/null 2> "$work/g.err" || rc=$?
+  [ "$rc" -eq 1 ] && grep -q "on device 'cuda': this build has no backend for it, or it found no cuda device" \
+    "$work/g.err" || fail "--device cuda without a GPU: status $rc, $(cat "$work/g.err")"
+  [ ! -e "$work/g" ] || fail "--device cuda without a GPU: the run folder was created"
+  rc=0
+  "$bin" translate -m "$work/c/model.safetensors" --device cuda < "$work/data/valid.en" > /dev/null 2> "$work/t.err" ||
+    rc=$?
+  [ "$rc" -eq 1 ] && grep -q "cuda" "$work/t.err" || fail "translate --device cuda without a GPU: status $rc, $(cat "$work/t.err")"
+fi
 head -n 5 "$work/data/valid.de" > "$work/short.de"
 rc=0
 "$bin" train "${args[@]}" --valid-source "$work/data/valid.en" --valid-target "$work/short.de" --max-steps 5 \

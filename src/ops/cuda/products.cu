@@ -139,7 +139,7 @@ __global__ void decode_attention_kernel(AttentionDims d, const float* q, const f
 // softmax and dropout passes do above. Rows are padded by one float (kPad) so that lanes reading
 // rows s = lane, lane + 32, ... at the same column hit different banks. Every sum runs in a fixed
 // order within one thread or warp: the results do not change from run to run.
-constexpr int kPad = 1, kFusedWarps = 4;
+constexpr int kPad = 1, kFusedWarps = 8;
 
 // Element g of the flat probs array kept by dropout (the CPU's rule), as a 0/1 factor times 1/(1−p).
 __device__ inline float keep_factor(const RngStream& rng, uint64_t g, float threshold, float keep_scale) {
@@ -155,19 +155,20 @@ __device__ inline float warp_max(float v) {
   return v;
 }
 
-// rows × cols floats from `src` (rows `ld` apart) into shared `dst` (rows cols + kPad apart).
-__device__ inline void load_rows(float* dst, const float* src, int64_t rows, int64_t cols, int64_t ld) {
-  for (int64_t i = threadIdx.x; i < rows * cols; i += blockDim.x) {
-    const int64_t r = i / cols, c = i % cols;
-    dst[r * (cols + kPad) + c] = src[r * ld + c];
-  }
+// rows × cols floats from `src` (rows `ld` apart) into shared `dst` (rows cols + kPad apart): one
+// warp per row, lanes along it.
+__device__ inline void load_rows(float* dst, const float* src, int rows, int cols, int64_t ld) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (int r = warp; r < rows; r += warps)
+    for (int c = lane; c < cols; c += 32) dst[r * (cols + kPad) + c] = src[r * ld + c];
 }
 
 __global__ void fused_attention_kernel(AttentionDims d, const float* q, const float* k, const float* v, bool causal,
                                        const int32_t* key_lengths, float scale, float threshold, float keep_scale,
                                        bool drop, RngStream rng, float* probs, float* out) {
   extern __shared__ float smem[];
-  const int64_t T = d.queries, S = d.keys, dk = d.d_k, dv = d.d_v, H = d.heads;
+  const int T = static_cast<int>(d.queries), S = static_cast<int>(d.keys), dk = static_cast<int>(d.d_k),
+            dv = static_cast<int>(d.d_v), H = static_cast<int>(d.heads);
   const int64_t b = blockIdx.x / H, h = blockIdx.x % H, kb = b / d.kv_group;
   const int64_t ldq = H * dk, ldv = H * dv;
   float* ks = smem;                               // [S, dk + kPad]
@@ -180,22 +181,22 @@ __global__ void fused_attention_kernel(AttentionDims d, const float* q, const fl
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* qw = qrow + warp * dk;
   float* pw = prow + warp * S;
-  for (int64_t t = warp; t < T; t += kFusedWarps) {
+  for (int t = warp; t < T; t += kFusedWarps) {
     const float* qt = q + (b * T + t) * ldq + h * dk;
-    for (int64_t c = lane; c < dk; c += 32) qw[c] = qt[c];
+    for (int c = lane; c < dk; c += 32) qw[c] = qt[c];
     __syncwarp();
-    const int64_t n = visible_keys(S, T, b, t, causal, key_lengths);
+    const int n = static_cast<int>(visible_keys(S, T, b, t, causal, key_lengths));
     float mx = -INFINITY;
-    for (int64_t s = lane; s < n; s += 32) {
+    for (int s = lane; s < n; s += 32) {
       const float* kr = ks + s * (dk + kPad);
       float dot = 0;
-      for (int64_t c = 0; c < dk; ++c) dot += qw[c] * kr[c];
+      for (int c = 0; c < dk; ++c) dot += qw[c] * kr[c];
       pw[s] = dot * scale;
       mx = fmaxf(mx, pw[s]);
     }
     mx = warp_max(mx);
     float sum = 0;
-    for (int64_t s = lane; s < n; s += 32) {
+    for (int s = lane; s < n; s += 32) {
       pw[s] = expf(pw[s] - mx);
       sum += pw[s];
     }
@@ -203,16 +204,16 @@ __global__ void fused_attention_kernel(AttentionDims d, const float* q, const fl
     const float inv = n > 0 ? 1.0f / sum : 0.0f;
     float* p = probs + ((b * H + h) * T + t) * S;
     const uint64_t base = static_cast<uint64_t>(((b * H + h) * T + t) * S);
-    for (int64_t s = lane; s < S; s += 32) {
+    for (int s = lane; s < S; s += 32) {
       const float w = s < n ? pw[s] * inv : 0.0f;
       p[s] = w;
       pw[s] = drop ? __fmul_rn(w, keep_factor(rng, base + static_cast<uint64_t>(s), threshold, keep_scale)) : w;
     }
     __syncwarp();
     float* o = out + (b * T + t) * ldv + h * dv;
-    for (int64_t c = lane; c < dv; c += 32) {
+    for (int c = lane; c < dv; c += 32) {
       float acc = 0;
-      for (int64_t s = 0; s < n; ++s) acc += pw[s] * vs[s * (dv + kPad) + c];
+      for (int s = 0; s < n; ++s) acc += pw[s] * vs[s * (dv + kPad) + c];
       o[c] = acc;
     }
     __syncwarp();
@@ -224,7 +225,8 @@ __global__ void fused_attention_backward_kernel(AttentionDims d, const float* q,
                                                 RngStream rng, const float* probs, const float* dout, float* dq,
                                                 float* dk, float* dv) {
   extern __shared__ float smem[];
-  const int64_t T = d.queries, S = d.keys, Dk = d.d_k, Dv = d.d_v, H = d.heads;
+  const int T = static_cast<int>(d.queries), S = static_cast<int>(d.keys), Dk = static_cast<int>(d.d_k),
+            Dv = static_cast<int>(d.d_v), H = static_cast<int>(d.heads);
   const int64_t b = blockIdx.x / H, h = blockIdx.x % H;
   const int64_t ldq = H * Dk, ldv = H * Dv;
   float* qs = smem;                      // [T, Dk + kPad]
@@ -242,14 +244,14 @@ __global__ void fused_attention_backward_kernel(AttentionDims d, const float* q,
   const float* P = probs + (b * H + h) * T * S;
   const uint64_t base = static_cast<uint64_t>((b * H + h) * T * S);
   // Query rows: dP = dropout(dO·Vᵀ), dZ = P ⊙ (dP − Σ dP ⊙ P), dQ += scale · dZ · K.
-  for (int64_t t = warp; t < T; t += kFusedWarps) {
+  for (int t = warp; t < T; t += kFusedWarps) {
     const float* dot_row = dos + t * (Dv + kPad);
     float* z = dz + t * (S + kPad);
     float dot = 0;
-    for (int64_t s = lane; s < S; s += 32) {
+    for (int s = lane; s < S; s += 32) {
       const float* vr = vs + s * (Dv + kPad);
       float g = 0;
-      for (int64_t c = 0; c < Dv; ++c) g += dot_row[c] * vr[c];
+      for (int c = 0; c < Dv; ++c) g += dot_row[c] * vr[c];
       const float p = P[t * S + s];
       if (drop) {
         const float keep = keep_factor(rng, base + static_cast<uint64_t>(t * S + s), threshold, keep_scale);
@@ -262,28 +264,28 @@ __global__ void fused_attention_backward_kernel(AttentionDims d, const float* q,
       dot += g * p;
     }
     dot = warp_sum(dot);
-    for (int64_t s = lane; s < S; s += 32) z[s] = P[t * S + s] * (z[s] - dot);
+    for (int s = lane; s < S; s += 32) z[s] = P[t * S + s] * (z[s] - dot);
     __syncwarp();
     float* dqt = dq + (b * T + t) * ldq + h * Dk;
-    for (int64_t c = lane; c < Dk; c += 32) {
+    for (int c = lane; c < Dk; c += 32) {
       float acc = 0;
-      for (int64_t s = 0; s < S; ++s) acc += z[s] * ks[s * (Dk + kPad) + c];
+      for (int s = 0; s < S; ++s) acc += z[s] * ks[s * (Dk + kPad) + c];
       dqt[c] += scale * acc;
     }
   }
   __syncthreads();
   // Key rows: dV += P̃ᵀ · dO, dK += scale · dZᵀ · Q.
-  for (int64_t s = warp; s < S; s += kFusedWarps) {
+  for (int s = warp; s < S; s += kFusedWarps) {
     float* dvs = dv + (b * S + s) * ldv + h * Dv;
-    for (int64_t c = lane; c < Dv; c += 32) {
+    for (int c = lane; c < Dv; c += 32) {
       float acc = 0;
-      for (int64_t t = 0; t < T; ++t) acc += pd[t * (S + kPad) + s] * dos[t * (Dv + kPad) + c];
+      for (int t = 0; t < T; ++t) acc += pd[t * (S + kPad) + s] * dos[t * (Dv + kPad) + c];
       dvs[c] += acc;
     }
     float* dks = dk + (b * S + s) * ldq + h * Dk;
-    for (int64_t c = lane; c < Dk; c += 32) {
+    for (int c = lane; c < Dk; c += 32) {
       float acc = 0;
-      for (int64_t t = 0; t < T; ++t) acc += dz[t * (S + kPad) + s] * qs[t * (Dk + kPad) + c];
+      for (int t = 0; t < T; ++t) acc += dz[t * (S + kPad) + s] * qs[t * (Dk + kPad) + c];
       dks[c] += scale * acc;
     }
   }
