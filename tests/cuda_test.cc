@@ -14,6 +14,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/device.h"
 #include "model/transformer.h"
 #include "transformer/translator.h"
 #include "ops/adam.h"
@@ -38,8 +39,8 @@ namespace {
     if (cuda::kernels() == nullptr) {                                                                   \
       const char* require = std::getenv("TFM_REQUIRE_GPU");                                             \
       if (require != nullptr && std::strcmp(require, "1") == 0)                                         \
-        FAIL() << "TFM_REQUIRE_GPU=1, but this build has no CUDA backend or this machine no CUDA device"; \
-      GTEST_SKIP() << "no CUDA backend in this build, or no CUDA device here";                          \
+        FAIL() << "TFM_REQUIRE_GPU=1, but " << builtin_device_absence(Device::CUDA);                      \
+      GTEST_SKIP() << builtin_device_absence(Device::CUDA);                                             \
     }                                                                                                   \
   } while (false)
 
@@ -187,8 +188,13 @@ TEST(Cuda, AttentionForwardAndBackward) {
       {"dropout", 3, 6, 10, 2, 8, false, true, 0.2},
       {"causal dropout", 2, 12, 12, 8, 16, true, true, 0.1},
       {"beams share keys", 6, 1, 9, 2, 4, false, true, 0.0, 3},
+      {"causal, fewer queries than keys", 3, 4, 9, 2, 8, true, true, 0.0},
+      // The fused forward and the products path's backward (d_k 64, 100 tokens: the common shape of
+      // longer training sentences).
+      {"fused forward, products backward", 2, 100, 100, 2, 64, true, true, 0.1},
       // Too large for the fused kernels' shared memory: the products path.
       {"long, causal, dropout (products path)", 2, 300, 600, 2, 64, true, true, 0.1},
+      {"beams share long keys (products path)", 4, 1, 600, 2, 64, false, true, 0.0, 2},
   };
   uint64_t seed = 100;
   for (const AttentionCase& c : cases) {

@@ -309,17 +309,21 @@ PYBIND11_MODULE(_transformer, m) {
   // ---- the translator
   py::class_<Translator> translator(m, "Translator", R"(A model and its vocabulary, loaded once.
 
-Translator(model_path, vocab=None, *, need_vocab=True, verify=True, weights="packed", shortlist=None, threads=0)
+Translator(model_path, vocab=None, *, need_vocab=True, verify=True, weights="packed", shortlist=None, threads=0,
+           device="cpu")
 
 vocab: the SentencePiece model (default: vocab.model beside the model file); need_vocab=False loads
 none (translate_ids and score_ids only). verify: check the model file's checksum. weights: "packed"
 (fastest in float32), "int8" (faster, slightly less exact) or "plain" (as trained; score needs it).
 shortlist: a file from `transformer shortlist`. threads: of this translator's calls (0: all cores).
+device: "cpu", or "cuda" (the first NVIDIA GPU, in a build with the CUDA backend; plain float32
+weights there, no "int8").
 The loader's warnings (load_notes.warnings) are also issued as UserWarning. Calls release the GIL;
 several threads may use one Translator at once.)");
   translator
       .def(py::init([](const py::object& model_path, const py::object& vocab, bool need_vocab, bool verify,
-                       const std::string& weights, const py::object& shortlist, int threads) {
+                       const std::string& weights, const py::object& shortlist, int threads,
+                       const std::string& device) {
              TranslatorOptions o;
              const std::string path = fspath(model_path);
              o.vocab = fspath_or_none(vocab).value_or("");
@@ -328,6 +332,7 @@ several threads may use one Translator at once.)");
              o.weights = parse_weights(weights);
              o.shortlist = fspath_or_none(shortlist).value_or("");
              o.threads = threads;
+             o.device = device;
              std::unique_ptr<Translator> t;
              {
                py::gil_scoped_release release;
@@ -341,7 +346,7 @@ several threads may use one Translator at once.)");
            }),
            py::arg("model_path"), py::arg("vocab") = py::none(), py::kw_only(), py::arg("need_vocab") = true,
            py::arg("verify") = true, py::arg("weights") = "packed", py::arg("shortlist") = py::none(),
-           py::arg("threads") = 0)
+           py::arg("threads") = 0, py::arg("device") = "cpu")
       .def("encode", &Translator::encode, py::arg("text"), "text → token ids (no end of sentence)")
       .def("decode", [](const Translator& t, const std::vector<int32_t>& ids) { return text_of(t.decode(ids)); },
            py::arg("ids"), "token ids → text")

@@ -147,6 +147,8 @@ def test_errors_carry_the_library_messages(translator):
         transformer.Translator(MODEL, "/nonexistent.model")
     with pytest.raises(transformer.Error, match="weights must be 'packed', 'int8' or 'plain', got 'fast'"):
         transformer.Translator(MODEL, weights="fast")
+    with pytest.raises(transformer.Error, match="device 'gpu' is not a device: cpu, or cuda"):
+        transformer.Translator(MODEL, device="gpu")
     ids_only = transformer.Translator(MODEL, need_vocab=False)
     assert not ids_only.has_vocab
     with pytest.raises(transformer.Error, match="without a vocabulary"):

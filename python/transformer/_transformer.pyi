@@ -96,6 +96,7 @@ class Translator:
         weights: Literal["packed", "int8", "plain"] = "packed",
         shortlist: Optional[_Path] = None,
         threads: int = 0,
+        device: str = "cpu",
     ) -> None: ...
     def translate(
         self,

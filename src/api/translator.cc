@@ -136,7 +136,7 @@ Translator::Translator(const std::string& model_path, const TranslatorOptions& o
     TFM_CHECK(options.weights != W::kInt8, "int8 weights are for the CPU; on ", options.device,
               " the model runs in float32 (leave out --int8)");
     tfm::require_device_memory(device, "translating");
-    m.model->params().to_device(device);
+    m.model->params().to_device(device, /*gradients=*/false);  // translation and scoring need none
   } else if (options.weights == W::kInt8) {
     m.model->quantize_int8(tfm::Transformer::PlainWeights::kRelease);
   } else if (options.weights == W::kPacked) {

@@ -43,7 +43,7 @@ Action add_info(CLI::App& app) {
                                                   : ("data-parallel training under mpirun, over MPI (" + mpi + ")").c_str());
       const tfm::DeviceMemory* cuda = tfm::device_memory(tfm::Device::CUDA);
       std::printf("cuda       %s\n", cuda != nullptr ? cuda->describe().c_str()
-                                                    : "none (this build has no CUDA backend, or found no CUDA device)");
+                                                    : ("none: " + tfm::builtin_device_absence(tfm::Device::CUDA)).c_str());
       if (path->empty()) return 0;
       std::printf("\n");
     }

@@ -26,8 +26,7 @@ DeviceMemory* device_memory(Device device) {
 
 DeviceMemory& require_device_memory(Device device, const char* what) {
   DeviceMemory* m = device_memory(device);
-  TFM_CHECK(m != nullptr, what, " on device '", name(device), "': this build has no backend for it, or it found no ",
-            name(device), " device");
+  TFM_CHECK(m != nullptr, what, " on device '", name(device), "': ", builtin_device_absence(device));
   return *m;
 }
 

@@ -34,6 +34,9 @@ void register_device_memory(Device device, DeviceMemory* memory);
 // The build's own backend of `device`, or nullptr: ops/cuda/memory.cu when the build has CUDA and
 // the machine a CUDA device, ops/cuda/none.cc otherwise.
 DeviceMemory* builtin_device_memory(Device device);
+// Why the build's own backend of `device` is missing, in words ("this build has no CUDA backend",
+// "no CUDA device: CUDA driver version is insufficient for CUDA runtime version"); "" when present.
+std::string builtin_device_absence(Device device);
 // The backend of `device` (the registered one, else the build's own), or nullptr.
 DeviceMemory* device_memory(Device device);
 // The backend of `device`; throws, naming the device and `what` needed it, when there is none.

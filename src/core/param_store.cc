@@ -37,13 +37,13 @@ void ParamStore::allocate(DType dtype, Device device) {
   grads_ = Tensor::zeros_on_demand({total}, dtype, device);  // resident only once training writes it
 }
 
-void ParamStore::to_device(Device device) {
+void ParamStore::to_device(Device device, bool gradients) {
   TFM_CHECK(allocated(), "ParamStore: to_device before allocate");
   TFM_CHECK(released_count_ == 0, "ParamStore: ", released_count_, " parameters were released (an inference copy); ",
             "they cannot move to ", tfm::name(device));
   if (values_.device() == device) return;
   values_ = values_.to_device(device);
-  grads_ = Tensor::zeros(grads_.shape(), grads_.dtype(), device);
+  grads_ = gradients ? Tensor::zeros(grads_.shape(), grads_.dtype(), device) : Tensor();
 }
 
 int ParamStore::find(const std::string& name) const {
@@ -95,7 +95,10 @@ void ParamStore::release(int id) {
     TFM_CHECK(madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) == 0, "releasing parameter '",
               e.name, "' (", last - first, " bytes): ", std::strerror(errno));
 }
-Tensor ParamStore::grad(int id) const { return slice(grads_, id); }
+Tensor ParamStore::grad(int id) const {
+  TFM_CHECK(grads_.defined(), "ParamStore: no gradient buffer (the model was moved to a device to translate only)");
+  return slice(grads_, id);
+}
 
 int64_t ParamStore::parameter_count() const {
   int64_t n = 0;

@@ -18,9 +18,10 @@ class ParamStore {
   // Lays out and zero-fills the value and gradient buffers.
   void allocate(DType dtype = DType::F32, Device device = Device::CPU);
   bool allocated() const { return values_.defined() && values_.numel() > 0; }
-  // Moves both buffers to `device` (the values copied, the gradients zero there). Views taken
-  // before (value(id), grad(id)) keep pointing at the old memory: take them again.
-  void to_device(Device device);
+  // Moves both buffers to `device` (the values copied, the gradients zero there; none with
+  // `gradients` false, for a model that only translates). Views taken before (value(id),
+  // grad(id)) keep pointing at the old memory: take them again.
+  void to_device(Device device, bool gradients = true);
   Device device() const { return values_.device(); }
 
   int size() const { return static_cast<int>(entries_.size()); }
@@ -47,7 +48,9 @@ class ParamStore {
   bool released(int id) const { return entry(id).released; }
 
   int64_t parameter_count() const;  // elements in parameters, gaps excluded
-  void zero_grad() { grads_.zero(); }
+  void zero_grad() {
+    if (grads_.defined()) grads_.zero();
+  }
 
  private:
   struct Entry {

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <string>
 
+#include "core/device.h"
+
 namespace tfm::ops {
 
 namespace {
@@ -55,8 +57,7 @@ void record_op_time(const char* op, double seconds) {
 
 cuda::Kernels& cuda_kernels(const char* op) {
   cuda::Kernels* k = cuda::kernels();
-  TFM_CHECK(k != nullptr, op, ": no kernel for device 'cuda': this build has no CUDA backend, or this machine no ",
-            "CUDA device (transformer info --cpu says which)");
+  TFM_CHECK(k != nullptr, op, ": no kernel for device 'cuda': ", builtin_device_absence(Device::CUDA));
   return *k;
 }
 

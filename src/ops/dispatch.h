@@ -78,6 +78,9 @@ void check_all(const char* op, DType dtype, Device device,
 class HostInts {
  public:
   explicit HostInts(const Tensor& t);
+  HostInts(HostInts&&) = default;  // data_ stays valid: a moved vector keeps its buffer
+  HostInts(const HostInts&) = delete;
+  HostInts& operator=(const HostInts&) = delete;
   const int32_t* data() const { return data_; }
   int32_t operator[](int64_t i) const { return data_[i]; }
 

@@ -317,7 +317,9 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   batches = tfm::plan_batches(examples, o.batch_tokens);
   message(cat("model: ", model->params().parameter_count(), " parameters; ", examples.size(), " pairs in ",
               batches.size(), " batches of up to ", o.batch_tokens, " tokens"));
-  if (o.bf16)
+  if (o.bf16 && device != tfm::Device::CPU)
+    message("bf16: weight products in bfloat16 with float32 sums, on the GPU's tensor cores");
+  else if (o.bf16)
     message(tfm::ops::bf16_native()
                 ? "bf16: weight products in bfloat16 with float32 sums"
                 : cat("bf16: weight products in bfloat16 with float32 sums, but this CPU (at its level, "

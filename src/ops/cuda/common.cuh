@@ -15,7 +15,12 @@ namespace tfm::cuda {
 
 inline void check(cudaError_t rc, const char* what) {
   if (rc == cudaSuccess) return;
-  throw Error(cat("CUDA: ", what, " failed: ", cudaGetErrorString(rc), " (", static_cast<int>(rc), ")"));
+  // Kernels run after their launch returns: a fault inside one is reported by a later call.
+  const bool earlier = rc == cudaErrorIllegalAddress || rc == cudaErrorLaunchFailure ||
+                       rc == cudaErrorMisalignedAddress || rc == cudaErrorIllegalInstruction;
+  throw Error(cat("CUDA: ", what, " failed: ", cudaGetErrorString(rc), " (", static_cast<int>(rc), ")",
+                  earlier ? "; the fault may come from an earlier kernel (run with compute-sanitizer to find it)"
+                          : ""));
 }
 // After a kernel launch: a bad configuration is reported here, naming the kernel.
 inline void launched(const char* what) { check(cudaGetLastError(), what); }

@@ -323,6 +323,12 @@ class CudaKernels final : public Kernels {
   void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
             int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c, int64_t stride_c,
             bool bf16) override {
+    if (k == 0) {  // an empty sum: C = beta · C (cuBLAS refuses the zero leading dimensions)
+      const int64_t count = batch * m * n;  // the ops' C is contiguous
+      if (beta == 0.0f) check(cudaMemsetAsync(c, 0, sizeof(float) * static_cast<size_t>(count)), "gemm");
+      else scale(count, c, beta, c);
+      return;
+    }
     gemm_strided(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, stride_a, b, trans_b ? k : n, stride_b, beta, c,
                  n, stride_c, batch, bf16);
   }

@@ -29,6 +29,7 @@ __global__ void fill_kernel(T* data, int64_t n, T value) {
 
 template <class T>
 void fill_n(void* data, int64_t n, double value) {
+  if (n <= 0) return;
   const int threads = 256;
   const auto blocks = static_cast<unsigned>(std::min<int64_t>((n + threads - 1) / threads, 65535));
   fill_kernel<T><<<blocks, threads>>>(static_cast<T*>(data), n, static_cast<T>(value));
@@ -58,7 +59,8 @@ class CudaMemory final : public DeviceMemory {
       if (cudaMalloc(&p, size) != cudaSuccess) {
         (void)cudaGetLastError();  // clear the error, free what is kept, try once more
         release_kept();
-        check(cudaMalloc(&p, size), cat("cudaMalloc of ", size, " bytes").c_str());
+        check(cudaMalloc(&p, size),
+              cat("cudaMalloc of ", size, " bytes (out of GPU memory? smaller batches: --batch-tokens)").c_str());
       }
     }
     return std::shared_ptr<void>(p, [this, size](void* q) { give(q, size); });
@@ -109,21 +111,34 @@ class CudaMemory final : public DeviceMemory {
   std::multimap<size_t, void*> kept_;
 };
 
+struct Found {
+  DeviceMemory* memory = nullptr;
+  std::string absence;  // why there is none
+};
+
+// Made on first use and never destroyed (tensors may outlive static destructors); none when the
+// machine has no CUDA device or no driver (cudaGetDeviceCount then fails, saying which).
+const Found& found() {
+  static const Found f = [] {
+    int count = 0;
+    const cudaError_t rc = cudaGetDeviceCount(&count);
+    if (rc != cudaSuccess) {
+      (void)cudaGetLastError();
+      return Found{nullptr, cat("no CUDA device found (", cudaGetErrorString(rc), ")")};
+    }
+    if (count == 0) return Found{nullptr, std::string("no CUDA device found")};
+    return Found{new CudaMemory(0), std::string()};
+  }();
+  return f;
+}
+
 }  // namespace
 
-DeviceMemory* builtin_device_memory(Device device) {
-  if (device != Device::CUDA) return nullptr;
-  // Made on first use and never destroyed (tensors may outlive static destructors); none when the
-  // machine has no CUDA device or no driver (cudaGetDeviceCount then fails).
-  static DeviceMemory* const cuda = []() -> DeviceMemory* {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-      (void)cudaGetLastError();
-      return nullptr;
-    }
-    return new CudaMemory(0);
-  }();
-  return cuda;
+DeviceMemory* builtin_device_memory(Device device) { return device == Device::CUDA ? found().memory : nullptr; }
+
+std::string builtin_device_absence(Device device) {
+  if (device != Device::CUDA) return cat("no backend for ", name(device));
+  return found().absence;
 }
 
 }  // namespace tfm

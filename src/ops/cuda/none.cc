@@ -1,11 +1,17 @@
 // A build without the CUDA backend (no nvcc, or TFM_CUDA=OFF): no device memory and no kernels, so
 // CUDA tensors and ops are refused with an error that says so.
 #include "core/device.h"
+#include "core/error.h"
 #include "ops/cuda/kernels.h"
 
 namespace tfm {
 
 DeviceMemory* builtin_device_memory(Device) { return nullptr; }
+
+std::string builtin_device_absence(Device device) {
+  return cat("this build has no backend for ", name(device),
+             " (configured without the CUDA compiler nvcc, or with TFM_CUDA=OFF)");
+}
 
 namespace cuda {
 Kernels* kernels() { return nullptr; }

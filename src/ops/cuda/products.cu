@@ -13,7 +13,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <mutex>
 
 #include "ops/cuda/common.cuh"
@@ -291,8 +293,18 @@ __global__ void fused_attention_backward_kernel(AttentionDims d, const float* q,
   }
 }
 
-// Shared memory the fused kernels need, in bytes; beyond kFusedLimit the products path runs.
+// Shared memory the fused kernels need, in bytes; beyond fused_limit() the products path runs.
 constexpr size_t kFusedLimit = 160 * 1024;
+// kFusedLimit, or less on a GPU that lets a block have less (sm_75: 64 KB, sm_86: 99 KB).
+size_t fused_limit() {
+  static const size_t limit = [] {
+    int device = 0, optin = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute");
+    return std::min(kFusedLimit, static_cast<size_t>(optin));
+  }();
+  return limit;
+}
 size_t fused_forward_bytes(const AttentionDims& d) {
   return sizeof(float) * static_cast<size_t>(d.keys * (d.d_k + kPad) + d.keys * (d.d_v + kPad) +
                                              kFusedWarps * d.d_k + kFusedWarps * d.keys);
@@ -303,10 +315,10 @@ size_t fused_backward_bytes(const AttentionDims& d) {
                                              2 * d.queries * (d.keys + kPad));
 }
 
-// Raises a kernel's dynamic shared memory limit to kFusedLimit, once.
+// Raises a kernel's dynamic shared memory limit to fused_limit() (above the default 48 KB).
 template <class K>
 void allow_shared(K kernel) {
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kFusedLimit)),
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(fused_limit())),
         "cudaFuncSetAttribute");
 }
 
@@ -316,6 +328,10 @@ void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
                   int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
                   int64_t ldc, int64_t stride_c, int64_t batch, bool bf16) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  TFM_CHECK(m <= kMaxInt && n <= kMaxInt && k <= kMaxInt && lda <= kMaxInt && ldb <= kMaxInt && ldc <= kMaxInt &&
+                batch <= kMaxInt,
+            "matmul on cuda: sizes beyond cuBLAS's 32-bit ones (m ", m, ", n ", n, ", k ", k, ", batch ", batch, ")");
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
   if (!bf16) {
@@ -365,7 +381,7 @@ void attention(const AttentionDims& d, const float* q, const float* k, const flo
     return;
   }
   const auto threshold = static_cast<float>(dropout_rate), keep_scale = static_cast<float>(1.0 / (1.0 - dropout_rate));
-  if (const size_t bytes = fused_forward_bytes(d); bytes <= kFusedLimit) {
+  if (const size_t bytes = fused_forward_bytes(d); bytes <= fused_limit()) {
     static const bool allowed = (allow_shared(fused_attention_kernel), true);
     (void)allowed;
     fused_attention_kernel<<<static_cast<unsigned>(B * H), 32 * kFusedWarps, bytes>>>(
@@ -414,7 +430,7 @@ void attention_backward(const AttentionDims& d, const float* q, const float* k, 
   if (B * H * T * S == 0) return;
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
   const int64_t ldq = H * d.d_k, ldv = H * d.d_v, tile = T * S, n = B * H * tile;
-  if (const size_t bytes = fused_backward_bytes(d); bytes <= kFusedLimit) {
+  if (const size_t bytes = fused_backward_bytes(d); bytes <= fused_limit()) {
     static const bool allowed = (allow_shared(fused_attention_backward_kernel), true);
     (void)allowed;
     fused_attention_backward_kernel<<<static_cast<unsigned>(B * H), 32 * kFusedWarps, bytes>>>(
