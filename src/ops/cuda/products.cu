@@ -65,14 +65,9 @@ __device__ inline int64_t visible_keys(int64_t keys, int64_t queries, int64_t b,
   return n > 0 ? n : 0;
 }
 
-// probs[b, h, t, :] (scores on entry) ← softmax over the visible keys, zeros after them.
-__global__ void masked_softmax_kernel(int64_t heads, int64_t queries, int64_t keys, bool causal,
-                                      const int32_t* key_lengths, float* probs) {
-  __shared__ float fshared[32];
-  __shared__ double shared[32];
-  const int64_t row = blockIdx.x, t = row % queries, b = row / (queries * heads);
-  float* p = probs + row * keys;
-  const int64_t n = visible_keys(keys, queries, b, t, causal, key_lengths);
+// A row of `keys` scores p, by the whole block: softmax over the first n, zeros after them (all
+// zeros when n is 0). `fshared` and `shared` hold 32 values each.
+__device__ inline void block_softmax(float* p, int64_t n, int64_t keys, float* fshared, double* shared) {
   float mx = -INFINITY;
   for (int64_t s = threadIdx.x; s < n; s += blockDim.x) mx = fmaxf(mx, p[s]);
   mx = block_max(mx, fshared);
@@ -81,6 +76,17 @@ __global__ void masked_softmax_kernel(int64_t heads, int64_t queries, int64_t ke
   sum = block_sum(sum, shared);
   const float inv = n > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
   for (int64_t s = threadIdx.x; s < keys; s += blockDim.x) p[s] = s < n ? expf(p[s] - mx) * inv : 0.0f;
+}
+
+// probs[b, h, t, :] (scores on entry) ← softmax over the visible keys, zeros after them.
+__global__ void masked_softmax_kernel(int64_t heads, int64_t queries, int64_t keys, bool causal,
+                                      const int32_t* key_lengths, float* probs) {
+  __shared__ float fshared[32];
+  __shared__ double shared[32];
+  const int64_t row = blockIdx.x, t = row % queries, b = row / (queries * heads);
+  float* p = probs + row * keys;
+  const int64_t n = visible_keys(keys, queries, b, t, causal, key_lengths);
+  block_softmax(p, n, keys, fshared, shared);
 }
 
 // dz[row, :] ← p ⊙ (dz − Σ dz ⊙ p), in place.
@@ -118,14 +124,7 @@ __global__ void decode_attention_kernel(AttentionDims d, const float* q, const f
     if (lane == 0) p[s] = dot * scale;
   }
   __syncthreads();
-  float mx = -INFINITY;
-  for (int64_t s = threadIdx.x; s < n; s += blockDim.x) mx = fmaxf(mx, p[s]);
-  mx = block_max(mx, fshared);
-  double sum = 0;
-  for (int64_t s = threadIdx.x; s < n; s += blockDim.x) sum += expf(p[s] - mx);
-  sum = block_sum(sum, shared);
-  const float inv = n > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
-  for (int64_t s = threadIdx.x; s < S; s += blockDim.x) p[s] = s < n ? expf(p[s] - mx) * inv : 0.0f;
+  block_softmax(p, n, S, fshared, shared);
   __syncthreads();
   for (int64_t c = threadIdx.x; c < d.d_v; c += blockDim.x) {
     float acc = 0;
