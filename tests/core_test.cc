@@ -166,8 +166,11 @@ class SimulatedDevice final : public DeviceMemory {
 TEST(Tensor, DeviceTensorsGoThroughTheDevicesBackend) {
   // Without a backend (a build without CUDA, or a machine without a GPU), a CUDA tensor is
   // refused, saying why.
-  if (device_memory(Device::CUDA) == nullptr)
-    testing::expect_error([] { Tensor::zeros({4}, DType::F32, Device::CUDA); }, {"device 'cuda'", "no backend"});
+  if (device_memory(Device::CUDA) == nullptr) {
+    const std::string why = builtin_device_absence(Device::CUDA);  // no backend, or no device, in words
+    EXPECT_FALSE(why.empty());
+    testing::expect_error([] { Tensor::zeros({4}, DType::F32, Device::CUDA); }, {"device 'cuda'", why.c_str()});
+  }
   SimulatedDevice dev;
   register_device_memory(Device::CUDA, &dev);
   struct Unregister {
