@@ -28,8 +28,8 @@ void index_select(const Tensor& src, const Tensor& indices, const Tensor& dst, i
   auto* to = static_cast<char*>(dst.raw());
   if (src.device() == Device::CUDA) {
     // The indices where the kernel reads them (a decoding step's come from the host).
-    const Tensor on_device = indices.device() == src.device() ? indices : indices.to_device(src.device());
-    cuda_kernels("index_select").copy_rows(n, row_bytes, copy_bytes, on_device.data<int32_t>(), from, to);
+    cuda_kernels("index_select").copy_rows(n, row_bytes, copy_bytes, on_device(indices, src.device()).data<int32_t>(),
+                                           from, to);
   } else {
     TFM_CHECK(indices.device() == Device::CPU, "index_select: indices are on ", name(indices.device()),
               ", src on the cpu");

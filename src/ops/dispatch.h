@@ -23,21 +23,17 @@ double profile_clock();  // seconds, monotonic
 template <class F>
 void dispatch(const char* op, DType dtype, Device device, F&& kernel) {
   TFM_CHECK(device == Device::CPU, op, ": no kernel for device '", name(device), "' in this build");
-  if (profiling()) {
-    const double t0 = profile_clock();
+  auto run = [&] {
     switch (dtype) {
-      case DType::F32: kernel(float{}); break;
-      case DType::F64: kernel(double{}); break;
+      case DType::F32: kernel(float{}); return;
+      case DType::F64: kernel(double{}); return;
       default: throw Error(cat(op, ": dtype ", name(dtype), " is not supported (float32 or float64)"));
     }
-    record_op_time(op, profile_clock() - t0);
-    return;
-  }
-  switch (dtype) {
-    case DType::F32: kernel(float{}); return;
-    case DType::F64: kernel(double{}); return;
-    default: throw Error(cat(op, ": dtype ", name(dtype), " is not supported (float32 or float64)"));
-  }
+  };
+  if (!profiling()) return run();
+  const double t0 = profile_clock();
+  run();
+  record_op_time(op, profile_clock() - t0);
 }
 
 // The build's CUDA kernels; throws, naming `op`, when there are none (no CUDA in the build or no
@@ -49,15 +45,12 @@ template <class F, class G>
 void dispatch(const char* op, DType dtype, Device device, F&& cpu_kernel, G&& cuda_kernel) {
   if (device == Device::CUDA) {
     cuda::Kernels& k = cuda_kernels(op, dtype);
-    if (profiling()) {
-      k.synchronize();
-      const double t0 = profile_clock();
-      cuda_kernel(k);
-      k.synchronize();
-      record_op_time(op, profile_clock() - t0);
-      return;
-    }
+    if (!profiling()) return cuda_kernel(k);
+    k.synchronize();
+    const double t0 = profile_clock();
     cuda_kernel(k);
+    k.synchronize();
+    record_op_time(op, profile_clock() - t0);
     return;
   }
   dispatch(op, dtype, device, cpu_kernel);

@@ -6,7 +6,9 @@
 namespace tfm::ops {
 
 namespace {
-void check_args(const char* op, const Tensor& logits, const Tensor& targets, const LossArgs& args, const Tensor& lse) {
+// Returns the targets as the host reads them.
+HostInts check_args(const char* op, const Tensor& logits, const Tensor& targets, const LossArgs& args,
+                    const Tensor& lse) {
   check_rank(op, "logits", logits, 2);
   check_dtype(op, "targets", targets, DType::I32);
   const int64_t n = logits.size(0), v = logits.size(1);
@@ -15,18 +17,18 @@ void check_args(const char* op, const Tensor& logits, const Tensor& targets, con
   TFM_CHECK(lse.numel() == n, op, ": lse has ", lse.numel(), " elements for ", n, " rows");
   TFM_CHECK(args.smoothing >= 0 && args.smoothing <= 1, op, ": label smoothing must be in [0, 1], got ",
             args.smoothing);
-  const HostInts y(targets);
+  HostInts y(targets);
   for (int64_t i = 0; i < n; ++i)
     TFM_CHECK(y[i] == args.ignore_index || (y[i] >= 0 && y[i] < v), op, ": target ", y[i], " in row ", i,
               " is outside the vocabulary [0, ", v, ") and is not the ignore index ", args.ignore_index);
+  return y;
 }
 }  // namespace
 
 LossSum cross_entropy(const Tensor& logits, const Tensor& targets, const LossArgs& args, const Tensor& lse) {
-  check_args("cross_entropy", logits, targets, args, lse);
+  const HostInts y = check_args("cross_entropy", logits, targets, args, lse);
   check_all("cross_entropy", logits.dtype(), logits.device(), {{"lse", &lse}});
   LossSum result;
-  const HostInts y(targets);
   for (int64_t i = 0; i < targets.numel(); ++i) result.tokens += y[i] != args.ignore_index;
   dispatch("cross_entropy", logits.dtype(), logits.device(), [&](auto t) {
     using T = decltype(t);

@@ -48,18 +48,15 @@ void add_positional_encoding(const Tensor& x, int64_t start, const PositionEncod
             "add_positional_encoding: the sines-then-cosines layout needs an even width, got ", D);
   TFM_CHECK(encoding.rates == PositionEncoding::Rates::kPaper || D >= 4,
             "add_positional_encoding: Marian's rates need a width of at least 4, got ", D);
-  dispatch("add_positional_encoding", x.dtype(), x.device(), [&](auto t) {
+  // The table, [T·D], computed on the host (copied over for a device) and added to each sentence's
+  // [T·D] row of x in one pass.
+  auto add = [&](auto t) {
     using V = decltype(t);
     std::vector<V> pe = table<V>(T, D, start, encoding);
-    // The table, [T·D], added to each sentence's [T·D] row of x in one pass.
     const Tensor flat = x.view({B, T * D});
-    bias_add(flat, Tensor::wrap(pe.data(), {T * D}, x.dtype()), flat);
-  }, [&](cuda::Kernels&) {
-    // The same table, computed here on the host and copied over.
-    std::vector<float> pe = table<float>(T, D, start, encoding);
-    const Tensor flat = x.view({B, T * D});
-    bias_add(flat, Tensor::wrap(pe.data(), {T * D}, x.dtype()).to_device(x.device()), flat);
-  });
+    bias_add(flat, on_device(Tensor::wrap(pe.data(), {T * D}, x.dtype()), x.device()), flat);
+  };
+  dispatch("add_positional_encoding", x.dtype(), x.device(), add, [&](cuda::Kernels&) { add(float{}); });
 }
 
 }  // namespace tfm::ops
