@@ -31,6 +31,23 @@ pack() {
       *) cp -L "$path" "$stage/lib/$soname" ;;
     esac
   done
+  # Open MPI's launcher and its plugins (the GPU machine has no Debian packages), relocated there
+  # with OPAL_PREFIX: one rank's training through NCCL (issue 25).
+  if [[ -x /usr/bin/orterun && -d /usr/lib/x86_64-linux-gnu/openmpi ]]; then
+    local mpi=$stage/mpi/usr
+    mkdir -p "$mpi/bin" "$mpi/lib/x86_64-linux-gnu" "$mpi/share" "$stage/mpi/lib"
+    cp /usr/bin/orterun /usr/bin/orted "$mpi/bin/"
+    cp -a /usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2 "$mpi/lib/x86_64-linux-gnu/"
+    cp -a /usr/share/openmpi "$mpi/share/"
+    [[ -d /usr/share/pmix ]] && cp -a /usr/share/pmix "$mpi/share/"
+    ldd /usr/bin/orted /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/*.so /usr/lib/x86_64-linux-gnu/pmix2/lib/pmix/*.so \
+      2>/dev/null | awk '/=> \// {print $1, $3}' | sort -u | while read -r soname path; do
+      case $soname in
+        libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++*|libgcc_s*) ;;
+        *) [[ -e $stage/lib/$soname ]] || cp -L "$path" "$stage/mpi/lib/$soname" ;;
+      esac
+    done
+  fi
   tar -C "$stage" -cJf .gpu/pkg.tar.xz .
   rm -rf "$stage"
   echo "gpu-check: packed $(du -h .gpu/pkg.tar.xz | cut -f1) into .gpu/pkg.tar.xz"
@@ -44,6 +61,30 @@ cublas_dirs() {
   done
   found=$(find / -xdev -name 'libcublasLt.so.13' -not -path '*/proc/*' 2>/dev/null | head -1 || true)
   [[ -n $found ]] && dirname "$found"
+}
+
+# The folder of libnccl.so.2 on this machine (the toolkit's, or PyTorch's wheel's).
+nccl_dir() {
+  local found
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+    [[ -e $d/libnccl.so.2 ]] && { echo "$d"; return; }
+  done
+  found=$(find / -xdev -name 'libnccl.so.2' -not -path '*/proc/*' 2>/dev/null | head -1 || true)
+  [[ -n $found ]] && dirname "$found"
+}
+
+# One rank through NCCL under mpirun against one process without it: the same model file.
+nccl_one_rank() {
+  local bin=$1 mpirun=$2 work=/tmp/tfm-gpu-nccl
+  rm -rf "$work" && "$bin" demo-data --out "$work/data" --train 300 --valid 20 --test 20 --seed 3 >/dev/null
+  local args=(train --train-source "$work/data/train.en" --train-target "$work/data/train.de" --preset tiny
+              --d-model 64 --heads 4 --d-ff 128 --layers 2 --vocab-size 120 --batch-tokens 512 --warmup-steps 10
+              --max-steps 40 --save-every 20 --log-every 10 --seed 5 --device cuda)
+  "$bin" "${args[@]}" --run-dir "$work/plain"
+  "$mpirun" --allow-run-as-root -np 1 "$bin" "${args[@]}" --run-dir "$work/nccl" 2>&1 | tee "$work/nccl.log"
+  grep -q "gradients summed over the ranks' GPUs by NCCL" "$work/nccl.log"
+  cmp "$work/plain/model.safetensors" "$work/nccl/model.safetensors"
+  echo "one rank through NCCL: the same model file as one process without it"
 }
 
 # The demo's loss records on the GPU and on the CPU, step by step: the relative difference.
@@ -74,6 +115,15 @@ run() {
   export TFM_REQUIRE_GPU=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-8} TFM_FIXTURE_DIR=$PWD/tests/fixtures
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
   echo "cuBLAS from: ${blas:-not found}"
+  local nccl
+  nccl=$(nccl_dir)
+  echo "NCCL from: ${nccl:-not found}"
+  [[ -n $nccl ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl"
+  if [[ -d $root/mpi ]]; then  # the packed Open MPI, relocated
+    export OPAL_PREFIX=$root/mpi/usr PMIX_INSTALL_PREFIX=$root/mpi/usr/lib/x86_64-linux-gnu/pmix2
+    export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$root/mpi/lib:$root/mpi/usr/lib/x86_64-linux-gnu/openmpi/lib"
+    export PATH="$root/mpi/usr/bin:$PATH" OMPI_MCA_plm_rsh_agent= OMPI_MCA_btl_vader_single_copy_mechanism=none
+  fi
   "$root/bin/transformer" info --cpu || true
   local rows=() status=0
   step() {  # step NAME COMMAND...: runs it, logs it, records a row
@@ -86,10 +136,17 @@ run() {
   [[ ${GPU_CHECK_TESTS:-1} == 1 ]] && step cuda_test "$root/bin/cuda_test"
   [[ ${GPU_CHECK_TESTS:-1} == 1 ]] && step core_test.cuda_memory "$root/bin/core_test" --gtest_filter='Tensor.Cuda*:Tensor.Device*'
   if [[ ${GPU_CHECK_TESTS:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
-    step sanitizer.memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$root/bin/cuda_test"
+    step sanitizer.memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$root/bin/cuda_test" \
+      --gtest_filter='-Cuda.Nccl*'
+    # NCCL's start asks the driver about kernels it has no image for (errors it expects and
+    # handles): its memory accesses checked, its API calls' errors not reported.
+    step sanitizer.memcheck.nccl compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 \
+      "$root/bin/cuda_test" --gtest_filter='Cuda.Nccl*'
     step sanitizer.racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$root/bin/cuda_test" \
       --gtest_filter='Cuda.Attention*:Cuda.LayerNorm*:Cuda.LabelSmoothed*'
   fi
+  [[ ${GPU_CHECK_TESTS:-1} == 1 && -x $root/mpi/usr/bin/orterun ]] &&
+    step mpi.nccl_one_rank nccl_one_rank "$root/bin/transformer" "$root/mpi/usr/bin/orterun"
   if [[ ${GPU_CHECK_BENCH:-1} == 1 ]]; then
     # The training step and translation against PyTorch on this GPU (docs/performance.md).
     step bench.ours "$root/bin/tfm_bench" --benchmark_filter='Cuda' --benchmark_counters_tabular=true

@@ -15,6 +15,8 @@
 #include <string>
 
 #include "core/device.h"
+#include "dist/communicator.h"
+#include "dist/device_communicator.h"
 #include "model/transformer.h"
 #include "transformer/translator.h"
 #include "ops/adam.h"
@@ -489,6 +491,42 @@ TEST(Cuda, TranslatesTheCommittedModelAsTheCpu) {
   const auto cpu_scores = on_cpu.score(sources, targets), gpu_scores = on_gpu.score(sources, targets);
   ASSERT_EQ(cpu_scores.size(), gpu_scores.size());
   for (size_t i = 0; i < cpu_scores.size(); ++i) EXPECT_NEAR(gpu_scores[i].total, cpu_scores[i].total, 1e-4);
+}
+
+// NCCL (several GPUs, issue 25) with the one rank a machine with one GPU can run: its send and
+// receive calls move every slice to its place and back (a wrong offset or count would garble the
+// buffer), for float32 and float64, a whole buffer and a range inside one. Where the build has no
+// NCCL, dist::nccl() refuses with an error that says so.
+TEST(Cuda, NcclOneRankRunsTheTreeAllReduce) {
+  REQUIRE_GPU();
+  if (dist::device_engine().empty()) {
+    EXPECT_THROW(
+        {
+          try {
+            dist::nccl(dist::single_process());
+          } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("needs NCCL"), std::string::npos) << e.what();
+            throw;
+          }
+        },
+        Error);
+    GTEST_SKIP() << "this build has no NCCL";
+  }
+  select_device(kGpu, 0);  // what a rank does first; 0 is also the default
+  EXPECT_THROW(select_device(kGpu, device_count(kGpu)), Error);
+  const std::unique_ptr<dist::DeviceCommunicator> comm = dist::nccl(dist::single_process());
+  EXPECT_NE(comm->backend().find("NCCL 2."), std::string::npos) << comm->backend();
+  for (const DType dtype : {DType::F32, DType::F64}) {
+    SCOPED_TRACE(name(dtype));
+    const Tensor cpu = testing::random_tensor({1, 10007}, 21, -1, 1).to(dtype);
+    const Tensor gpu = cpu.to_device(kGpu);
+    comm->all_reduce_tree(gpu, 1);
+    const Tensor flat = gpu.view({10007});
+    comm->all_reduce_tree(flat.rows(123, 4567), 1);
+    EXPECT_EQ(std::memcmp(gpu.to_device(Device::CPU).raw(), cpu.raw(), 10007 * size_of(dtype)), 0);
+  }
+  EXPECT_THROW(comm->all_reduce_tree(testing::random_tensor({4}, 1, -1, 1).to(DType::F32), 1), Error);  // on the CPU
+  EXPECT_THROW(comm->all_reduce_tree(on_gpu(random({4}, 1)), 2), Error);  // 2 contributors of 1 rank
 }
 
 }  // namespace

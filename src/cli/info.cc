@@ -5,6 +5,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "dist/communicator.h"
+#include "dist/device_communicator.h"
 #include "transformer/system.h"
 #include "transformer/model.h"
 
@@ -41,6 +42,9 @@ Action add_info(CLI::App& app) {
       const std::string mpi = tfm::dist::engine();
       std::printf("processes  %s\n", mpi.empty() ? "one (this build has no MPI: data-parallel training needs it)"
                                                   : ("data-parallel training under mpirun, over MPI (" + mpi + ")").c_str());
+      const std::string nccl = tfm::dist::device_engine();
+      std::printf("gpus       %s\n", nccl.empty() ? "one per process (this build has no NCCL: several GPUs need it)"
+                                                   : ("one per rank under mpirun, gradients summed by " + nccl).c_str());
       const tfm::DeviceMemory* cuda = tfm::device_memory(tfm::Device::CUDA);
       std::printf("cuda       %s\n", cuda != nullptr ? cuda->describe().c_str()
                                                     : ("none: " + tfm::builtin_device_absence(tfm::Device::CUDA)).c_str());

@@ -42,6 +42,15 @@ DeviceMemory* device_memory(Device device);
 // The backend of `device`; throws, naming the device and `what` needed it, when there is none.
 DeviceMemory& require_device_memory(Device device, const char* what);
 
+// Makes the `index`-th device of `device`'s kind (0, 1, …; CUDA's numbering) the one where this
+// process's tensors of that kind live: data-parallel training gives each rank of a machine its own
+// GPU. Call it before anything runs there; the host thread that calls it (CUDA's current device is
+// per thread) is the one that runs the device's work. Throws, naming the index and the devices
+// found, when there is no such device; a later call with another index is refused.
+void select_device(Device device, int index);
+// How many devices of `device`'s kind the build's backend finds (0 without one).
+int device_count(Device device);
+
 // The device a user names: "cpu", or "cuda" / "cuda:0" (the first CUDA device; the only one used
 // so far). Throws, naming `what` and the text, on anything else.
 Device parse_device(std::string_view text, const char* what);

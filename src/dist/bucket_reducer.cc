@@ -7,8 +7,8 @@
 namespace tfm::dist {
 
 BucketReducer::BucketReducer(Communicator& comm, const std::vector<Range>& plan, int64_t n, int64_t bucket_elements,
-                             bool threaded)
-    : comm_(comm), n_(n) {
+                             bool threaded, DeviceCommunicator* device)
+    : comm_(comm), device_(device), n_(n) {
   TFM_CHECK(bucket_elements >= 1, "BucketReducer: buckets of ", bucket_elements, " elements");
   // Buckets: runs of consecutive plan ranges that touch (a backward pass goes from the last layer
   // down, so each range ends where the one before began), up to about bucket_elements.
@@ -116,6 +116,11 @@ void BucketReducer::finish() {
 }
 
 void BucketReducer::reduce(Range r) {
+  if (buffer_.device() != Device::CPU) {
+    TFM_CHECK(device_ != nullptr, "BucketReducer: a buffer on ", name(buffer_.device()), " and no device communicator");
+    device_->all_reduce_tree(buffer_.rows(r.lo, r.hi - r.lo), contributors_);
+    return;
+  }
   if (buffer_.dtype() == DType::F64) comm_.all_reduce_tree(buffer_.data<double>() + r.lo, r.hi - r.lo, contributors_);
   else comm_.all_reduce_tree(buffer_.data<float>() + r.lo, r.hi - r.lo, contributors_);
 }

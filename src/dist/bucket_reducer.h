@@ -22,6 +22,7 @@
 
 #include "core/tensor.h"
 #include "dist/communicator.h"
+#include "dist/device_communicator.h"
 
 namespace tfm::dist {
 
@@ -33,7 +34,9 @@ class BucketReducer {
  public:
   // `plan`: disjoint ranges of a buffer of `n` elements, in the order they complete. With
   // `threaded` false, every bucket is summed in finish() (no overlap).
-  BucketReducer(Communicator& comm, const std::vector<Range>& plan, int64_t n, int64_t bucket_elements, bool threaded);
+  // A buffer on a GPU is summed by `device` (NCCL) instead of `comm`.
+  BucketReducer(Communicator& comm, const std::vector<Range>& plan, int64_t n, int64_t bucket_elements, bool threaded,
+                DeviceCommunicator* device = nullptr);
   ~BucketReducer();
   BucketReducer(const BucketReducer&) = delete;
   BucketReducer& operator=(const BucketReducer&) = delete;
@@ -55,6 +58,7 @@ class BucketReducer {
   void run();  // the thread
 
   Communicator& comm_;
+  DeviceCommunicator* device_;
   const int64_t n_;
   std::vector<Range> buckets_;        // in the order they are summed
   std::vector<int> entries_;          // plan ranges per bucket (0 for the gaps' buckets)

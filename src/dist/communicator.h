@@ -14,6 +14,9 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;  // 0 .. size() - 1
   virtual int size() const = 0;
+  // This rank among the ranks on its machine (0 .. local_size() − 1): the GPU it takes.
+  virtual int local_rank() const { return 0; }
+  virtual int local_size() const { return 1; }
   // What carries the messages: "single process", "MPI (Open MPI 4.1.4)", ...
   virtual std::string backend() const = 0;
   // Sums `data` [n] over the ranks, in place, in an order of the engine's choosing: for sums that

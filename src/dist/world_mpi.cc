@@ -34,11 +34,19 @@ class Mpi final : public Communicator {
     serialized_ = provided >= MPI_THREAD_SERIALIZED;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // The ranks that share this machine's memory: those on this machine.
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    MPI_Comm_rank(node, &local_rank_);
+    MPI_Comm_size(node, &local_size_);
+    MPI_Comm_free(&node);
     library_ = engine();
   }
   ~Mpi() override { MPI_Finalize(); }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  int local_size() const override { return local_size_; }
   std::string backend() const override { return cat("MPI (", library_, ")"); }
   bool other_threads_may_call() const override { return serialized_; }
   void all_reduce_sum(double* data, int64_t n) override { reduce(data, n, MPI_DOUBLE); }
@@ -107,7 +115,7 @@ class Mpi final : public Communicator {
             "MPI_Allgatherv");
     }
   }
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   bool serialized_ = false;
   std::string library_;
   std::vector<char> scratch_;

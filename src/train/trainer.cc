@@ -16,6 +16,7 @@
 #include "data/parallel_corpus.h"
 #include "data/vocab.h"
 #include "dist/bucket_reducer.h"
+#include "dist/device_communicator.h"
 #include "dist/communicator.h"
 #include "dist/tree_sum.h"
 #include "io/checksum.h"
@@ -107,6 +108,10 @@ struct Trainer::Impl {
   void check_same_as_root(uint64_t mine, const std::string& what) const;
   // That every rank holds rank 0's weights.
   void check_ranks_agree() const;
+  // Whether the gradients go through NCCL: on a GPU, started by an MPI launcher.
+  bool over_nccl() const {
+    return device != tfm::Device::CPU && (comm.size() > 1 || tfm::dist::started_by_launcher());
+  }
   // Rank 0 writes a checkpoint of this step; "" on the other ranks.
   std::string checkpoint();
   void finish(const std::string& reason);
@@ -129,6 +134,9 @@ struct Trainer::Impl {
   bool scheduled_validations = false;  // whether rank 0 has a validation set
   tfm::dist::TreeSum grad_sum;  // a step's batch gradients, when a rank computes more than one
   std::unique_ptr<tfm::dist::BucketReducer> reducer;  // under several ranks
+  // NCCL between the ranks' GPUs: under an MPI launcher with the parameters on a GPU (also with one
+  // rank, so that a one-rank run goes through it)
+  std::unique_ptr<tfm::dist::DeviceCommunicator> device_comm;
   std::vector<std::vector<int32_t>> batches;
   std::unique_ptr<tfm::MetricsLog> metrics;  // rank 0's
   tfm::TrainState s;
@@ -152,8 +160,14 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   o.resolved_model(std::max<int64_t>(o.vocab_options.size, 4));
   device = tfm::parse_device(o.device, "train: device");
   if (device != tfm::Device::CPU) {
-    TFM_CHECK(comm.size() == 1, "train: --device ", o.device, " under ", comm.size(),
-              " processes: training on several GPUs (NCCL) is not supported yet; use one process, or --device cpu");
+    if (over_nccl()) {
+      // One GPU per rank: the machine's ranks take its GPUs in order.
+      const int gpus = tfm::device_count(device);
+      TFM_CHECK(comm.local_size() <= gpus, "train: --device ", o.device, " under ", comm.local_size(),
+                " processes on this machine, but it has ", gpus, " CUDA device", gpus == 1 ? "" : "s",
+                ": start one process per GPU (mpirun -np ", std::max(gpus, 1), " per machine)");
+      tfm::select_device(device, comm.local_rank());
+    }
     tfm::require_device_memory(device, "train --device cuda");
   }
   // Every rank reads the training files; the validation files and --vocab are rank 0's alone.
@@ -296,20 +310,26 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   const tfm::Tensor& values = model->params().values();
   m = tfm::Tensor::zeros(values.shape(), values.dtype(), values.device());  // where the parameters are
   v = tfm::Tensor::zeros(values.shape(), values.dtype(), values.device());
-  if (comm.size() > 1) {
+  if (over_nccl()) {
+    device_comm = tfm::dist::nccl(comm);
+    message(cat("gradients summed over the ranks' GPUs by ", device_comm->backend(), " after the backward pass"));
+  }
+  if (comm.size() > 1 || device_comm) {
     // The gradient buffer's ranges in the order a backward pass completes them, in buckets.
     const tfm::ParamStore& params = model->params();
     std::vector<tfm::dist::Range> plan;
     for (const auto& [first, end] : model->grads_done_order())
       plan.push_back({params.offset(first), params.offset(end - 1) + params.shape(end - 1).numel()});
     const int64_t n = params.grads().numel();
-    const bool overlap = o.allreduce_bucket_mb > 0 && comm.other_threads_may_call();
+    // (On a GPU the backward's kernels are queued far ahead of the GPU: buckets would gain little.)
+    const bool overlap = o.allreduce_bucket_mb > 0 && comm.other_threads_may_call() && !device_comm;
     const int64_t bucket = overlap ? std::max<int64_t>(1, static_cast<int64_t>(o.allreduce_bucket_mb * 1e6) /
                                                              static_cast<int64_t>(tfm::size_of(params.dtype())))
                                    : n;
-    reducer = std::make_unique<tfm::dist::BucketReducer>(comm, plan, n, bucket, overlap);
+    reducer = std::make_unique<tfm::dist::BucketReducer>(comm, plan, n, bucket, overlap, device_comm.get());
     const size_t buckets = reducer->buckets().size();
-    message(overlap ? cat("gradients summed over the ranks in ", buckets, buckets == 1 ? " bucket" : " buckets", " of up to ",
+    if (!device_comm)
+      message(overlap ? cat("gradients summed over the ranks in ", buckets, buckets == 1 ? " bucket" : " buckets", " of up to ",
                           o.allreduce_bucket_mb, " MB during the backward pass")
                     : cat("gradients summed over the ranks after the backward pass (",
                           o.allreduce_bucket_mb > 0 ? "this MPI allows no other thread" : "allreduce_bucket_mb 0", ")"));
@@ -360,8 +380,11 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
     std::string state = root() ? nlohmann::json(s).dump() : std::string();
     comm.broadcast(state, 0);
     if (!root()) s = nlohmann::json::parse(state).get<tfm::TrainState>();
-    for (const tfm::Tensor* t : {&model->params().values(), static_cast<const tfm::Tensor*>(&m), static_cast<const tfm::Tensor*>(&v)})
-      comm.broadcast(t->raw(), t->numel() * static_cast<int64_t>(tfm::size_of(t->dtype())), 0);
+    for (const tfm::Tensor* t : {&model->params().values(), static_cast<const tfm::Tensor*>(&m), static_cast<const tfm::Tensor*>(&v)}) {
+      const tfm::Tensor host = t->device() == tfm::Device::CPU ? *t : t->to_device(tfm::Device::CPU);
+      comm.broadcast(host.raw(), host.numel() * static_cast<int64_t>(tfm::size_of(host.dtype())), 0);
+      if (t->device() != tfm::Device::CPU) t->copy_from(host);
+    }
   }
   rng.restore(o.seed, s.rng_counter);
   order = tfm::epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
@@ -571,9 +594,10 @@ void Trainer::Impl::check_same_as_root(uint64_t mine, const std::string& what) c
 }
 
 void Trainer::Impl::check_ranks_agree() const {
-  const tfm::Tensor& values = model->params().values();
-  if (comm.size() > 1)
-    check_same_as_root(tfm::checksum_of({static_cast<const char*>(values.raw()),
+  if (comm.size() == 1) return;
+  const tfm::Tensor& on_device = model->params().values();
+  const tfm::Tensor values = on_device.device() == tfm::Device::CPU ? on_device : on_device.to_device(tfm::Device::CPU);
+  check_same_as_root(tfm::checksum_of({static_cast<const char*>(values.raw()),
                                          static_cast<size_t>(values.numel()) * tfm::size_of(values.dtype())}),
                        cat("weights after step ", s.step));
 }

@@ -7,7 +7,8 @@
 #  3. a rank killed mid-run ends the whole job (no hang), mpirun names it, and the last checkpoint
 #     resumes; SIGUSR1 stops every rank with a checkpoint; a rank that cannot read its data, or
 #     whose data or options differ from rank 0's, ends the job with an error naming the rank; the
-#     validation files are rank 0's alone.
+#     validation files are rank 0's alone;
+#  4. two ranks on a machine with fewer GPUs than that are refused at once with --device cuda.
 # Usage: mpi_train_test.sh PATH/TO/transformer PATH/TO/mpiexec
 set -euo pipefail
 bin=$1
@@ -144,4 +145,16 @@ grep -q "error: rank 1 of 2: the training options of this rank differ from rank 
 mpmd "$work/v.log" "$work/v" "${common[@]}" --valid-source "$work/data/none.en" --valid-target "$work/data/none.de"
 [ "$status" -eq 0 ] || { cat "$work/v.log"; fail "rank 1 without the validation files: status $status"; }
 grep -q "validation at step 20" "$work/v.log" || fail "no validation by rank 0: $(grep -v '^step' "$work/v.log")"
+
+# 4. On GPUs (NCCL): one rank per GPU. Two ranks on a machine with fewer than two GPUs end at once
+# with an error that says so (here: no GPU, or a build without CUDA); where NCCL and a GPU are,
+# scripts/gpu-check.sh runs one rank through NCCL.
+if [ "$("$bin" info --cpu | grep -c '^cuda  *NVIDIA')" -le 1 ]; then
+  status=0
+  mpi 2 "$bin" train "${common[@]}" --max-steps 5 --device cuda --run-dir "$work/g" >/dev/null 2>"$work/g.log" ||
+    status=$?
+  [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "2 ranks, --device cuda, at most one GPU: status $status"
+  grep -qE "error: rank [01] of 2: train: --device cuda under 2 processes on this machine, but it has [01] CUDA devices?: start one process per GPU" \
+    "$work/g.log" || fail "no error about one rank per GPU: $(cat "$work/g.log")"
+fi
 echo "ok"

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -42,7 +43,7 @@ void fill_n(void* data, int64_t n, double value) {
 // and it is tried once more.
 class CudaMemory final : public DeviceMemory {
  public:
-  // Device 0, the current device of every thread (no cudaSetDevice anywhere yet).
+  // `device`: the one select_device() chose (cudaSetDevice), else 0.
   explicit CudaMemory(int device) {
     cudaDeviceProp p{};
     check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
@@ -116,25 +117,50 @@ struct Found {
   std::string absence;  // why there is none
 };
 
+// The device select_device() chose (-1: none chose one; device 0 is used).
+std::atomic<int> chosen{-1};
+
+// cudaGetDeviceCount's count, or its error in words.
+int count_devices(std::string* absence) {
+  int count = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&count);
+  if (rc != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (absence) *absence = cat("no CUDA device found (", cudaGetErrorString(rc), ")");
+    return 0;
+  }
+  if (count == 0 && absence) *absence = "no CUDA device found";
+  return count;
+}
+
 // Made on first use and never destroyed (tensors may outlive static destructors); none when the
 // machine has no CUDA device or no driver (cudaGetDeviceCount then fails, saying which).
 const Found& found() {
   static const Found f = [] {
-    int count = 0;
-    const cudaError_t rc = cudaGetDeviceCount(&count);
-    if (rc != cudaSuccess) {
-      (void)cudaGetLastError();
-      return Found{nullptr, cat("no CUDA device found (", cudaGetErrorString(rc), ")")};
-    }
-    if (count == 0) return Found{nullptr, std::string("no CUDA device found")};
-    return Found{new CudaMemory(0), std::string()};
+    std::string absence;
+    if (count_devices(&absence) == 0) return Found{nullptr, absence};
+    return Found{new CudaMemory(std::max(0, chosen.load())), std::string()};
   }();
   return f;
 }
-
 }  // namespace
 
 DeviceMemory* builtin_device_memory(Device device) { return device == Device::CUDA ? found().memory : nullptr; }
+
+int device_count(Device device) { return device == Device::CUDA ? count_devices(nullptr) : 0; }
+
+void select_device(Device device, int index) {
+  TFM_CHECK(device == Device::CUDA, "select_device: ", name(device), " has no numbered devices");
+  std::string absence;
+  const int count = count_devices(&absence);
+  TFM_CHECK(count > 0, "cannot use CUDA device ", index, ": ", absence);
+  TFM_CHECK(index >= 0 && index < count, "no CUDA device ", index, ": this machine has ", count,
+            count == 1 ? " (device 0)" : cat(" (devices 0 to ", count - 1, ")"));
+  int expected = -1;
+  if (!chosen.compare_exchange_strong(expected, index))
+    TFM_CHECK(expected == index, "CUDA device ", index, " chosen after device ", expected, " was");
+  check(cudaSetDevice(index), "cudaSetDevice");
+}
 
 std::string builtin_device_absence(Device device) {
   if (device != Device::CUDA) return cat("no backend for ", name(device));

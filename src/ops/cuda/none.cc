@@ -13,6 +13,12 @@ std::string builtin_device_absence(Device device) {
              " (configured without the CUDA compiler nvcc, or with TFM_CUDA=OFF)");
 }
 
+void select_device(Device device, int index) {
+  throw Error(cat("cannot use ", name(device), " device ", index, ": ", builtin_device_absence(device)));
+}
+
+int device_count(Device) { return 0; }
+
 namespace cuda {
 Kernels* kernels() { return nullptr; }
 }  // namespace cuda
