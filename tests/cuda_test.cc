@@ -173,6 +173,41 @@ TEST(Cuda, ProductsInFloat32AndBf16) {
   expect_identical(r_cpu, r_gpu, "round_to_bf16");
 }
 
+// A linear layer's products with the bias, the activation and the bias gradient in cuBLASLt's
+// epilogue (ReLU and none; Swish has no epilogue and goes through gemm and the bias ops), against
+// the CPU's matmul and bias ops, the gradients accumulated onto what was there.
+TEST(Cuda, LinearLayersThroughCuBlasLtEpilogues) {
+  REQUIRE_GPU();
+  struct Case {
+    Shape x, w;
+  };
+  const Case cases[] = {{{3, 5, 64}, {96, 64}}, {{7, 13}, {5, 13}}, {{50, 512}, {2048, 512}}};
+  uint64_t seed = 400;
+  for (const Case& c : cases)
+    for (const ops::Activation act : {ops::Activation::kNone, ops::Activation::kRelu, ops::Activation::kSwish})
+      for (const ops::Precision precision : {ops::Precision::kFloat32, ops::Precision::kBf16}) {
+        const std::string what = cat("linear ", c.x, " · ", c.w, "ᵀ ", ops::activation_name(act),
+                                     precision == ops::Precision::kBf16 ? " bf16" : " float32");
+        const int64_t out = c.w[0];
+        std::vector<int64_t> y_dims = c.x.to_vector();
+        y_dims.back() = out;
+        const Shape y_shape(y_dims);
+        const Tensor x = random(c.x, ++seed), w = random(c.w, ++seed), bias = random({out}, ++seed);
+        const Tensor y_cpu = Tensor::empty(y_shape), y_gpu = Tensor::empty(y_shape, DType::F32, kGpu);
+        ops::linear(x, w, bias, act, y_cpu, precision);
+        ops::linear(on_gpu(x), on_gpu(w), on_gpu(bias), act, y_gpu, precision);
+        expect_close(y_cpu, y_gpu, what);
+        const Tensor dy = random(y_shape, ++seed), dx = random(c.x, ++seed), dw = random(c.w, ++seed),
+                     db = random({out}, ++seed);
+        const Tensor dx_gpu = on_gpu(dx), dw_gpu = on_gpu(dw), db_gpu = on_gpu(db);
+        ops::linear_backward(x, w, dy, &dx, dw, db, precision);
+        ops::linear_backward(on_gpu(x), on_gpu(w), on_gpu(dy), &dx_gpu, dw_gpu, db_gpu, precision);
+        expect_close(dx, dx_gpu, what + " dx");
+        expect_close(dw, dw_gpu, what + " dw");
+        expect_close(db, db_gpu, what + " dbias");
+      }
+}
+
 struct AttentionCase {
   const char* name;
   int64_t B, T, S, H, d;

@@ -41,16 +41,13 @@ Tensor Linear::forward(const Context& ctx, const Tensor& x, Activation act) cons
     if (!packed_act) ops::activate(act, y, y);
     return y;
   }
-  ops::matmul(x, ctx.value(weight), y, {.trans_b = true, .precision = ctx.products});
-  ops::bias_activate(y, ctx.value(bias), act, y);
+  ops::linear(x, ctx.value(weight), ctx.value(bias), act, y, ctx.products);
   return y;
 }
 
 void Linear::backward(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor* dx) const {
   // dx += dy · W; dW += dyᵀ · x over all rows ([out, N] · [N, in]).
-  const Tensor dw = ctx.grad(weight);
-  ops::matmul_backward(x, ctx.value(weight), dy, dx, &dw, {.trans_b = true, .precision = ctx.products});
-  ops::bias_add_backward(dy, ctx.grad(bias));
+  ops::linear_backward(x, ctx.value(weight), dy, dx, ctx.grad(weight), ctx.grad(bias), ctx.products);
 }
 
 }  // namespace tfm

@@ -1,9 +1,11 @@
 #include "ops/matmul.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "ops/cpu/kernels.h"
 #include "ops/dispatch.h"
+#include "ops/elementwise.h"
 
 namespace tfm::ops {
 
@@ -91,6 +93,51 @@ void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const T
     if (!tb) matmul(a2, dc2, *db, {!ta, false, alpha, 1.0f, args.precision});  // dB = op(A)ᵀ · dC
     else     matmul(dc2, a2, *db, {true, ta, alpha, 1.0f, args.precision});    // dB = dCᵀ · op(A)
   }
+}
+
+namespace {
+// x [N, in], w [out, in], the bias (or its gradient) [out], y (or dy) [N, out]: checked, and N.
+int64_t linear_rows(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
+  check_all(op, y.dtype(), y.device(), {{"x", &x}, {"w", &w}, {"bias", &bias}});
+  TFM_CHECK(w.rank() == 2 && x.rank() >= 1 && x.size(-1) == w.size(1) && bias.rank() == 1 &&
+                bias.size(0) == w.size(0) && y.rank() >= 1 && y.size(-1) == w.size(0) &&
+                y.numel() * w.size(1) == x.numel() * w.size(0),
+            op, ": shapes x ", x.shape(), ", w ", w.shape(), ", bias ", bias.shape(), ", y ", y.shape(),
+            " do not make y = x · wᵀ + bias");
+  return w.size(1) > 0 ? x.numel() / w.size(1) : y.numel() / std::max<int64_t>(w.size(0), 1);
+}
+}  // namespace
+
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Activation act, const Tensor& y,
+            Precision precision) {
+  const int64_t rows = linear_rows("linear", x, w, bias, y);
+  if (y.device() != Device::CPU) {
+    bool done = false;
+    dispatch("linear (cuBLASLt)", y.dtype(), y.device(), [](auto) {}, [&](cuda::Kernels& k) {
+      done = k.linear(rows, w.size(1), w.size(0), x.data<float>(), w.data<float>(), bias.data<float>(), act,
+                      y.data<float>(), precision == Precision::kBf16);
+    });
+    if (done) return;
+  }
+  matmul(x, w, y, {.trans_b = true, .precision = precision});
+  bias_activate(y, bias, act, y);
+}
+
+void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, const Tensor* dx, const Tensor& dw,
+                     const Tensor& dbias, Precision precision) {
+  const int64_t rows = linear_rows("linear_backward", x, w, dbias, dy);
+  check_same_shape("linear_backward", "dw", dw, "w", w);
+  if (dx) matmul_backward(x, w, dy, dx, nullptr, {.trans_b = true, .precision = precision});
+  if (dy.device() != Device::CPU) {
+    bool done = false;
+    dispatch("linear_backward (cuBLASLt)", dy.dtype(), dy.device(), [](auto) {}, [&](cuda::Kernels& k) {
+      done = k.linear_weight_grad(rows, w.size(1), w.size(0), x.data<float>(), dy.data<float>(), dw.data<float>(),
+                                  dbias.data<float>(), precision == Precision::kBf16);
+    });
+    if (done) return;
+  }
+  matmul_backward(x, w, dy, nullptr, &dw, {.trans_b = true, .precision = precision});
+  bias_add_backward(dy, dbias);
 }
 
 void round_to_bf16(const Tensor& x, const Tensor& y) {

@@ -5,6 +5,7 @@
 // When B is a matrix and A has leading dims (a weight applied to every row), A's leading dims fold
 // into M: [B, T, K] · [K, N] → [B, T, N]. That fold needs trans_a = false.
 #include "core/tensor.h"
+#include "ops/activation.h"
 
 namespace tfm::ops {
 
@@ -29,6 +30,17 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs&
 // dB' = alpha · A'ᵀ · dC, transposed back where op() transposed. A null pointer skips that gradient.
 void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const Tensor* da, const Tensor* db,
                      const MatmulArgs& args = {});
+
+// A linear layer, y = act(x · wᵀ + bias): x [N, in] (N: all leading dims), w [out, in], bias [out],
+// y [N, out]. Defined as matmul, then bias_activate; on a GPU one cuBLASLt product with the bias and
+// activation (none or ReLU) in its epilogue, which rounds once less (the bias is added to the
+// product's float32 sum before it is stored, not after).
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Activation act, const Tensor& y,
+            Precision precision = Precision::kFloat32);
+// Its gradients: dx += dy · w (when dx is given), dw += dyᵀ · x, dbias += Σ_N dy. On a GPU the bias
+// gradient comes from the weight gradient's product (cuBLASLt's epilogue).
+void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, const Tensor* dx, const Tensor& dw,
+                     const Tensor& dbias, Precision precision = Precision::kFloat32);
 
 // y = x rounded to bfloat16 precision as Precision::kBf16 rounds a product's inputs, still float32
 // (the reference of the tests). y may be x.

@@ -333,6 +333,20 @@ class CudaKernels final : public Kernels {
                  n, stride_c, batch, bf16);
   }
   void round_to_bf16(int64_t n, const float* x, float* y) override { cuda::round_to_bf16(n, x, y); }
+  bool linear(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias, Activation act,
+              float* y, bool bf16) override {
+    if (act != Activation::kNone && act != Activation::kRelu) return false;
+    return cuda::linear_forward(rows, in, out, x, w, bias, act == Activation::kRelu, y, bf16);
+  }
+  bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
+                          float* dbias, bool bf16) override {
+    // cuBLASLt writes the bias gradient; the op adds it.
+    auto memory = scratch(sizeof(float) * static_cast<size_t>(out));
+    auto* bgrad = static_cast<float*>(memory.get());
+    if (!cuda::linear_weight_grad(rows, in, out, x, dy, dw, bgrad, bf16)) return false;
+    add_to(out, bgrad, dbias);
+    return true;
+  }
 
   void attention(const AttentionDims& d, const float* q, const float* k, const float* v, bool causal,
                  const int32_t* key_lengths, const int32_t* key_rows, double dropout, const RngStream& rng,

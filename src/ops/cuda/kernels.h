@@ -50,6 +50,15 @@ class Kernels {
                     const float* a, int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c,
                     int64_t stride_c, bool bf16) = 0;
   virtual void round_to_bf16(int64_t n, const float* x, float* y) = 0;
+  // A linear layer's products through cuBLASLt, the bias and activation (none or ReLU) and the bias
+  // gradient in the product's epilogue (ops/matmul.h's linear and linear_backward):
+  //   y[rows, out] = act(x[rows, in] · w[out, in]ᵀ + bias);  dw += dyᵀ · x and dbias += Σ_rows dy.
+  // False, with nothing changed, where there is no such product here (another activation, or no
+  // algorithm of cuBLASLt's): the caller then runs gemm and the bias ops.
+  virtual bool linear(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
+                      ops::Activation act, float* y, bool bf16) = 0;
+  virtual bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
+                                  float* dbias, bool bf16) = 0;
 
   // Attention (ops/attention.h); key_lengths and key_rows are device pointers or null.
   virtual void attention(const AttentionDims& d, const float* q, const float* k, const float* v, bool causal,

@@ -9,6 +9,7 @@
 // over the batch entries of one head (H calls per product), or over one entry's heads when the
 // beams of a sentence share its keys (kv_group > 1). A decoding cache's shared slabs (key_rows) go
 // through one kernel per (entry, head): one query, a gather of its keys.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -16,7 +17,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <tuple>
 
 #include "ops/cuda/common.cuh"
 
@@ -53,6 +56,118 @@ __global__ void round_bf16_kernel(int64_t n, const float* x, float* y) {
 int64_t span(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld) {
   const int64_t one = rows > 0 ? (rows - 1) * ld + cols : 0;
   return stride > 0 ? (batch - 1) * stride + one : one;
+}
+
+
+// ---- linear layers through cuBLASLt, the bias, ReLU and bias gradient in the product's epilogue ----
+
+cublasLtHandle_t lt_handle() {
+  static cublasLtHandle_t h = [] {
+    cublasLtHandle_t created = nullptr;
+    check_blas(cublasLtCreate(&created), "cublasLtCreate");
+    return created;
+  }();
+  return h;
+}
+
+// The largest power of two (up to 256) that divides the address: cuBLASLt picks its kernels by it.
+int alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  int align = 256;
+  while (align > 1 && a % static_cast<uintptr_t>(align) != 0) align /= 2;
+  return align;
+}
+
+// One product's description and the algorithm cuBLASLt's heuristic chose for it, made once per
+// shape (training repeats a few shapes): none when cuBLASLt has no algorithm for it.
+struct LtPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false;
+};
+
+constexpr size_t kLtWorkspace = size_t{32} << 20;
+
+// Column-major D[m, n] = op(A) · op(B) (+ C with beta 1), the epilogue's vector of `m` (bias) or
+// `n` (BGRADB) at `vector`. Types: A and B bf16 or float32, C and D float32, float32 sums.
+const LtPlan& lt_plan(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                      int64_t ldc, bool bf16, cublasLtEpilogue_t epilogue, const void* a, const void* b, const void* c,
+                      const void* vector) {
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int, int, int, int, int>;
+  static std::map<Key, LtPlan> plans;
+  const Key key{trans_a, trans_b, m, n, k, lda, ldb, ldc, bf16, static_cast<int>(epilogue),
+                alignment(a), alignment(b), alignment(c), alignment(vector)};
+  const auto it = plans.find(key);
+  if (it != plans.end()) return it->second;
+  LtPlan p;
+  const cudaDataType_t in = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  check_blas(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check_blas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
+  check_blas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+  check_blas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+             "EPILOGUE");
+  check_blas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof vector),
+             "BIAS_POINTER");
+  check_blas(cublasLtMatrixLayoutCreate(&p.a, in, trans_a ? k : m, trans_a ? m : k, lda), "layout A");
+  check_blas(cublasLtMatrixLayoutCreate(&p.b, in, trans_b ? n : k, trans_b ? k : n, ldb), "layout B");
+  check_blas(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, m, n, ldc), "layout C");
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_blas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  const size_t workspace = kLtWorkspace;
+  check_blas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                                  sizeof workspace),
+             "MAX_WORKSPACE_BYTES");
+  const uint32_t align_a = alignment(a), align_b = alignment(b), align_c = alignment(c);
+  check_blas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
+                                                  sizeof align_a), "MIN_ALIGNMENT_A");
+  check_blas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
+                                                  sizeof align_b), "MIN_ALIGNMENT_B");
+  check_blas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c,
+                                                  sizeof align_c), "MIN_ALIGNMENT_C");
+  check_blas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c,
+                                                  sizeof align_c), "MIN_ALIGNMENT_D");
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = 0;
+  const cublasStatus_t rc =
+      cublasLtMatmulAlgoGetHeuristic(lt_handle(), p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &count);
+  cublasLtMatmulPreferenceDestroy(pref);
+  p.found = rc == CUBLAS_STATUS_SUCCESS && count > 0;
+  if (p.found) p.algo = result.algo;
+  return plans.emplace(key, p).first->second;
+}
+
+bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool bf16, cublasLtEpilogue_t epilogue,
+               const float* vector) {
+  if (m <= 0 || n <= 0 || k <= 0) return false;
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  if (m > kMaxInt || n > kMaxInt || k > kMaxInt) return false;
+  const void* a_in = a;
+  const void* b_in = b;
+  std::shared_ptr<void> memory;
+  if (bf16) {  // A and B rounded into bfloat16 copies (contiguous: lda, ldb their column lengths)
+    const int64_t na = lda * (trans_a ? m : k), nb = ldb * (trans_b ? k : n);
+    memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(na + nb + 128));
+    auto* a16 = static_cast<__nv_bfloat16*>(memory.get());
+    __nv_bfloat16* b16 = a16 + (na + 127) / 128 * 128;  // 256-byte aligned
+    to_bf16_kernel<<<grid_for(na), kThreads>>>(na, a, a16);
+    to_bf16_kernel<<<grid_for(nb), kThreads>>>(nb, b, b16);
+    launched("cuBLASLt product (bf16 inputs)");
+    a_in = a16;
+    b_in = b16;
+  }
+  const LtPlan& p = lt_plan(trans_a, trans_b, m, n, k, lda, ldb, ldc, bf16, epilogue, a_in, b_in, c, vector);
+  if (!p.found) return false;
+  check_blas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof vector),
+             "BIAS_POINTER");
+  const float alpha = 1.0f;
+  auto workspace = scratch(kLtWorkspace);
+  check_blas(cublasLtMatmul(lt_handle(), p.op, &alpha, a_in, p.a, b_in, p.b, &beta, c, p.c, c, p.c, &p.algo,
+                            workspace.get(), kLtWorkspace, nullptr),
+             "cublasLtMatmul");
+  return true;
 }
 
 // ---- attention ----
@@ -354,6 +469,21 @@ void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
                                         CUDA_R_32F, static_cast<int>(ldc), stride_c, static_cast<int>(batch),
                                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
              "cublasGemmStridedBatchedEx (bf16)");
+}
+
+bool linear_forward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
+                    bool relu, float* y, bool bf16) {
+  // Column-major: yᵀ[out, rows] = wᵀᵀ · xᵀ, w stored [out, in] (column-major [in, out]), the bias
+  // one value per row of yᵀ.
+  return lt_matmul(true, false, out, rows, in, w, in, x, in, 0.0f, y, out, bf16,
+                   relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias);
+}
+
+bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
+                        float* bgrad, bool bf16) {
+  // Column-major: dwᵀ[in, out] += xᵀ[in, rows] · (dyᵀ[out, rows])ᵀ; the bias gradient is B's sum
+  // over the product's k (rows): one value per column of dwᵀ.
+  return lt_matmul(false, true, in, out, rows, x, in, dy, out, 1.0f, dw, in, bf16, CUBLASLT_EPILOGUE_BGRADB, bgrad);
 }
 
 void round_to_bf16(int64_t n, const float* x, float* y) {
