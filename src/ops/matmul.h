@@ -37,8 +37,9 @@ void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const T
 // product's float32 sum before it is stored, not after).
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Activation act, const Tensor& y,
             Precision precision = Precision::kFloat32);
-// Its gradients: dx += dy · w (when dx is given), dw += dyᵀ · x, dbias += Σ_N dy. On a GPU the bias
-// gradient comes from the weight gradient's product (cuBLASLt's epilogue).
+// Its gradients: dx += dy · w (when dx is given), dw += dyᵀ · x, dbias += Σ_N dy (float32 dy in either
+// precision). On a GPU in float32 the bias gradient comes from the weight gradient's product
+// (cuBLASLt's epilogue).
 void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, const Tensor* dx, const Tensor& dw,
                      const Tensor& dbias, Precision precision = Precision::kFloat32);
 

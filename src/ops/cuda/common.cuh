@@ -76,7 +76,7 @@ void round_to_bf16(int64_t n, const float* x, float* y);
 // A linear layer's products through cuBLASLt, the rest in the product's epilogue (products.cu):
 //   linear_forward:     y[rows, out] = act(x[rows, in] · w[out, in]ᵀ + bias[out]), act none or ReLU
 //   linear_weight_grad: dw[out, in] += dy[rows, out]ᵀ · x[rows, in], bgrad[out] = Σ_rows dy (written)
-// bf16: x, w and dy rounded to bfloat16 first. False, with nothing done but rounding, where
+// bf16: x, w and dy rounded to bfloat16 first (the bias gradient then sums the rounded dy). False, with nothing done but rounding, where
 // cuBLASLt has no algorithm for it.
 bool linear_forward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
                     bool relu, float* y, bool bf16);

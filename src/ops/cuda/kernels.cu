@@ -340,6 +340,9 @@ class CudaKernels final : public Kernels {
   }
   bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
                           float* dbias, bool bf16) override {
+    // In bf16, cuBLASLt's bias gradient would sum dy rounded to bfloat16 (the product's input), not
+    // dy: the bias ops keep the gradient's float32 definition there.
+    if (bf16) return false;
     // cuBLASLt writes the bias gradient; the op adds it.
     auto memory = scratch(sizeof(float) * static_cast<size_t>(out));
     auto* bgrad = static_cast<float*>(memory.get());

@@ -53,8 +53,9 @@ class Kernels {
   // A linear layer's products through cuBLASLt, the bias and activation (none or ReLU) and the bias
   // gradient in the product's epilogue (ops/matmul.h's linear and linear_backward):
   //   y[rows, out] = act(x[rows, in] · w[out, in]ᵀ + bias);  dw += dyᵀ · x and dbias += Σ_rows dy.
-  // False, with nothing changed, where there is no such product here (another activation, or no
-  // algorithm of cuBLASLt's): the caller then runs gemm and the bias ops.
+  // False, with nothing changed, where there is no such product here (another activation, no
+  // algorithm of cuBLASLt's, or a bf16 weight gradient, whose epilogue would sum dy rounded to
+  // bfloat16): the caller then runs gemm and the bias ops.
   virtual bool linear(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
                       ops::Activation act, float* y, bool bf16) = 0;
   virtual bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
