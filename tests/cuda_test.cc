@@ -226,6 +226,9 @@ TEST(Cuda, AttentionForwardAndBackward) {
       {"causal dropout", 2, 12, 12, 8, 16, true, true, 0.1},
       {"beams share keys", 6, 1, 9, 2, 4, false, true, 0.0, 3},
       {"causal, fewer queries than keys", 3, 4, 9, 2, 8, true, true, 0.0},
+      // A head width that is not a multiple of 4: the fused kernels' plain reads.
+      {"odd head width, dropout", 3, 7, 11, 2, 6, true, true, 0.1},
+      {"fused forward and backward, base shape", 4, 50, 50, 8, 64, false, true, 0.1},
       // The fused forward and the products path's backward (d_k 64, 100 tokens: the common shape of
       // longer training sentences).
       {"fused forward, products backward", 2, 100, 100, 2, 64, true, true, 0.1},

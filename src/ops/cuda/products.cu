@@ -252,10 +252,14 @@ __global__ void decode_attention_kernel(AttentionDims d, const float* q, const f
 //
 // For the sizes of sentence-level translation (S, T up to a few hundred): the whole head's K and V
 // (and in the backward Q, dO and dZ) fit in shared memory, and one kernel does what the products,
-// softmax and dropout passes do above. Rows are padded by one float (kPad) so that lanes reading
-// rows s = lane, lane + 32, ... at the same column hit different banks. Every sum runs in a fixed
+// softmax and dropout passes do above. Rows are padded by four floats (kPad) so that lanes reading
+// rows s = lane, lane + 32, ... at the same columns hit different banks, and so that rows stay 16-byte
+// aligned for the four-float reads (d_k and d_v multiples of 4). Every sum runs in a fixed
 // order within one thread or warp: the results do not change from run to run.
-constexpr int kPad = 1, kFusedWarps = 8;
+constexpr int kPad = 4, kFusedWarps = 8;
+
+// A row of S floats in shared memory, padded to a multiple of 4 (16-byte aligned rows).
+__host__ __device__ inline int padded(int s) { return (s + 3) / 4 * 4; }
 
 // Element g of the flat probs array kept by dropout (the CPU's rule), as a 0/1 factor times 1/(1−p).
 __device__ inline float keep_factor(const RngStream& rng, uint64_t g, float threshold, float keep_scale) {
@@ -279,10 +283,59 @@ __device__ inline void load_rows(float* dst, const float* src, int rows, int col
     for (int c = lane; c < cols; c += 32) dst[r * (cols + kPad) + c] = src[r * ld + c];
 }
 
+// Σ_c a[c] · b[c], c < n, in order of c; kVec: read four at a time (n a multiple of 4, a and b
+// 16-byte aligned): a quarter of the shared-memory reads, the same sums.
+template <bool kVec>
+__device__ inline float dot_rows(const float* a, const float* b, int n) {
+  float acc = 0;
+  if constexpr (kVec) {
+    for (int c = 0; c < n; c += 4) {
+      const float4 x = *reinterpret_cast<const float4*>(a + c), y = *reinterpret_cast<const float4*>(b + c);
+      acc += x.x * y.x;
+      acc += x.y * y.y;
+      acc += x.z * y.z;
+      acc += x.w * y.w;
+    }
+  } else {
+    for (int c = 0; c < n; ++c) acc += a[c] * b[c];
+  }
+  return acc;
+}
+
+// out(c, Σ_i w[i · w_step] · m[i · ld + c]) for i < n, in order of i, for each column c < cols a lane
+// of the warp takes: c = lane, lane + 32, ...; kVec: two neighbouring columns a lane (cols even, m's
+// rows 8-byte aligned), so that each weight read serves two sums.
+template <bool kVec, class Out>
+__device__ inline void weighted_columns(const float* w, int w_step, const float* m, int ld, int n, int cols, Out&& out) {
+  const int lane = threadIdx.x % 32;
+  if constexpr (kVec) {
+    for (int c = 2 * lane; c < cols; c += 64) {
+      float a0 = 0, a1 = 0;
+      for (int i = 0; i < n; ++i) {
+        const float x = w[i * w_step];
+        const float2 y = *reinterpret_cast<const float2*>(m + i * ld + c);
+        a0 += x * y.x;
+        a1 += x * y.y;
+      }
+      out(c, a0);
+      out(c + 1, a1);
+    }
+  } else {
+    for (int c = lane; c < cols; c += 32) {
+      float a = 0;
+      for (int i = 0; i < n; ++i) a += w[i * w_step] * m[i * ld + c];
+      out(c, a);
+    }
+  }
+}
+
+// kVec: d_k and d_v multiples of 4 (the vector reads of dot_rows and weighted_columns).
+template <bool kVec>
 __global__ void fused_attention_kernel(AttentionDims d, const float* q, const float* k, const float* v, bool causal,
                                        const int32_t* key_lengths, float scale, float threshold, float keep_scale,
                                        bool drop, RngStream rng, float* probs, float* out) {
-  extern __shared__ float smem[];
+  extern __shared__ float4 smem4[];
+  float* smem = reinterpret_cast<float*>(smem4);
   const int T = static_cast<int>(d.queries), S = static_cast<int>(d.keys), dk = static_cast<int>(d.d_k),
             dv = static_cast<int>(d.d_v), H = static_cast<int>(d.heads);
   const int64_t b = blockIdx.x / H, h = blockIdx.x % H, kb = b / d.kv_group;
@@ -290,13 +343,13 @@ __global__ void fused_attention_kernel(AttentionDims d, const float* q, const fl
   float* ks = smem;                               // [S, dk + kPad]
   float* vs = ks + S * (dk + kPad);               // [S, dv + kPad]
   float* qrow = vs + S * (dv + kPad);             // [warps, dk]
-  float* prow = qrow + kFusedWarps * dk;          // [warps, S]
+  float* prow = qrow + kFusedWarps * dk;          // [warps, padded(S)]
   load_rows(ks, k + kb * S * ldq + h * dk, S, dk, ldq);
   load_rows(vs, v + kb * S * ldv + h * dv, S, dv, ldv);
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* qw = qrow + warp * dk;
-  float* pw = prow + warp * S;
+  float* pw = prow + warp * padded(S);
   for (int t = warp; t < T; t += kFusedWarps) {
     const float* qt = q + (b * T + t) * ldq + h * dk;
     for (int c = lane; c < dk; c += 32) qw[c] = qt[c];
@@ -304,10 +357,7 @@ __global__ void fused_attention_kernel(AttentionDims d, const float* q, const fl
     const int n = static_cast<int>(visible_keys(S, T, b, t, causal, key_lengths));
     float mx = -INFINITY;
     for (int s = lane; s < n; s += 32) {
-      const float* kr = ks + s * (dk + kPad);
-      float dot = 0;
-      for (int c = 0; c < dk; ++c) dot += qw[c] * kr[c];
-      pw[s] = dot * scale;
+      pw[s] = dot_rows<kVec>(qw, ks + s * (dk + kPad), dk) * scale;
       mx = fmaxf(mx, pw[s]);
     }
     mx = warp_max(mx);
@@ -327,30 +377,29 @@ __global__ void fused_attention_kernel(AttentionDims d, const float* q, const fl
     }
     __syncwarp();
     float* o = out + (b * T + t) * ldv + h * dv;
-    for (int c = lane; c < dv; c += 32) {
-      float acc = 0;
-      for (int s = 0; s < n; ++s) acc += pw[s] * vs[s * (dv + kPad) + c];
-      o[c] = acc;
-    }
+    weighted_columns<kVec>(pw, 1, vs, dv + kPad, n, dv, [&](int c, float acc) { o[c] = acc; });
     __syncwarp();
   }
 }
 
+template <bool kVec>
 __global__ void fused_attention_backward_kernel(AttentionDims d, const float* q, const float* k, const float* v,
                                                 float scale, float threshold, float keep_scale, bool drop,
                                                 RngStream rng, const float* probs, const float* dout, float* dq,
                                                 float* dk, float* dv) {
-  extern __shared__ float smem[];
+  extern __shared__ float4 smem4[];
+  float* smem = reinterpret_cast<float*>(smem4);
   const int T = static_cast<int>(d.queries), S = static_cast<int>(d.keys), Dk = static_cast<int>(d.d_k),
             Dv = static_cast<int>(d.d_v), H = static_cast<int>(d.heads);
   const int64_t b = blockIdx.x / H, h = blockIdx.x % H;
   const int64_t ldq = H * Dk, ldv = H * Dv;
+  const int ldz = padded(S);
   float* qs = smem;                      // [T, Dk + kPad]
   float* ks = qs + T * (Dk + kPad);      // [S, Dk + kPad]
   float* vs = ks + S * (Dk + kPad);      // [S, Dv + kPad]
   float* dos = vs + S * (Dv + kPad);     // [T, Dv + kPad]
-  float* dz = dos + T * (Dv + kPad);     // [T, S + kPad]
-  float* pd = dz + T * (S + kPad);       // [T, S + kPad]: P̃, the weights after dropout
+  float* dz = dos + T * (Dv + kPad);     // [T, ldz]
+  float* pd = dz + T * ldz;              // [T, ldz]: P̃, the weights after dropout
   load_rows(qs, q + b * T * ldq + h * Dk, T, Dk, ldq);
   load_rows(ks, k + b * S * ldq + h * Dk, S, Dk, ldq);
   load_rows(vs, v + b * S * ldv + h * Dv, S, Dv, ldv);
@@ -362,19 +411,17 @@ __global__ void fused_attention_backward_kernel(AttentionDims d, const float* q,
   // Query rows: dP = dropout(dO·Vᵀ), dZ = P ⊙ (dP − Σ dP ⊙ P), dQ += scale · dZ · K.
   for (int t = warp; t < T; t += kFusedWarps) {
     const float* dot_row = dos + t * (Dv + kPad);
-    float* z = dz + t * (S + kPad);
+    float* z = dz + t * ldz;
     float dot = 0;
     for (int s = lane; s < S; s += 32) {
-      const float* vr = vs + s * (Dv + kPad);
-      float g = 0;
-      for (int c = 0; c < Dv; ++c) g += dot_row[c] * vr[c];
+      float g = dot_rows<kVec>(dot_row, vs + s * (Dv + kPad), Dv);
       const float p = P[t * S + s];
       if (drop) {
         const float keep = keep_factor(rng, base + static_cast<uint64_t>(t * S + s), threshold, keep_scale);
         g = __fmul_rn(g, keep);
-        pd[t * (S + kPad) + s] = __fmul_rn(p, keep);
+        pd[t * ldz + s] = __fmul_rn(p, keep);
       } else {
-        pd[t * (S + kPad) + s] = p;
+        pd[t * ldz + s] = p;
       }
       z[s] = g;
       dot += g * p;
@@ -383,27 +430,15 @@ __global__ void fused_attention_backward_kernel(AttentionDims d, const float* q,
     for (int s = lane; s < S; s += 32) z[s] = P[t * S + s] * (z[s] - dot);
     __syncwarp();
     float* dqt = dq + (b * T + t) * ldq + h * Dk;
-    for (int c = lane; c < Dk; c += 32) {
-      float acc = 0;
-      for (int s = 0; s < S; ++s) acc += z[s] * ks[s * (Dk + kPad) + c];
-      dqt[c] += scale * acc;
-    }
+    weighted_columns<kVec>(z, 1, ks, Dk + kPad, S, Dk, [&](int c, float acc) { dqt[c] += scale * acc; });
   }
   __syncthreads();
   // Key rows: dV += P̃ᵀ · dO, dK += scale · dZᵀ · Q.
   for (int s = warp; s < S; s += kFusedWarps) {
     float* dvs = dv + (b * S + s) * ldv + h * Dv;
-    for (int c = lane; c < Dv; c += 32) {
-      float acc = 0;
-      for (int t = 0; t < T; ++t) acc += pd[t * (S + kPad) + s] * dos[t * (Dv + kPad) + c];
-      dvs[c] += acc;
-    }
+    weighted_columns<kVec>(pd + s, ldz, dos, Dv + kPad, T, Dv, [&](int c, float acc) { dvs[c] += acc; });
     float* dks = dk + (b * S + s) * ldq + h * Dk;
-    for (int c = lane; c < Dk; c += 32) {
-      float acc = 0;
-      for (int t = 0; t < T; ++t) acc += dz[t * (S + kPad) + s] * qs[t * (Dk + kPad) + c];
-      dks[c] += scale * acc;
-    }
+    weighted_columns<kVec>(dz + s, ldz, qs, Dk + kPad, T, Dk, [&](int c, float acc) { dks[c] += scale * acc; });
   }
 }
 
@@ -421,13 +456,16 @@ size_t fused_limit() {
 }
 size_t fused_forward_bytes(const AttentionDims& d) {
   return sizeof(float) * static_cast<size_t>(d.keys * (d.d_k + kPad) + d.keys * (d.d_v + kPad) +
-                                             kFusedWarps * d.d_k + kFusedWarps * d.keys);
+                                             kFusedWarps * d.d_k + kFusedWarps * padded(static_cast<int>(d.keys)));
 }
 size_t fused_backward_bytes(const AttentionDims& d) {
   return sizeof(float) * static_cast<size_t>(d.queries * (d.d_k + kPad) + d.keys * (d.d_k + kPad) +
                                              d.keys * (d.d_v + kPad) + d.queries * (d.d_v + kPad) +
-                                             2 * d.queries * (d.keys + kPad));
+                                             2 * d.queries * padded(static_cast<int>(d.keys)));
 }
+// The fused kernels' vector reads need d_k and d_v in multiples of 4 (and so every shared row
+// 16-byte aligned); other widths run the same kernels with plain reads.
+bool vector_widths(const AttentionDims& d) { return d.d_k % 4 == 0 && d.d_v % 4 == 0; }
 
 // Raises a kernel's dynamic shared memory limit to fused_limit() (above the default 48 KB).
 template <class K>
@@ -511,10 +549,12 @@ void attention(const AttentionDims& d, const float* q, const float* k, const flo
   }
   const auto threshold = static_cast<float>(dropout_rate), keep_scale = static_cast<float>(1.0 / (1.0 - dropout_rate));
   if (const size_t bytes = fused_forward_bytes(d); bytes <= fused_limit()) {
-    static const bool allowed = (allow_shared(fused_attention_kernel), true);
+    static const bool allowed =
+        (allow_shared(fused_attention_kernel<true>), allow_shared(fused_attention_kernel<false>), true);
     (void)allowed;
-    fused_attention_kernel<<<static_cast<unsigned>(B * H), 32 * kFusedWarps, bytes>>>(
-        d, q, k, v, causal, key_lengths, scale, threshold, keep_scale, dropout_rate > 0, rng, probs, out);
+    (vector_widths(d) ? fused_attention_kernel<true> : fused_attention_kernel<false>)
+        <<<static_cast<unsigned>(B * H), 32 * kFusedWarps, bytes>>>(d, q, k, v, causal, key_lengths, scale, threshold,
+                                                                   keep_scale, dropout_rate > 0, rng, probs, out);
     launched("attention (fused)");
     return;
   }
@@ -560,11 +600,13 @@ void attention_backward(const AttentionDims& d, const float* q, const float* k, 
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
   const int64_t ldq = H * d.d_k, ldv = H * d.d_v, tile = T * S, n = B * H * tile;
   if (const size_t bytes = fused_backward_bytes(d); bytes <= fused_limit()) {
-    static const bool allowed = (allow_shared(fused_attention_backward_kernel), true);
+    static const bool allowed = (allow_shared(fused_attention_backward_kernel<true>),
+                                 allow_shared(fused_attention_backward_kernel<false>), true);
     (void)allowed;
-    fused_attention_backward_kernel<<<static_cast<unsigned>(B * H), 32 * kFusedWarps, bytes>>>(
-        d, q, k, v, scale, static_cast<float>(dropout_rate), static_cast<float>(1.0 / (1.0 - dropout_rate)),
-        dropout_rate > 0, rng, probs, dout, dq, dk, dv);
+    (vector_widths(d) ? fused_attention_backward_kernel<true> : fused_attention_backward_kernel<false>)
+        <<<static_cast<unsigned>(B * H), 32 * kFusedWarps, bytes>>>(
+            d, q, k, v, scale, static_cast<float>(dropout_rate), static_cast<float>(1.0 / (1.0 - dropout_rate)),
+            dropout_rate > 0, rng, probs, dout, dq, dk, dv);
     launched("attention_backward (fused)");
     return;
   }
