@@ -127,16 +127,16 @@ void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, const T
                      const Tensor& dbias, Precision precision) {
   const int64_t rows = linear_rows("linear_backward", x, w, dbias, dy);
   check_same_shape("linear_backward", "dw", dw, "w", w);
-  if (dx) matmul_backward(x, w, dy, dx, nullptr, {.trans_b = true, .precision = precision});
+  if (dx) check_same_shape("linear_backward", "dx", *dx, "x", x);
   if (dy.device() != Device::CPU) {
-    bool done = false;
-    dispatch("linear_backward (cuBLASLt)", dy.dtype(), dy.device(), [](auto) {}, [&](cuda::Kernels& k) {
-      done = k.linear_weight_grad(rows, w.size(1), w.size(0), x.data<float>(), dy.data<float>(), dw.data<float>(),
-                                  dbias.data<float>(), precision == Precision::kBf16);
+    dispatch("linear_backward", dy.dtype(), dy.device(), [](auto) {}, [&](cuda::Kernels& k) {
+      k.linear_backward(rows, w.size(1), w.size(0), x.data<float>(), w.data<float>(), dy.data<float>(),
+                        dx ? dx->data<float>() : nullptr, dw.data<float>(), dbias.data<float>(),
+                        precision == Precision::kBf16);
     });
-    if (done) return;
+    return;
   }
-  matmul_backward(x, w, dy, nullptr, &dw, {.trans_b = true, .precision = precision});
+  matmul_backward(x, w, dy, dx, &dw, {.trans_b = true, .precision = precision});
   bias_add_backward(dy, dbias);
 }
 

@@ -338,17 +338,28 @@ class CudaKernels final : public Kernels {
     if (act != Activation::kNone && act != Activation::kRelu) return false;
     return cuda::linear_forward(rows, in, out, x, w, bias, act == Activation::kRelu, y, bf16);
   }
-  bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
-                          float* dbias, bool bf16) override {
-    // In bf16, cuBLASLt's bias gradient would sum dy rounded to bfloat16 (the product's input), not
-    // dy: the bias ops keep the gradient's float32 definition there.
-    if (bf16) return false;
-    // cuBLASLt writes the bias gradient; the op adds it.
+  void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
+                       float* dx, float* dw, float* dbias, bool bf16) override {
+    if (rows == 0 || out == 0) return;  // every sum is empty: nothing to add
+    if (in == 0) {  // no weights, but the bias's gradient
+      bias_add_backward(rows, out, dy, dbias);
+      return;
+    }
+    if (bf16) {
+      cuda::linear_backward_bf16(rows, in, out, x, w, dy, dx, dw);
+      bias_add_backward(rows, out, dy, dbias);  // from float32 dy, the bias gradient's definition
+      return;
+    }
+    if (dx != nullptr) gemm(1, false, false, rows, in, out, 1.0f, dy, 0, w, 0, 1.0f, dx, 0, false);
+    // cuBLASLt writes the bias gradient; it is added here.
     auto memory = scratch(sizeof(float) * static_cast<size_t>(out));
     auto* bgrad = static_cast<float*>(memory.get());
-    if (!cuda::linear_weight_grad(rows, in, out, x, dy, dw, bgrad, bf16)) return false;
-    add_to(out, bgrad, dbias);
-    return true;
+    if (cuda::linear_weight_grad(rows, in, out, x, dy, dw, bgrad, false)) {
+      add_to(out, bgrad, dbias);
+      return;
+    }
+    gemm(1, true, false, out, in, rows, 1.0f, dy, 0, x, 0, 1.0f, dw, 0, false);
+    bias_add_backward(rows, out, dy, dbias);
   }
 
   void attention(const AttentionDims& d, const float* q, const float* k, const float* v, bool causal,

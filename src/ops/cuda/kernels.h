@@ -50,16 +50,17 @@ class Kernels {
                     const float* a, int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c,
                     int64_t stride_c, bool bf16) = 0;
   virtual void round_to_bf16(int64_t n, const float* x, float* y) = 0;
-  // A linear layer's products through cuBLASLt, the bias and activation (none or ReLU) and the bias
-  // gradient in the product's epilogue (ops/matmul.h's linear and linear_backward):
-  //   y[rows, out] = act(x[rows, in] · w[out, in]ᵀ + bias);  dw += dyᵀ · x and dbias += Σ_rows dy.
-  // False, with nothing changed, where there is no such product here (another activation, no
-  // algorithm of cuBLASLt's, or a bf16 weight gradient, whose epilogue would sum dy rounded to
-  // bfloat16): the caller then runs gemm and the bias ops.
+  // A linear layer (ops/matmul.h's linear and linear_backward):
+  //   y[rows, out] = act(x[rows, in] · w[out, in]ᵀ + bias): one cuBLASLt product with the bias and
+  //   the activation (none or ReLU) in its epilogue; false, with nothing changed, for another
+  //   activation or where cuBLASLt has no algorithm (the caller then runs gemm and the bias ops);
+  //   dx += dy · w (dx may be null), dw += dyᵀ · x, dbias += Σ_rows dy: in float32 the bias gradient
+  //   from the weight gradient's product (cuBLASLt's epilogue); in bf16 dy, w and x rounded once for
+  //   both products, and the bias gradient from float32 dy.
   virtual bool linear(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
                       ops::Activation act, float* y, bool bf16) = 0;
-  virtual bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
-                                  float* dbias, bool bf16) = 0;
+  virtual void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
+                               float* dx, float* dw, float* dbias, bool bf16) = 0;
 
   // Attention (ops/attention.h); key_lengths and key_rows are device pointers or null.
   virtual void attention(const AttentionDims& d, const float* q, const float* k, const float* v, bool causal,

@@ -47,6 +47,32 @@ __global__ void to_bf16_kernel(int64_t n, const float* x, __nv_bfloat16* y) {
     y[i] = __float2bfloat16_rn(x[i]);
 }
 
+// The same, four elements a thread (x 16-byte and y 8-byte aligned, n4 = n / 4 groups); the last
+// n % 4 elements by the first threads.
+__global__ void to_bf16_vector_kernel(int64_t n4, int64_t n, const float4* x, __nv_bfloat162* y) {
+  const int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x, step = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = first; i < n4; i += step) {
+    const float4 v = x[i];
+    y[2 * i] = __floats2bfloat162_rn(v.x, v.y);
+    y[2 * i + 1] = __floats2bfloat162_rn(v.z, v.w);
+  }
+  const auto* xs = reinterpret_cast<const float*>(x);
+  auto* ys = reinterpret_cast<__nv_bfloat16*>(y);
+  if (first < n - 4 * n4) ys[4 * n4 + first] = __float2bfloat16_rn(xs[4 * n4 + first]);
+}
+
+// y[i] = bf16(x[i]), i < n: the rounding of a product's inputs.
+void to_bf16(int64_t n, const float* x, __nv_bfloat16* y) {
+  if (n <= 0) return;
+  if (reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 8 == 0) {
+    const int64_t n4 = n / 4;
+    to_bf16_vector_kernel<<<grid_for(std::max<int64_t>(n4, 1)), kThreads>>>(
+        n4, n, reinterpret_cast<const float4*>(x), reinterpret_cast<__nv_bfloat162*>(y));
+  } else {
+    to_bf16_kernel<<<grid_for(n), kThreads>>>(n, x, y);
+  }
+}
+
 __global__ void round_bf16_kernel(int64_t n, const float* x, float* y) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
     y[i] = __bfloat162float(__float2bfloat16_rn(x[i]));
@@ -152,8 +178,8 @@ bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
     memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(na + nb + 128));
     auto* a16 = static_cast<__nv_bfloat16*>(memory.get());
     __nv_bfloat16* b16 = a16 + (na + 127) / 128 * 128;  // 256-byte aligned
-    to_bf16_kernel<<<grid_for(na), kThreads>>>(na, a, a16);
-    to_bf16_kernel<<<grid_for(nb), kThreads>>>(nb, b, b16);
+    to_bf16(na, a, a16);
+    to_bf16(nb, b, b16);
     launched("cuBLASLt product (bf16 inputs)");
     a_in = a16;
     b_in = b16;
@@ -499,8 +525,8 @@ void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
   auto memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(na + nb + 8));
   auto* a16 = static_cast<__nv_bfloat16*>(memory.get());
   __nv_bfloat16* b16 = a16 + (na + 7) / 8 * 8;  // 16-byte aligned
-  if (na > 0) to_bf16_kernel<<<grid_for(na), kThreads>>>(na, a, a16);
-  if (nb > 0) to_bf16_kernel<<<grid_for(nb), kThreads>>>(nb, b, b16);
+  to_bf16(na, a, a16);
+  to_bf16(nb, b, b16);
   launched("gemm (bf16 inputs)");
   check_blas(cublasGemmStridedBatchedEx(handle(), op_b, op_a, in, im, ik, &alpha, b16, CUDA_R_16BF, static_cast<int>(ldb),
                                         stride_b, a16, CUDA_R_16BF, static_cast<int>(lda), stride_a, &beta, c,
@@ -522,6 +548,36 @@ bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, c
   // Column-major: dwᵀ[in, out] += xᵀ[in, rows] · (dyᵀ[out, rows])ᵀ; the bias gradient is B's sum
   // over the product's k (rows): one value per column of dwᵀ.
   return lt_matmul(false, true, in, out, rows, x, in, dy, out, 1.0f, dw, in, bf16, CUBLASLT_EPILOGUE_BGRADB, bgrad);
+}
+
+void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
+                          float* dx, float* dw) {
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  TFM_CHECK(rows <= kMaxInt && in <= kMaxInt && out <= kMaxInt, "linear_backward on cuda: sizes beyond cuBLAS's ",
+            "32-bit ones (rows ", rows, ", in ", in, ", out ", out, ")");
+  const int64_t ny = rows * out, nw = out * in, nx = rows * in;
+  auto round = [](int64_t n) { return (n + 127) / 128 * 128; };  // 256-byte aligned copies
+  auto memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(round(ny) + round(nw) + round(nx)));
+  auto* dy16 = static_cast<__nv_bfloat16*>(memory.get());
+  __nv_bfloat16* w16 = dy16 + round(ny);
+  __nv_bfloat16* x16 = w16 + round(nw);
+  to_bf16(ny, dy, dy16);
+  if (dx != nullptr) to_bf16(nw, w, w16);
+  to_bf16(nx, x, x16);
+  launched("linear_backward (bf16 inputs)");
+  const float one = 1.0f;
+  const int r = static_cast<int>(rows), i = static_cast<int>(in), o = static_cast<int>(out);
+  // Row-major products as column-major ones of the transposes, as gemm_strided maps them.
+  if (dx != nullptr)  // dx += dy · w
+    check_blas(cublasGemmStridedBatchedEx(handle(), CUBLAS_OP_N, CUBLAS_OP_N, i, r, o, &one, w16, CUDA_R_16BF, i, 0,
+                                          dy16, CUDA_R_16BF, o, 0, &one, dx, CUDA_R_32F, i, 0, 1, CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx (linear dx, bf16)");
+  // dw += dyᵀ · x
+  check_blas(cublasGemmStridedBatchedEx(handle(), CUBLAS_OP_N, CUBLAS_OP_T, i, o, r, &one, x16, CUDA_R_16BF, i, 0,
+                                        dy16, CUDA_R_16BF, o, 0, &one, dw, CUDA_R_32F, i, 0, 1, CUBLAS_COMPUTE_32F,
+                                        CUBLAS_GEMM_DEFAULT),
+             "cublasGemmStridedBatchedEx (linear dw, bf16)");
 }
 
 void round_to_bf16(int64_t n, const float* x, float* y) {
