@@ -1,6 +1,7 @@
 #pragma once
 // What the CUDA kernel files share: error checks, launch sizes, block reductions, scratch memory,
 // and the products (products.cu) that the other kernels call.
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -83,9 +84,10 @@ bool linear_forward(int64_t rows, int64_t in, int64_t out, const float* x, const
 bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
                         float* bgrad, bool bf16);
 // dx[rows, in] += dy[rows, out] · w[out, in] (dx may be null) and dw[out, in] += dy[rows, out]ᵀ · x[rows, in]
-// with dy, w and x rounded to bfloat16 once for both products, float32 sums (products.cu).
-void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
-                          float* dx, float* dw);
+// with dy already rounded to bfloat16 (dy16), w and x rounded once for both products, float32 sums
+// (products.cu).
+void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const float* w,
+                          const __nv_bfloat16* dy16, float* dx, float* dw);
 
 // Attention (products.cu), as Kernels::attention and attention_backward.
 void attention(const AttentionDims& d, const float* q, const float* k, const float* v, bool causal,

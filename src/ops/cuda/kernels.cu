@@ -2,6 +2,7 @@
 // elementwise ops, dropout, layer norm, softmax, the loss, embeddings, Adam and byte moves. Each one
 // follows the arithmetic of its CPU kernel (ops/cpu/simd), sums in double where the CPU's are, and
 // reduces in a fixed order: the same inputs give the same bits on every run.
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <array>
@@ -346,8 +347,16 @@ class CudaKernels final : public Kernels {
       return;
     }
     if (bf16) {
-      cuda::linear_backward_bf16(rows, in, out, x, w, dy, dx, dw);
-      bias_add_backward(rows, out, dy, dbias);  // from float32 dy, the bias gradient's definition
+      // One pass over dy: the bias gradient's column sums (of float32 dy, its definition) also
+      // write dy rounded to bfloat16 for the two products.
+      auto memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(rows * out));
+      auto* dy16 = static_cast<__nv_bfloat16*>(memory.get());
+      add_column_sums("linear_backward", rows, out, [=] __device__(int64_t r, int64_t c) {
+        const float g = dy[r * out + c];
+        dy16[r * out + c] = __float2bfloat16_rn(g);
+        return double(g);
+      }, dbias);
+      cuda::linear_backward_bf16(rows, in, out, x, w, dy16, dx, dw);
       return;
     }
     if (dx != nullptr) gemm(1, false, false, rows, in, out, 1.0f, dy, 0, w, 0, 1.0f, dx, 0, false);

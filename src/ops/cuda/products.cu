@@ -550,18 +550,16 @@ bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, c
   return lt_matmul(false, true, in, out, rows, x, in, dy, out, 1.0f, dw, in, bf16, CUBLASLT_EPILOGUE_BGRADB, bgrad);
 }
 
-void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
-                          float* dx, float* dw) {
+void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const float* w,
+                          const __nv_bfloat16* dy16, float* dx, float* dw) {
   constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
   TFM_CHECK(rows <= kMaxInt && in <= kMaxInt && out <= kMaxInt, "linear_backward on cuda: sizes beyond cuBLAS's ",
             "32-bit ones (rows ", rows, ", in ", in, ", out ", out, ")");
-  const int64_t ny = rows * out, nw = out * in, nx = rows * in;
+  const int64_t nw = out * in, nx = rows * in;
   auto round = [](int64_t n) { return (n + 127) / 128 * 128; };  // 256-byte aligned copies
-  auto memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(round(ny) + round(nw) + round(nx)));
-  auto* dy16 = static_cast<__nv_bfloat16*>(memory.get());
-  __nv_bfloat16* w16 = dy16 + round(ny);
+  auto memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(round(nw) + round(nx)));
+  auto* w16 = static_cast<__nv_bfloat16*>(memory.get());
   __nv_bfloat16* x16 = w16 + round(nw);
-  to_bf16(ny, dy, dy16);
   if (dx != nullptr) to_bf16(nw, w, w16);
   to_bf16(nx, x, x16);
   launched("linear_backward (bf16 inputs)");
