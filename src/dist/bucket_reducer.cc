@@ -48,6 +48,14 @@ BucketReducer::BucketReducer(Communicator& comm, const std::vector<Range>& plan,
     plan_lo_.push_back(lo);
     plan_bucket_.push_back(bucket);
   }
+  if (device_ != nullptr && !threaded && buckets_.size() > 1) {
+    // Summed after the backward pass on a GPU: one bucket for the whole buffer, one NCCL exchange
+    // instead of one per layer and gap (the same bits: the sum is element by element).
+    const int ranges = static_cast<int>(plan.size());
+    buckets_.assign(1, Range{0, n});
+    entries_.assign(1, ranges);
+    std::fill(plan_bucket_.begin(), plan_bucket_.end(), 0);
+  }
   complete_.assign(buckets_.size(), 0);
   if (threaded) thread_ = std::thread([this] { run(); });
 }

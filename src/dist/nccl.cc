@@ -46,7 +46,8 @@ const Nccl& library() {
     find(n.comm_init_rank, "ncclCommInitRank");
     find(n.comm_destroy, "ncclCommDestroy");
     find(n.error_string, "ncclGetErrorString");
-    find(n.last_error, "ncclGetLastError");
+    // Since NCCL 2.13: the detail of the last error, where there is one.
+    n.last_error = reinterpret_cast<decltype(n.last_error)>(dlsym(h, "ncclGetLastError"));
     find(n.group_start, "ncclGroupStart");
     find(n.group_end, "ncclGroupEnd");
     find(n.send, "ncclSend");
@@ -138,7 +139,7 @@ class NcclCommunicator final : public DeviceCommunicator {
   }
   void check(ncclResult_t rc, const char* what) const {
     if (rc == ncclSuccess) return;
-    const char* detail = comm_ != nullptr ? lib_.last_error(comm_) : nullptr;
+    const char* detail = comm_ != nullptr && lib_.last_error != nullptr ? lib_.last_error(comm_) : nullptr;
     throw Error(cat("NCCL: ", what, " failed on rank ", rank_, " of ", size_, ": ", lib_.error_string(rc),
                     detail != nullptr && *detail != '\0' ? cat(" (", detail, ")") : std::string()));
   }

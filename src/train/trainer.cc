@@ -161,12 +161,13 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   device = tfm::parse_device(o.device, "train: device");
   if (device != tfm::Device::CPU) {
     if (over_nccl()) {
-      // One GPU per rank: the machine's ranks take its GPUs in order.
+      // One GPU per rank: the machine's ranks take the GPUs they see in order (where a launcher
+      // shows each rank one GPU, CUDA_VISIBLE_DEVICES or Slurm's --gpus-per-task, each takes its
+      // own; two ranks on one GPU are refused by NCCL, saying so).
       const int gpus = tfm::device_count(device);
-      TFM_CHECK(comm.local_size() <= gpus, "train: --device ", o.device, " under ", comm.local_size(),
-                " processes on this machine, but it has ", gpus, " CUDA device", gpus == 1 ? "" : "s",
-                ": start one process per GPU (mpirun -np ", std::max(gpus, 1), " per machine)");
-      tfm::select_device(device, comm.local_rank());
+      TFM_CHECK(gpus > 0, "train: --device ", o.device, " under ", comm.size(), " processes: ",
+                tfm::builtin_device_absence(device));
+      tfm::select_device(device, comm.local_rank() % gpus);
     }
     tfm::require_device_memory(device, "train --device cuda");
   }
@@ -311,8 +312,15 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   m = tfm::Tensor::zeros(values.shape(), values.dtype(), values.device());  // where the parameters are
   v = tfm::Tensor::zeros(values.shape(), values.dtype(), values.device());
   if (over_nccl()) {
-    device_comm = tfm::dist::nccl(comm);
-    message(cat("gradients summed over the ranks' GPUs by ", device_comm->backend(), " after the backward pass"));
+    // One rank needs no sum: it goes through NCCL where NCCL is there (so that a one-rank run under
+    // mpirun checks that path), and trains without it where it is not.
+    try {
+      device_comm = tfm::dist::nccl(comm);
+      message(cat("gradients summed over the ranks' GPUs by ", device_comm->backend(), " after the backward pass"));
+    } catch (const Error& e) {
+      if (comm.size() > 1) throw;
+      message(cat("one rank: its gradients are not summed through NCCL (", e.what(), ")"));
+    }
   }
   if (comm.size() > 1 || device_comm) {
     // The gradient buffer's ranges in the order a backward pass completes them, in buckets.

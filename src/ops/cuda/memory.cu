@@ -117,7 +117,7 @@ struct Found {
   std::string absence;  // why there is none
 };
 
-// The device select_device() chose (-1: none chose one; device 0 is used).
+// The device select_device() chose, or 0 once the backend was made without a choice (-1 before).
 std::atomic<int> chosen{-1};
 
 // cudaGetDeviceCount's count, or its error in words.
@@ -139,7 +139,9 @@ const Found& found() {
   static const Found f = [] {
     std::string absence;
     if (count_devices(&absence) == 0) return Found{nullptr, absence};
-    return Found{new CudaMemory(std::max(0, chosen.load())), std::string()};
+    int expected = -1;
+    chosen.compare_exchange_strong(expected, 0);  // no select_device() before: device 0, for good
+    return Found{new CudaMemory(chosen.load()), std::string()};
   }();
   return f;
 }
@@ -158,7 +160,8 @@ void select_device(Device device, int index) {
             count == 1 ? " (device 0)" : cat(" (devices 0 to ", count - 1, ")"));
   int expected = -1;
   if (!chosen.compare_exchange_strong(expected, index))
-    TFM_CHECK(expected == index, "CUDA device ", index, " chosen after device ", expected, " was");
+    TFM_CHECK(expected == index, "CUDA device ", index, " chosen after device ", expected,
+              " was already in use by this process");
   check(cudaSetDevice(index), "cudaSetDevice");
 }
 
