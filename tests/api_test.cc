@@ -294,7 +294,8 @@ TEST(Api, ModelInfoAndAveraging) {
 // the translations stay within its tokens, and a bad option is refused before anything is read.
 TEST(Api, ShortlistBuiltAndUsed) {
   const auto dir = std::filesystem::temp_directory_path();
-  const std::string list = (dir / "api_test.shortlist").string();
+  // One file per process: ctest runs this test at several levels at once.
+  const std::string list = (dir / ("api_test-" + std::to_string(::getpid()) + ".shortlist")).string();
   const ShortlistSummary s = build_shortlist(kDir + "/input.en", kDir + "/expected.greedy.de", kDir + "/vocab.model",
                                              list, {.per_source = 5, .frequent = 10});
   EXPECT_EQ(s.frequent, 10);
