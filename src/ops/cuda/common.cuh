@@ -76,13 +76,14 @@ void round_to_bf16(int64_t n, const float* x, float* y);
 
 // A linear layer's products through cuBLASLt, the rest in the product's epilogue (products.cu):
 //   linear_forward:     y[rows, out] = act(x[rows, in] · w[out, in]ᵀ + bias[out]), act none or ReLU
-//   linear_weight_grad: dw[out, in] += dy[rows, out]ᵀ · x[rows, in], bgrad[out] = Σ_rows dy (written)
-// bf16: x, w and dy rounded to bfloat16 first (the bias gradient then sums the rounded dy). False, with nothing done but rounding, where
-// cuBLASLt has no algorithm for it.
+//   linear_weight_grad: dw[out, in] += dy[rows, out]ᵀ · x[rows, in], bgrad[out] = Σ_rows dy (written);
+//                       float32 only (in bf16 the epilogue would sum dy rounded to bfloat16)
+// linear_forward's bf16: x and w rounded to bfloat16 first. False, with nothing done but rounding,
+// where cuBLASLt has no algorithm for it.
 bool linear_forward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
                     bool relu, float* y, bool bf16);
 bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
-                        float* bgrad, bool bf16);
+                        float* bgrad);
 // dx[rows, in] += dy[rows, out] · w[out, in] (dx may be null) and dw[out, in] += dy[rows, out]ᵀ · x[rows, in]
 // with dy already rounded to bfloat16 (dy16), w and x rounded once for both products, float32 sums
 // (products.cu).

@@ -363,7 +363,7 @@ class CudaKernels final : public Kernels {
     // cuBLASLt writes the bias gradient; it is added here.
     auto memory = scratch(sizeof(float) * static_cast<size_t>(out));
     auto* bgrad = static_cast<float*>(memory.get());
-    if (cuda::linear_weight_grad(rows, in, out, x, dy, dw, bgrad, false)) {
+    if (cuda::linear_weight_grad(rows, in, out, x, dy, dw, bgrad)) {
       add_to(out, bgrad, dbias);
       return;
     }

@@ -550,10 +550,10 @@ bool linear_forward(int64_t rows, int64_t in, int64_t out, const float* x, const
 }
 
 bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
-                        float* bgrad, bool bf16) {
+                        float* bgrad) {
   // Column-major: dwᵀ[in, out] += xᵀ[in, rows] · (dyᵀ[out, rows])ᵀ; the bias gradient is B's sum
   // over the product's k (rows): one value per column of dwᵀ.
-  return lt_matmul(false, true, in, out, rows, x, in, dy, out, 1.0f, dw, in, bf16, CUBLASLT_EPILOGUE_BGRADB, bgrad);
+  return lt_matmul(false, true, in, out, rows, x, in, dy, out, 1.0f, dw, in, false, CUBLASLT_EPILOGUE_BGRADB, bgrad);
 }
 
 void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const float* w,
