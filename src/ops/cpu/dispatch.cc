@@ -157,6 +157,13 @@ void dequantize_rows(int64_t rows, int64_t c0, int64_t nc, const int32_t* acc, c
   TFM_SIMD_CALL(dequantize_rows, rows, c0, nc, acc, x_scale, w_scale, bias, act, y, ldy);
 }
 
+int64_t panel_floats(int64_t n, int64_t k) { TFM_SIMD_CALL(panel_floats, n, k); }
+void pack_panels(int64_t n, int64_t k, const float* w, float* panels) { TFM_SIMD_CALL(pack_panels, n, k, w, panels); }
+void matmul_panels(int64_t m, int64_t n, int64_t k, const float* x, const float* panels, const float* bias,
+                   ops::Activation act, float* y) {
+  TFM_SIMD_CALL(matmul_panels, m, n, k, x, panels, bias, act, y);
+}
+
 #define INSTANTIATE(T)                                                                                 \
   TFM_INSTANTIATE_ELEMENTWISE(T) TFM_INSTANTIATE_LAYER_NORM(T) TFM_INSTANTIATE_SOFTMAX(T)                \
   TFM_INSTANTIATE_ATTENTION(T) TFM_INSTANTIATE_EMBEDDING(T)                                           \

@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,9 +29,20 @@ struct Block {
   memory::desc scratchpad;  // what one execution needs (often nothing), given by the caller
 };
 
+// The project's own panels (simd/panel_gemm.cc), 64-byte aligned: one panel row is a cache line.
+struct Panels {
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> data;
+  const float* bias = nullptr;  // the caller's, kept alive by ops::PackedMatrix
+  ops::Activation act = ops::Activation::kNone;
+};
+
 struct Packed {
   int64_t n = 0, k = 0;
-  std::vector<Block> blocks;  // one, or one per thread for wide outputs
+  std::vector<Block> blocks;  // oneDNN's: one, or one per thread for wide outputs; or empty, and
+  Panels panels;              // the project's own
 };
 
 // Wide outputs (the output projection, 32,000 columns) in one block per thread, each computed by
@@ -37,6 +50,17 @@ struct Packed {
 // 32,000 × 512 took 11.2–13.1 ms against 12.4–14.3 whole, 256 rows 41–45 against 48–49 ms. For
 // 512 and 2,048 columns the blocks gained nothing consistent (docs/performance.md).
 constexpr int64_t kBlockedColumns = 8192;
+
+// Where the project's own panels serve: the AVX2 level, but for wide outputs. At 64 rows, 2 threads,
+// GFLOP/s, panels against OpenBLAS (sgemm, which repacks the weight at every call): 512 → 512 219
+// / 176, 512 → 1536 222 / 180, 512 → 2048 214 / 180, 2048 → 512 212 / 178; 256 rows 204–223 /
+// 194–208; the encoder's 1,664 rows 198–212 / 204–211 (oneDNN's sgemm there). The wide output
+// projection (32,000 columns) ran faster through oneDNN's blocks, per thread: 64 rows 175 against
+// 143–174, 256 rows 194 against 132–180 (AMD EPYC Zen 4 forced to the avx2 level,
+// docs/performance.md). From the avx512 level on, oneDNN's brgemm kernels are faster still.
+bool panels_serve(int64_t n) {
+  return simd_build(isa()) == SimdBuild::kAvx2 && isa() < Isa::kAvx512 && n < kBlockedColumns;
+}
 
 // The activation as oneDNN's eltwise post-op, applied to the result (after the bias) in the same
 // pass: eltwise_swish is x·σ(α·x), so α = 1 for swish and 1.702 for gelu_sigmoid.
@@ -107,6 +131,16 @@ std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, co
     auto p = std::make_shared<Packed>();
     p->n = n;
     p->k = k;
+    if (panels_serve(n)) {
+      const size_t bytes = (static_cast<size_t>(panel_floats(n, k)) * sizeof(float) + 63) / 64 * 64;
+      p->panels.data.reset(static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
+      TFM_CHECK(p->panels.data != nullptr, "packing a [", n, ", ", k, "] weight matrix: out of memory (", bytes,
+                " bytes)");
+      pack_panels(n, k, w, p->panels.data.get());
+      p->panels.bias = bias;
+      p->panels.act = act;
+      return p;
+    }
     const int64_t blocks = n >= kBlockedColumns ? std::max(1, omp_get_max_threads()) : 1;
     for (int64_t i = 0; i < blocks; ++i) {
       const int64_t c0 = n * i / blocks, c1 = n * (i + 1) / blocks;
@@ -121,6 +155,7 @@ std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, co
 void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
   const Packed& p = *static_cast<const Packed*>(packed);
   if (m == 0) return;
+  if (p.panels.data) return matmul_panels(m, p.n, p.k, x, p.panels.data.get(), p.panels.bias, p.panels.act, y);
   const int64_t blocks = static_cast<int64_t>(p.blocks.size());
   // One block: its product runs on every thread (inside a parallel region, as in translate's
   // parallel batches, oneDNN runs it on the calling thread alone).
@@ -162,7 +197,8 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
 // 52 / 96, 2048 → 512 66 / 97, but 512 → 32,000 (blocked per thread) 97 / 73; 256 rows: 73 / 108,
 // 53 / 109, 72 / 109, 101 / 99; 2 threads, 64 rows: 135 / 162, 100 / 180, 135 / 186, 193 / 140
 // (docs/performance.md, "Every CPU family"). There only the wide projection is packed.
-bool packing_pays(int64_t n, int64_t) { return isa() >= Isa::kAvx512 || n >= kBlockedColumns; }
+// At the AVX2 level the project's own panels serve the rest (panels_serve).
+bool packing_pays(int64_t n, int64_t) { return isa() >= Isa::kAvx2 || n >= kBlockedColumns; }
 bool packed_product_wins(int64_t m, int64_t n, int64_t k) {
   if (!packing_pays(n, k)) return false;
   return m <= 256 || n < kBlockedColumns;
