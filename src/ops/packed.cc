@@ -38,7 +38,8 @@ void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
     activate(w.act, y, y);
     return;
   }
-  cpu::matmul_packed(w.packed.get(), rows, x.data<float>(), y.data<float>());
+  dispatch("matmul_packed", DType::F32, Device::CPU,
+           [&](auto) { cpu::matmul_packed(w.packed.get(), rows, x.data<float>(), y.data<float>()); });
 }
 
 }  // namespace tfm::ops
