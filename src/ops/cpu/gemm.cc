@@ -28,11 +28,19 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, 
 // of a decoding step and does double precision. Measured in docs/performance.md.
 constexpr int64_t kOneDnnMinRows = 512;
 
+// At the AVX2 level oneDNN 2.6's sgemm loses to OpenBLAS's Haswell kernels on the weight gradients
+// (Aᵀ·B) and on wide outputs. Best of 5, GFLOP/s, 2 threads, OpenBLAS / oneDNN (AMD EPYC Zen 4
+// forced to avx2): dyᵀ·x 1024 × 256 × 2048 (the small model's first feed-forward layer) 203 / 87
+// (and 166 through widening_weight_gradient's transposed form), 256 × 1024 × 2048 212 / 166, 768 ×
+// 256 × 2048 205 / 194, 8000 × 256 × 2048 198 / 192; x·Wᵀ 2048 × 8000 × 256 215 / 195. oneDNN stays
+// ahead for the narrower x·Wᵀ and dy·W (2048 × 256 × 256: 160 / 198, 2048 × 256 × 1024 162 / 180).
+bool blas_wins_at_avx2(bool ta, int64_t n) { return isa() == Isa::kAvx2 && (ta || n >= 4096); }
+
 bool large_float_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, bool ta,
                       const float* b, int64_t ldb, bool tb, float beta, float* c, int64_t ldc) {
   // Inside a parallel region (translate's parallel batches) oneDNN runs on the calling thread, as
   // OpenBLAS does there: still the faster of the two at these shapes.
-  if (m < kOneDnnMinRows || n < 64 || k < 64) return false;
+  if (m < kOneDnnMinRows || n < 64 || k < 64 || blas_wins_at_avx2(ta, n)) return false;
   isa();  // a forced level caps oneDNN before its first product
   return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
 }
@@ -48,7 +56,8 @@ bool large_float_gemm(int64_t, int64_t, int64_t, double, const double*, int64_t,
 // was slower, hence the bounds). So compute dWᵀ into scratch and add it back transposed, in cache-sized tiles.
 bool widening_weight_gradient(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, bool ta,
                               const float* b, int64_t ldb, bool tb, float beta, float* c, int64_t ldc) {
-  if (!ta || tb || m < 2 * n || m * n > (int64_t{1} << 20) || k < kOneDnnMinRows || n < 64 || omp_in_parallel())
+  if (!ta || tb || m < 2 * n || m * n > (int64_t{1} << 20) || k < kOneDnnMinRows || n < 64 || omp_in_parallel() ||
+      blas_wins_at_avx2(ta, n))
     return false;
   isa();
   thread_local std::vector<float> scratch;
