@@ -109,7 +109,7 @@ grep -q "token id 18446744073709551617 is outside the vocabulary" "$work/err" ||
 # The CPU report names the level in use and each library's choice; a level name this build does
 # not know, or one above this CPU's, is refused naming it.
 "$bin" info --cpu > "$work/cpu.txt"
-for field in cpu features level kernels oneDNN OpenBLAS int8 bf16; do
+for field in cpu features level kernels oneDNN OpenBLAS int8 bf16 packed; do
   grep -q "^$field " "$work/cpu.txt" || fail "info --cpu has no '$field' line: $(cat "$work/cpu.txt")"
 done
 [ -z "${TFM_CPU_ISA:-}" ] || grep -q "^level      $TFM_CPU_ISA " "$work/cpu.txt" || fail "info --cpu ignores TFM_CPU_ISA"

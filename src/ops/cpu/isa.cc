@@ -202,6 +202,7 @@ std::string cpu_report() {
     int8 = "8-bit activations: oneDNN's u8 x s8 products run on VNNI or AMX (32-bit sums)";
   out += cat("int8       ", int8, "\n");
   out += cat("bf16       ", bf16_path(), "\n");
+  out += cat("packed     ", packed_path(), "\n");
   return out;
 }
 

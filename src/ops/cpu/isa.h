@@ -41,7 +41,7 @@ SimdBuild simd_build(Isa isa);
 const char* name(SimdBuild build);  // "generic", "avx2", "avx512"
 
 // What runs where, for `transformer info --cpu` and the top of `make bench`: the CPU, its level and
-// features, the SIMD build, oneDNN's ISA, OpenBLAS's core, and how int8 and bf16 products run.
+// features, the SIMD build, oneDNN's ISA, OpenBLAS's core, and how int8, bf16 and packed products run.
 std::string cpu_report();
 
 }  // namespace tfm::cpu

@@ -60,9 +60,10 @@ int int8_activation_levels();  // 127 (8 bits) where oneDNN's products run on VN
 void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
                  const float* bias, ops::Activation act, float* y);
 
-// Packed float32 weights (ops/packed.h): w [n, k] reordered once into oneDNN's layout for a matmul
+// Packed float32 weights (ops/packed.h): w [n, k] reordered once, into oneDNN's layout for a matmul
 // primitive with a run-time row count (wide outputs: one primitive per thread over its block of
-// columns, packed.cc); y [m, n] = act(x [m, k] · wᵀ (+ bias)), in the same pass (oneDNN post-ops).
+// columns, packed.cc), or at the AVX2 level into the project's own panels (matmul_panels);
+// y [m, n] = act(x [m, k] · wᵀ (+ bias)), in the same pass.
 std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias,
                                         ops::Activation act);
 void matmul_packed(const void* packed, int64_t m, const float* x, float* y);
@@ -70,6 +71,7 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y);
 // the packed product beats BLAS at this shape (measured: docs/performance.md).
 bool packing_pays(int64_t n, int64_t k);
 bool packed_product_wins(int64_t m, int64_t n, int64_t k);
+const char* packed_path();  // how packed float32 products run at this level, in a sentence
 
 }  // namespace tfm::cpu
 

@@ -199,6 +199,13 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
 // (docs/performance.md, "Every CPU family"). There only the wide projection is packed.
 // At the AVX2 level the project's own panels serve the rest (panels_serve).
 bool packing_pays(int64_t n, int64_t) { return isa() >= Isa::kAvx2 || n >= kBlockedColumns; }
+const char* packed_path() {
+  if (isa() >= Isa::kAvx512) return "weights packed once into oneDNN's matmul primitives";
+  if (isa() == Isa::kAvx2)
+    return "weights packed once into the project's own 16-column panels (AVX2); outputs of 8192 columns and more "
+           "into oneDNN's matmul primitives";
+  return "outputs of 8192 columns and more packed into oneDNN's matmul primitives; the others through BLAS";
+}
 bool packed_product_wins(int64_t m, int64_t n, int64_t k) {
   if (!packing_pays(n, k)) return false;
   return m <= 256 || n < kBlockedColumns;
