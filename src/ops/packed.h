@@ -2,9 +2,10 @@
 // Weight matrices packed once for inference's products: decoding's few rows (64 hypotheses for
 // greedy search of 64 sentences) in thousands of calls, and the encoder's. BLAS repacks the weight
 // matrix for its kernel on every call; a packed matrix is reordered once into the layout its
-// product asks for (on the CPU, oneDNN's matmul primitive, created once with the row count left
-// to run time). Same product, other summation order: results agree with ops::matmul to float32
-// rounding.
+// product asks for (on the CPU: from the AVX-512 level on, oneDNN's matmul primitive, created once
+// with the row count left to run time; at the AVX2 level, the project's own 16-column panels,
+// ops/cpu/simd/panel_gemm.cc, but for wide outputs). Same product, other summation order: results
+// agree with ops::matmul to float32 rounding.
 // Inference only (Transformer::pack_weights).
 #include <memory>
 
@@ -22,7 +23,8 @@ struct PackedMatrix {
   Tensor bias;                         // float32 [out] added by the product (a view), or undefined
   Activation act = Activation::kNone;  // taken by the product after the bias
   // The device's packed copy and its product; null where packing does not pay for this shape on
-  // this device (the CPU without AVX-512, but for wide outputs): `weight` then serves every product.
+  // this device (the CPU below the AVX2 level, but for wide outputs): `weight` then serves every
+  // product.
   std::shared_ptr<const void> packed;
 };
 
@@ -31,8 +33,8 @@ struct PackedMatrix {
 // still refers to it, and for ever when the result has no packed copy (`packed` null). With a
 // bias, the product adds it in the same pass (oneDNN's bias argument);
 // with an activation it then takes that in the same pass too (a post-op: eltwise_relu, eltwise_swish
-// with α = 1 for swish and 1.702 for gelu_sigmoid, eltwise_gelu_erf): a feed-forward layer's first
-// product. Where the plain weight serves the product instead, ops::activate follows it.
+// with α = 1 for swish and 1.702 for gelu_sigmoid, eltwise_gelu_erf; the panels' own epilogue): a
+// feed-forward layer's first product. Where the plain weight serves the product instead, ops::activate follows it.
 PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor(), Activation act = Activation::kNone);
 
 // y = x · Wᵀ (+ the bias it was packed with, then its activation); x: float32 [..., in] → y: float32 [..., out]. Uses
