@@ -107,10 +107,12 @@ TEST(Packed, WideOutputsInColumnBlocksMatchBlas) {
 // level, against its definition: each output the fused multiply-add chain over i = 0 … k − 1 in
 // order, then the bias, then the activation. Bit for bit, at 1, 2 and 3 threads, for shapes with
 // partial panels (n not a multiple of 16), partial tiles (m not a multiple of 6), several blocks of
-// k (256 each) and several blocks of rows (256 KB of x each: 108 rows at k = 600).
+// k (256 each) and several blocks of rows (256 KB of x each: 108 rows at k = 600); k = 0 gives the
+// bias alone.
 TEST(Panels, ProductIsTheOrderedFusedSumBitForBit) {
   const int threads = omp_get_max_threads();
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {15, 7}, {16, 256}, {17, 257}, {40, 600}, {70, 33}}) {
+  for (auto [n, k] :
+       {std::pair<int64_t, int64_t>{1, 1}, {15, 7}, {16, 256}, {17, 257}, {40, 600}, {70, 33}, {16, 0}, {20, 512}}) {
     const Tensor w = testing::random_tensor({n, k}, 21 + n).to(DType::F32);
     const Tensor bias = testing::random_tensor({n}, 22).to(DType::F32);
     std::vector<float> panels(static_cast<size_t>(cpu::panel_floats(n, k)), 12345.0f);
@@ -118,7 +120,8 @@ TEST(Panels, ProductIsTheOrderedFusedSumBitForBit) {
     cpu::pack_panels(n, k, w.data<float>(), panels.data());
     for (int64_t m : {1, 5, 6, 7, 64, 250}) {
       const Tensor x = testing::random_tensor({m, k}, 23 + m).to(DType::F32);
-      for (ops::Activation act : {ops::Activation::kNone, ops::Activation::kRelu, ops::Activation::kSwish}) {
+      for (ops::Activation act :
+           {ops::Activation::kNone, ops::Activation::kRelu, ops::Activation::kSwish, ops::Activation::kGelu}) {
         for (bool with_bias : {false, true}) {
           SCOPED_TRACE(::testing::Message() << "m " << m << ", n " << n << ", k " << k << ", " << ops::activation_name(act)
                                             << (with_bias ? ", bias" : ""));
@@ -131,7 +134,8 @@ TEST(Panels, ProductIsTheOrderedFusedSumBitForBit) {
               if (act == ops::Activation::kRelu) s = s > 0.0f ? s : 0.0f;
               want[static_cast<size_t>(r * n + c)] = s;
             }
-          if (act == ops::Activation::kSwish) cpu::activate<float>(m * n, act, want.data(), want.data());
+          if (act == ops::Activation::kSwish || act == ops::Activation::kGelu)
+            cpu::activate<float>(m * n, act, want.data(), want.data());
           for (int t : {1, 2, 3}) {
             omp_set_num_threads(t);
             std::vector<float> got(static_cast<size_t>(m * n), 12345.0f);  // every element must be written

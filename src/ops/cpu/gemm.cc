@@ -34,7 +34,9 @@ constexpr int64_t kOneDnnMinRows = 512;
 // (and 166 through widening_weight_gradient's transposed form), 256 × 1024 × 2048 212 / 166, 768 ×
 // 256 × 2048 205 / 194, 8000 × 256 × 2048 198 / 192; x·Wᵀ 2048 × 8000 × 256 215 / 195. oneDNN stays
 // ahead for the narrower x·Wᵀ and dy·W (2048 × 256 × 256: 160 / 198, 2048 × 256 × 1024 162 / 180).
+namespace {
 bool blas_wins_at_avx2(bool ta, int64_t n) { return isa() == Isa::kAvx2 && (ta || n >= 4096); }
+}  // namespace
 
 bool large_float_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, bool ta,
                       const float* b, int64_t ldb, bool tb, float beta, float* c, int64_t ldc) {

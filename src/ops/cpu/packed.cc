@@ -51,7 +51,8 @@ struct Packed {
 // 512 and 2,048 columns the blocks gained nothing consistent (docs/performance.md).
 constexpr int64_t kBlockedColumns = 8192;
 
-// Where the project's own panels serve: the AVX2 level, but for wide outputs. At 64 rows, 2 threads,
+// Where the project's own panels serve: the AVX2 level (where this build has the AVX2 SIMD build;
+// a compiler that builds generic alone keeps BLAS), but for wide outputs. At 64 rows, 2 threads,
 // GFLOP/s, panels against OpenBLAS (sgemm, which repacks the weight at every call): 512 → 512 219
 // / 176, 512 → 1536 222 / 180, 512 → 2048 214 / 180, 2048 → 512 212 / 178; 256 rows 204–223 /
 // 194–208; the encoder's 1,664 rows 198–212 / 204–211 (oneDNN's sgemm there). The wide output
@@ -198,10 +199,10 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
 // 53 / 109, 72 / 109, 101 / 99; 2 threads, 64 rows: 135 / 162, 100 / 180, 135 / 186, 193 / 140
 // (docs/performance.md, "Every CPU family"). There only the wide projection is packed.
 // At the AVX2 level the project's own panels serve the rest (panels_serve).
-bool packing_pays(int64_t n, int64_t) { return isa() >= Isa::kAvx2 || n >= kBlockedColumns; }
+bool packing_pays(int64_t n, int64_t) { return panels_serve(n) || isa() >= Isa::kAvx512 || n >= kBlockedColumns; }
 const char* packed_path() {
   if (isa() >= Isa::kAvx512) return "weights packed once into oneDNN's matmul primitives";
-  if (isa() == Isa::kAvx2)
+  if (panels_serve(0))
     return "weights packed once into the project's own 16-column panels (AVX2); outputs of 8192 columns and more "
            "into oneDNN's matmul primitives";
   return "outputs of 8192 columns and more packed into oneDNN's matmul primitives; the others through BLAS";

@@ -14,8 +14,10 @@
 // one pass).
 //
 // Each output is Σ_i x[r, i]·w[c, i] summed in the order i = 0, 1, …, k − 1 by fused multiply-adds,
-// whatever the thread count, the row count or the tile a row falls in: the same bits from 1 or 2
-// threads, and from a batch of 64 rows or any subset of them. Threads take contiguous ranges of
+// then the bias added and ReLU taken, whatever the thread count, the row count or the tile a row
+// falls in: the same bits from 1 or 2 threads, from a batch of 64 rows or any subset of them, and
+// from every build. The other activations follow in each build's own activate_run, which may
+// differ between builds in the last bits. Threads take contiguous ranges of
 // panels, so each writes its own columns.
 //
 // The AVX2 and AVX-512 builds run the AVX2 tile (the AVX-512 level uses oneDNN's packed products
@@ -80,11 +82,16 @@ inline void tile(int64_t i0, int64_t i1, const float* x, int64_t ldx, const floa
   }
   if (last) {
     const __m256 zero = _mm256_setzero_ps();
-    const __m256 bias_lo = bias16 ? _mm256_loadu_ps(bias16) : zero, bias_hi = bias16 ? _mm256_loadu_ps(bias16 + 8) : zero;
+    if (bias16) {  // only then: adding +0 would turn a sum of −0 into +0
+      const __m256 bias_lo = _mm256_loadu_ps(bias16), bias_hi = _mm256_loadu_ps(bias16 + 8);
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) {
+        lo[r] = _mm256_add_ps(lo[r], bias_lo);
+        hi[r] = _mm256_add_ps(hi[r], bias_hi);
+      }
+    }
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
-      lo[r] = _mm256_add_ps(lo[r], bias_lo);
-      hi[r] = _mm256_add_ps(hi[r], bias_hi);
       if (relu) {  // x > 0 ? x : 0, as ops::relu (a NaN gives 0: maxps returns its second operand)
         lo[r] = _mm256_max_ps(lo[r], zero);
         hi[r] = _mm256_max_ps(hi[r], zero);
