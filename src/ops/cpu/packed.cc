@@ -56,8 +56,9 @@ constexpr int64_t kBlockedColumns = 8192;
 // GFLOP/s, panels against OpenBLAS (sgemm, which repacks the weight at every call): 512 → 512 219
 // / 176, 512 → 1536 222 / 180, 512 → 2048 214 / 180, 2048 → 512 212 / 178; 256 rows 204–223 /
 // 194–208; the encoder's 1,664 rows 198–212 / 204–211 (oneDNN's sgemm there). The wide output
-// projection (32,000 columns) ran faster through oneDNN's blocks, per thread: 64 rows 175 against
-// 143–174, 256 rows 194 against 132–180 (AMD EPYC Zen 4 forced to the avx2 level,
+// projection (32,000 columns) ran as fast or faster through oneDNN's blocks, per thread: 64 rows
+// 175–191 against 143–174 without the panels' prefetch and 183–185 with it, 256 rows 194–201
+// against 132–180 and 191–198 (AMD EPYC Zen 4 forced to the avx2 level,
 // docs/performance.md). From the avx512 level on, oneDNN's brgemm kernels are faster still.
 bool panels_serve(int64_t n) {
   return simd_build(isa()) == SimdBuild::kAvx2 && isa() < Isa::kAvx512 && n < kBlockedColumns;

@@ -48,7 +48,7 @@ constexpr int64_t kRowBytes = 256 << 10;  // x's rows per block: 256 KB of them 
 // y tile [rows, 16] (rows ldy apart, only `cols` ≤ 16 columns stored) op= x [rows, i0 : i1] · panel
 // rows [i0, i1): starting from zero when first, else from what y holds; with the bias (16 values,
 // zero past cols) and ReLU added when last.
-template <int R>
+template <int R, bool kPrefetch = false>
 inline void tile(int64_t i0, int64_t i1, const float* x, int64_t ldx, const float* panel, float* y, int64_t ldy,
                  int64_t cols, bool first, bool last, const float* bias16, bool relu) {
 #if defined(TFM_SIMD_AVX2) || defined(TFM_SIMD_AVX512)
@@ -72,6 +72,7 @@ inline void tile(int64_t i0, int64_t i1, const float* x, int64_t ldx, const floa
   }
   const float* b = panel + i0 * kPanel;
   for (int64_t i = i0; i < i1; ++i, b += kPanel) {
+    if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(b + kDepth * kPanel), _MM_HINT_T0);
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
@@ -134,7 +135,12 @@ void tiles_of(int64_t m, int64_t r0, int64_t i0, int64_t i1, const float* x, int
 void panel_rows(int64_t m, int64_t i0, int64_t i1, const float* x, int64_t k, const float* panel, float* y,
                 int64_t ldy, int64_t cols, bool first, bool last, const float* bias16, bool relu) {
   const int64_t whole = m / kTile * kTile;
-  tiles_of<kTile>(whole, 0, i0, i1, x, k, panel, y, ldy, cols, first, last, bias16, relu);
+  int64_t r0 = 0;
+  if (whole > 0) {  // the first tile brings the next block of the panels into L1 as it goes
+    tile<kTile, true>(i0, i1, x, k, panel, y, ldy, cols, first, last, bias16, relu);
+    r0 = kTile;
+  }
+  tiles_of<kTile>(whole, r0, i0, i1, x, k, panel, y, ldy, cols, first, last, bias16, relu);
   const float* xr = x + whole * k;
   float* yr = y + whole * ldy;
   switch (m - whole) {
