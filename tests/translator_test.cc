@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "core/threads.h"
 #include "decode/translator.h"
 #include "model/batch.h"
@@ -186,6 +189,37 @@ TEST(Translator, ErrorsInsideParallelBatchesAreReported) {
   o.parallel_batches = -1;
   testing::expect_error([&] { translate_ids(*model, sources(model->config().vocab_size), o); },
                         {"parallel batches", "-1"});
+}
+
+// The memory check before decoding asks the device the model is on: the host's memory on the CPU,
+// the GPU backend's free memory for a model on a GPU (here a simulated backend that reports 1 MB,
+// far below what 40 sentences with beam 4 need). The estimate is refused before anything runs there.
+class SmallDevice final : public DeviceMemory {
+ public:
+  std::shared_ptr<void> allocate(size_t bytes) override { return std::shared_ptr<void>(std::malloc(bytes), std::free); }
+  void zero(void* data, size_t bytes) override { std::memset(data, 0, bytes); }
+  void fill(void*, DType, int64_t, double) override { FAIL() << "not expected"; }
+  void copy(void* dst, Device, const void* src, Device, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  std::string describe() const override { return "simulated, 1 MB free"; }
+  int64_t available_bytes() override { return 1 << 20; }
+};
+
+TEST(Translator, MemoryCheckAsksTheModelsDevice) {
+  const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");
+  TranslateOptions o;
+  o.search.beam_size = 4;
+  const auto src = sources(model->config().vocab_size);
+  EXPECT_EQ(translate_ids(*model, src, o).size(), src.size());  // the host has the memory
+  SmallDevice dev;
+  register_device_memory(Device::CUDA, &dev);
+  struct Unregister {
+    ~Unregister() { register_device_memory(Device::CUDA, nullptr); }
+  } unregister;
+  model->params().to_device(Device::CUDA, /*gradients=*/false);
+  testing::expect_error([&] { translate_ids(*model, src, o); },
+                        {"translating would need about", "more than the limit of 0.00 GiB",
+                         "80% of the cuda device's memory available now", "beam 4"});
+  model->params().to_device(Device::CPU, /*gradients=*/false);
 }
 
 }  // namespace

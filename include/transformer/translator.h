@@ -90,7 +90,8 @@ struct TranslateOptions {
   int64_t max_input_tokens = 1024;  // longer inputs are cut to this many tokens (Translation::truncated),
                                     //   at most kMaxInputTokens
   // A translation whose decoding is estimated to need more memory than this is refused before it
-  // starts, naming the estimate. Bytes; -1: 80% of the memory available when it starts; 0: no limit.
+  // starts, naming the estimate. Bytes; -1: 80% of the memory available when it starts (the host's,
+  // or the GPU's for a model on a GPU); 0: no limit.
   int64_t max_memory = -1;
   // Batches decoded at the same time, each by one thread (CTranslate2's inter_threads): a step of
   // one batch on one thread wastes none of its time waiting for the other threads, which a batch

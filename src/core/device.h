@@ -26,6 +26,9 @@ class DeviceMemory {
   virtual void copy(void* dst, Device to, const void* src, Device from, size_t bytes) = 0;
   // The device in words ("NVIDIA H100 80GB HBM3, CUDA 13.0").
   virtual std::string describe() const = 0;
+  // Bytes that allocations could still get now (the device's free memory and the blocks a caching
+  // allocator keeps for reuse), or 0 when that is not known.
+  virtual int64_t available_bytes() { return 0; }
 };
 
 // Registers (or, with nullptr, removes) the backend of `device`, in place of the build's own; not

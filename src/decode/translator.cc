@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include "core/device.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/threads.h"
@@ -35,11 +36,15 @@ double gib(double bytes) { return bytes / (1 << 30); }
 
 // Refuses, before any work, a translation whose decoding is estimated (estimate_search_bytes) to
 // need more memory than the limit: the worst batch, times the batches decoded at once.
-void check_memory(const ModelConfig& c, const TranslateOptions& o, const std::vector<size_t>& order,
+// The decoding state lives where the model's parameters are: host memory on the CPU, the GPU's own
+// memory on a GPU (what its backend says is free, with its allocator's kept blocks).
+void check_memory(const ModelConfig& c, Device device, const TranslateOptions& o, const std::vector<size_t>& order,
                   const std::vector<Translation>& out, int64_t batches, int64_t in_flight) {
   if (o.max_memory == 0 || batches == 0) return;
-  const int64_t limit = o.max_memory > 0 ? o.max_memory : available_memory_bytes() / 10 * 8;
-  if (limit <= 0) return;  // the machine's memory is not known
+  DeviceMemory* backend = device == Device::CPU ? nullptr : device_memory(device);
+  const int64_t available = device == Device::CPU ? available_memory_bytes() : backend ? backend->available_bytes() : 0;
+  const int64_t limit = o.max_memory > 0 ? o.max_memory : available / 10 * 8;
+  if (limit <= 0) return;  // the device's memory is not known
   double worst = 0;
   int64_t worst_sentences = 0, worst_tokens = 0;
   for (int64_t i = 0; i < batches; ++i) {  // sorted by length: a batch's last sentence is its longest
@@ -53,7 +58,10 @@ void check_memory(const ModelConfig& c, const TranslateOptions& o, const std::ve
   char text[64];
   std::snprintf(text, sizeof text, "%.2f GiB, more than the limit of %.2f GiB", gib(need), gib(static_cast<double>(limit)));
   TFM_CHECK(need <= static_cast<double>(limit), "translating would need about ", text,
-            o.max_memory > 0 ? " (max_memory)" : " (80% of the memory available now)", ": a batch of ",
+            o.max_memory > 0              ? " (max_memory)"
+            : device == Device::CPU       ? " (80% of the memory available now)"
+                                          : cat(" (80% of the ", name(device), " device's memory available now)"),
+            ": a batch of ",
             worst_sentences, " sentences of up to ", worst_tokens, " tokens with beam ", o.search.beam_size,
             in_flight > 1 ? cat(", ", in_flight, " batches at a time") : std::string(),
             ". Lower the beam size or the batch size, or raise the limit (0: none)");
@@ -106,7 +114,7 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
   int64_t parallel = o.parallel_batches == 0 ? (batches >= 2 * threads ? threads : 1) : o.parallel_batches;
   parallel = std::min({parallel, threads, batches});
   if (model.params().device() != Device::CPU) parallel = 1;  // one stream of device work, in order
-  check_memory(model.config(), o, order, out, batches, std::max<int64_t>(parallel, 1));
+  check_memory(model.config(), model.params().device(), o, order, out, batches, std::max<int64_t>(parallel, 1));
   if (parallel <= 1) {
     for (int64_t i = 0; i < batches; ++i) decode(i);
     return out;

@@ -82,6 +82,16 @@ class CudaMemory final : public DeviceMemory {
     check(cudaMemcpy(dst, src, bytes, kind), "cudaMemcpy");  // synchronous: the bytes are there on return
   }
   std::string describe() const override { return description_; }
+  int64_t available_bytes() override {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [size, p] : kept_) free += size;
+    return static_cast<int64_t>(free);
+  }
 
  private:
   static size_t rounded(size_t bytes) {
