@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -50,69 +52,93 @@ constexpr size_t kAlignment = 64;  // one cache line; AVX-512 loads
 // clearing per 4 KB, every step. Freed blocks of that size are kept here instead, a few at a time,
 // and handed out again for requests of at least half their size: at most 4 blocks and 512 MiB in
 // all (a block above that is freed at once).
+//
+// Medium blocks (1 to 32 MiB: a decoding step's activations, a training step's saved ones) come
+// from their own anonymous mappings, kept the same way (at most 4,096 blocks and 2 GiB, as much as
+// a training step frees and needs again at the next), not from glibc's heap. In the heap,
+// the small objects that outlive a batch (its translations, built token by token) settled in the
+// holes the batch's activations left, so the next batch's activations no longer fitted and the heap
+// grew: translating 48 batches of 64 sentences in one chunk of input lines took the heap from 407 to
+// 853 MB while the memory in use stayed below 350 MB (docs/performance.md). A mapping of its own
+// cannot be split by anyone else.
+constexpr size_t kMediumBlock = size_t{1} << 20;
 constexpr size_t kLargeBlock = size_t{32} << 20;
-constexpr size_t kLargeBlocksKept = 4;
-constexpr size_t kLargeBytesKept = size_t{512} << 20;
 
-class LargeBlockCache {
+class BlockCache {
  public:
-  // A kept block of at least `bytes` and at most twice that, or nullptr.
+  BlockCache(size_t max_blocks, size_t max_bytes, bool mapped)
+      : max_blocks_(max_blocks), max_bytes_(max_bytes), mapped_(mapped) {}
+  // The smallest kept block of at least `bytes`, if it is at most twice that; else nullptr.
   void* take(size_t bytes, size_t* capacity) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto best = blocks_.end();
-    for (auto it = blocks_.begin(); it != blocks_.end(); ++it)
-      if (it->second >= bytes && it->second / 2 <= bytes && (best == blocks_.end() || it->second < best->second))
-        best = it;
-    if (best == blocks_.end()) return nullptr;
-    void* p = best->first;
-    *capacity = best->second;
-    kept_ -= best->second;
-    blocks_.erase(best);
+    const auto it = blocks_.lower_bound(bytes);
+    if (it == blocks_.end() || it->first / 2 > bytes) return nullptr;
+    void* p = it->second;
+    *capacity = it->first;
+    kept_ -= it->first;
+    blocks_.erase(it);
     return p;
   }
-  // Keeps the block, dropping the oldest kept ones while over the limits.
+  // A new block of `capacity` bytes (64-byte aligned), or nullptr.
+  void* make(size_t capacity) const {
+    if (!mapped_) return std::aligned_alloc(kAlignment, capacity);
+    void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  }
+  // Keeps the block, dropping the largest kept ones while over the limits.
   void give(void* p, size_t capacity) {
-    if (capacity > kLargeBytesKept) {
-      std::free(p);
-      return;
-    }
-    std::vector<void*> dropped;
+    if (capacity > max_bytes_) return drop(p, capacity);
+    std::vector<std::pair<size_t, void*>> dropped;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      blocks_.emplace_back(p, capacity);
+      blocks_.emplace(capacity, p);
       kept_ += capacity;
-      while (blocks_.size() > kLargeBlocksKept || kept_ > kLargeBytesKept) {
-        dropped.push_back(blocks_.front().first);
-        kept_ -= blocks_.front().second;
-        blocks_.erase(blocks_.begin());
+      while (blocks_.size() > max_blocks_ || kept_ > max_bytes_) {
+        const auto last = std::prev(blocks_.end());
+        dropped.push_back(*last);
+        kept_ -= last->first;
+        blocks_.erase(last);
       }
     }
-    for (void* q : dropped) std::free(q);
+    for (const auto& [size, q] : dropped) drop(q, size);
   }
 
  private:
+  void drop(void* p, size_t capacity) const {
+    if (mapped_) munmap(p, capacity);
+    else std::free(p);
+  }
+  const size_t max_blocks_, max_bytes_;
+  const bool mapped_;
   std::mutex mutex_;
-  std::vector<std::pair<void*, size_t>> blocks_;  // oldest first
-  size_t kept_ = 0;                               // their bytes
+  std::multimap<size_t, void*> blocks_;  // by capacity
+  size_t kept_ = 0;                      // their bytes
 };
 
-LargeBlockCache& large_blocks() {
-  static auto* cache = new LargeBlockCache;  // never destroyed: tensors may outlive static destructors
+// Never destroyed: tensors may outlive static destructors.
+BlockCache& large_blocks() {
+  static auto* cache = new BlockCache(4, size_t{512} << 20, /*mapped=*/false);
+  return *cache;
+}
+BlockCache& medium_blocks() {
+  static auto* cache = new BlockCache(4096, size_t{2} << 30, /*mapped=*/true);
   return *cache;
 }
 
 std::shared_ptr<void> allocate(size_t bytes, Device device) {
   if (device != Device::CPU) return require_device_memory(device, "allocate").allocate(std::max<size_t>(bytes, 1));
   size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded < kLargeBlock) {
+  if (rounded < kMediumBlock) {
     void* p = std::aligned_alloc(kAlignment, rounded);
     TFM_CHECK(p != nullptr, "out of memory allocating ", bytes, " bytes");
     return std::shared_ptr<void>(p, std::free);
   }
-  void* p = large_blocks().take(rounded, &rounded);
-  if (p == nullptr) p = std::aligned_alloc(kAlignment, rounded);
+  BlockCache& cache = rounded < kLargeBlock ? medium_blocks() : large_blocks();
+  if (&cache == &medium_blocks()) rounded = (rounded + 4095) / 4096 * 4096;  // whole pages
+  void* p = cache.take(rounded, &rounded);
+  if (p == nullptr) p = cache.make(rounded);
   TFM_CHECK(p != nullptr, "out of memory allocating ", bytes, " bytes");
-  return std::shared_ptr<void>(p, [rounded](void* q) { large_blocks().give(q, rounded); });
+  return std::shared_ptr<void>(p, [&cache, rounded](void* q) { cache.give(q, rounded); });
 }
 
 // Large zero-filled buffers straight from the kernel (anonymous mmap: zero pages, page-aligned) take
