@@ -120,8 +120,14 @@ BlockCache& large_blocks() {
   static auto* cache = new BlockCache(4, size_t{512} << 20, /*mapped=*/false);
   return *cache;
 }
+// Under AddressSanitizer the medium blocks come from aligned_alloc, where it sees overruns.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kMapMediumBlocks = false;
+#else
+constexpr bool kMapMediumBlocks = true;
+#endif
 BlockCache& medium_blocks() {
-  static auto* cache = new BlockCache(4096, size_t{2} << 30, /*mapped=*/true);
+  static auto* cache = new BlockCache(4096, size_t{2} << 30, kMapMediumBlocks);
   return *cache;
 }
 
@@ -134,7 +140,7 @@ std::shared_ptr<void> allocate(size_t bytes, Device device) {
     return std::shared_ptr<void>(p, std::free);
   }
   BlockCache& cache = rounded < kLargeBlock ? medium_blocks() : large_blocks();
-  if (&cache == &medium_blocks()) rounded = (rounded + 4095) / 4096 * 4096;  // whole pages
+  if (&cache == &medium_blocks()) rounded = (rounded + 4095) / 4096 * 4096;  // whole pages when mapped
   void* p = cache.take(rounded, &rounded);
   if (p == nullptr) p = cache.make(rounded);
   TFM_CHECK(p != nullptr, "out of memory allocating ", bytes, " bytes");
