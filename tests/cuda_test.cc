@@ -409,16 +409,65 @@ TEST(Cuda, RowMovesAndTopK) {
   ops::write_position(cache, step, 2);
   ops::write_position(cache_gpu, on_gpu(step), 2);
   expect_identical(cache, cache_gpu, "write_position");
+}
 
-  const Tensor logits = random({3, 40}, 605, -5, 5);
-  const Tensor logp = Tensor::empty({3, 4}, DType::F64), ids = Tensor::empty({3, 4}, DType::I32),
-               lse = Tensor::empty({3}, DType::F64);
-  const Tensor logp_gpu = Tensor::empty({3, 4}, DType::F64, kGpu), ids_gpu = Tensor::empty({3, 4}, DType::I32, kGpu),
-               lse_gpu = Tensor::empty({3}, DType::F64, kGpu);
-  ops::top_k_logprobs(logits, 4, {2}, logp, ids, lse);
-  ops::top_k_logprobs(on_gpu(logits), 4, {2}, logp_gpu, ids_gpu, lse_gpu);
-  expect_identical(ids, ids_gpu, "top_k ids");
-  expect_identical(logp, logp_gpu, "top_k logp");
+// The decoding step's selection on the GPU (its own kernel up to k = 16, the host's beyond) against
+// the CPU's: the same ids in the same order (ties: the lower id first), banned ids never chosen,
+// −1 and −inf where fewer than k columns are allowed; log-probabilities and log Σ exp within 1e-6
+// (the GPU sums in double, the CPU in float32 lanes).
+TEST(Cuda, TopKSelectsAsTheCpu) {
+  REQUIRE_GPU();
+  struct Case {
+    int64_t rows, V, k;
+    std::vector<int32_t> banned;
+    bool ties;
+  };
+  const std::vector<Case> cases = {
+      {3, 40, 4, {2}, false},        {130, 32000, 1, {0, 1, 2}, false}, {130, 32000, 8, {0, 1}, false},
+      {17, 5000, 16, {}, true},      {9, 300, 2, {3, 7, 11, 299}, true}, {5, 6, 4, {0, 2, 5}, false},
+      {4, 1000, 17, {1}, false},     {2, 3, 1, {0, 1, 2}, false},        {64, 4097, 4, {4096}, true},
+  };
+  uint64_t seed = 605;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(cat("rows ", c.rows, ", V ", c.V, ", k ", c.k, ", ", c.banned.size(), " banned"));
+    Tensor logits = random({c.rows, c.V}, seed++, -5, 5);
+    float* z = logits.data<float>();
+    if (c.ties)  // few distinct values: ties decide most ranks
+      for (int64_t i = 0; i < logits.numel(); ++i) z[i] = std::round(z[i] * 2.0f) / 2.0f;
+    if (c.rows > 2) {  // a row of −inf but for two columns, and one of −inf only
+      for (int64_t v = 0; v < c.V; ++v) z[v] = v == c.V / 2 || v == c.V - 1 ? 1.0f : -INFINITY;
+      for (int64_t v = 0; v < c.V; ++v) z[c.V + v] = -INFINITY;
+    }
+    const Tensor logp = Tensor::empty({c.rows, c.k}, DType::F64), ids = Tensor::empty({c.rows, c.k}, DType::I32),
+                 lse = Tensor::empty({c.rows}, DType::F64);
+    const Tensor logp_gpu = Tensor::empty({c.rows, c.k}, DType::F64, kGpu),
+                 ids_gpu = Tensor::empty({c.rows, c.k}, DType::I32, kGpu),
+                 lse_gpu = Tensor::empty({c.rows}, DType::F64, kGpu);
+    ops::top_k_logprobs(logits, c.k, c.banned, logp, ids, lse);
+    ops::top_k_logprobs(on_gpu(logits), c.k, c.banned, logp_gpu, ids_gpu, lse_gpu);
+    expect_identical(ids, ids_gpu, "top_k ids");
+    const std::vector<double> a = logp.to_doubles(), b = logp_gpu.to_doubles();
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (std::isnan(a[i])) {  // a row of −inf only: −inf − (−inf)
+        EXPECT_TRUE(std::isnan(b[i])) << "logp element " << i << ": " << b[i];
+      } else if (std::isinf(a[i])) {
+        EXPECT_EQ(a[i], b[i]) << "logp element " << i;
+      } else {
+        EXPECT_NEAR(b[i], a[i], 1e-6) << "logp element " << i;
+      }
+    }
+    const std::vector<double> la = lse.to_doubles(), lb = lse_gpu.to_doubles();
+    for (size_t r = 0; r < la.size(); ++r) {
+      if (std::isinf(la[r])) {
+        EXPECT_EQ(la[r], lb[r]) << "lse row " << r;
+      } else {
+        EXPECT_NEAR(lb[r], la[r], 1e-6) << "lse row " << r;
+      }
+    }
+    const int32_t* chosen = ids.data<int32_t>();
+    for (int64_t i = 0; i < ids.numel(); ++i)
+      for (const int32_t b : c.banned) EXPECT_NE(chosen[i], b) << "id element " << i;
+  }
 }
 
 // The whole model: logits, loss and every parameter's gradient on the GPU against the CPU, with

@@ -71,6 +71,23 @@ namespace {
 // A decoding step's results where the search reads them: a model on a GPU returns them there.
 Tensor on_host(const Tensor& t) { return t.device() == Device::CPU ? t : t.to_device(Device::CPU); }
 
+// A step's logits [rows, V or V'] where decode_step left them (on a GPU the selection runs there and
+// only its k best per row come back), and a copy on the host made on first use: the logit of a
+// prefix's token or of a forced EOS, or sampling.
+class StepLogits {
+ public:
+  explicit StepLogits(Tensor logits) : logits_(std::move(logits)) {}
+  const Tensor& operator*() const { return logits_; }
+  const Tensor& host() const {
+    if (!host_.defined()) host_ = on_host(logits_);
+    return host_;
+  }
+
+ private:
+  Tensor logits_;
+  mutable Tensor host_;
+};
+
 }  // namespace
 
 namespace {
@@ -168,8 +185,11 @@ TopK select(const Tensor& logits, const Columns& cols, int64_t k, const ModelCon
             const SearchOptions& o) {
   const std::vector<int32_t> banned = banned_columns(cols, c, t, o);
   const int64_t R = logits.size(0);
-  TopK top{Tensor::empty({R, k}, DType::F64), Tensor::empty({R, k}, DType::I32), Tensor::empty({R}, DType::F64)};
+  const Device d = logits.device();
+  TopK top{Tensor::empty({R, k}, DType::F64, d), Tensor::empty({R, k}, DType::I32, d),
+           Tensor::empty({R}, DType::F64, d)};
   ops::top_k_logprobs(logits, k, banned, top.logp, top.ids, top.lse);
+  if (d != Device::CPU) top = {on_host(top.logp), on_host(top.ids), on_host(top.lse)};
   if (!cols.token.empty())
     for (int32_t* id = top.ids.data<int32_t>(), *end = id + top.ids.numel(); id != end; ++id) *id = cols.token_of(*id);
   return top;
@@ -327,11 +347,12 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
   std::vector<StepRecord> steps;
   std::vector<uint8_t> banned;
   for (int64_t t = 0; !rows.empty(); ++t) {
-    const Tensor logits = on_host(model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token)));
-    const TopK top = select(logits, cols, 1, c, t, o);
+    const StepLogits logits(model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token)));
+    const TopK top = select(*logits, cols, 1, c, t, o);
     steps.push_back(record_of(parent, token, state));
     const auto R = static_cast<int64_t>(rows.size());
-    const int64_t n = logits.size(1);
+    const int64_t n = (*logits).size(1);
+    const Tensor* const sampled = sampling ? &logits.host() : nullptr;  // copied before the rows run in parallel
     if (sampling) {
       banned.assign(static_cast<size_t>(n), 0);
       for (int32_t j : banned_columns(cols, c, t, o)) banned[static_cast<size_t>(j)] = 1;
@@ -348,9 +369,9 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
         choice[r] = c.eos_id;
       } else if (sampling) {
         const double u = streams[b].uniform_double(static_cast<uint64_t>(t));
-        const int32_t col = logits.dtype() == DType::F64
-                                ? sample_column(logits.data<double>() + r * n, n, banned, o, u, scratch)
-                                : sample_column(logits.data<float>() + r * n, n, banned, o, u, scratch);
+        const Tensor& z = *sampled;
+        const int32_t col = z.dtype() == DType::F64 ? sample_column(z.data<double>() + r * n, n, banned, o, u, scratch)
+                                                    : sample_column(z.data<float>() + r * n, n, banned, o, u, scratch);
         choice[r] = cols.token_of(col);  // a column is allowed: top.id(r, 0) is one
       }
     };
@@ -371,7 +392,8 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
       const int64_t b = rows[r];
       const int64_t ri = static_cast<int64_t>(r);
       const int32_t best = choice[r] >= 0 ? choice[r] : top.id(ri, 0);
-      const double lp = choice[r] >= 0 ? logit_at(logits, cols, ri, best) - top.lse.data<double>()[ri] : top.at(ri, 0);
+      const double lp =
+          choice[r] >= 0 ? logit_at(logits.host(), cols, ri, best) - top.lse.data<double>()[ri] : top.at(ri, 0);
       const double s = score[r] + lp;
       if (best == c.eos_id) {
         out[b] = backtrack(steps, t, static_cast<int32_t>(r), s, o,
@@ -430,9 +452,9 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   };
   std::vector<Candidate> cands;
   for (int64_t t = 0; !active.empty(); ++t) {
-    const Tensor logits = on_host(model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(token.size())}, token)));
+    const StepLogits logits(model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(token.size())}, token)));
     // Each row's best 2K continuations: enough for the sentence's best 2K overall.
-    const TopK top = select(logits, cols, 2 * K, c, t, o);
+    const TopK top = select(*logits, cols, 2 * K, c, t, o);
     steps.push_back(record_of(parent, token, state));
     std::vector<int32_t> next_active, next_parent, next_token;
     std::vector<double> next_score;
@@ -448,13 +470,13 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
         if (score[r] == kNegInf) continue;
         if (forced(b, t)) {  // the prefix's token (never at the maximum length: encode_batch)
           const int32_t y = prefix_of(prefixes, static_cast<size_t>(b))[static_cast<size_t>(t)];
-          cands.push_back({score[r] + logit_at(logits, cols, r, y) - top.lse.data<double>()[r], r, y});
+          cands.push_back({score[r] + logit_at(logits.host(), cols, r, y) - top.lse.data<double>()[r], r, y});
           continue;
         }
         // At the maximum length, or with no token allowed at all (a shortlist whose selection is
         // banned, e.g. only EOS before the minimum length), only EOS may follow, as in greedy search.
         if (last || top.id(r, 0) < 0) {
-          cands.push_back({score[r] + logit_at(logits, cols, r, c.eos_id) - top.lse.data<double>()[r], r, c.eos_id});
+          cands.push_back({score[r] + logit_at(logits.host(), cols, r, c.eos_id) - top.lse.data<double>()[r], r, c.eos_id});
           continue;
         }
         for (int64_t j = 0; j < 2 * K; ++j)

@@ -21,11 +21,28 @@ void top_k_logprobs(const Tensor& logits, int64_t k, const std::vector<int32_t>&
     TFM_CHECK(b >= 0 && b < V, "top_k_logprobs: banned id ", b, " is outside [0, ", V, ")");
     ban[static_cast<size_t>(b)] = 1;
   }
-  if (logits.device() != Device::CPU) {
-    // Selection on the host for now: the logits copied over, the outputs copied back.
+  const auto on = [&](Device d) {
+    return logits.device() == d && logp.device() == d && ids.device() == d && lse.device() == d;
+  };
+  if (on(Device::CUDA) && logits.dtype() == DType::F32) {
+    cuda::Kernels& kernels = cuda_kernels("top_k_logprobs", DType::F32);
+    const double t0 = profiling() ? (kernels.synchronize(), profile_clock()) : 0.0;
+    if (kernels.top_k_logprobs(R, V, k, logits.data<float>(), banned.data(), static_cast<int64_t>(banned.size()),
+                               logp.data<double>(), ids.data<int32_t>(), lse.data<double>())) {
+      if (profiling()) {
+        kernels.synchronize();
+        record_op_time("top_k_logprobs", profile_clock() - t0);
+      }
+      return;
+    }
+  }
+  if (logits.device() != Device::CPU || !on(Device::CPU)) {
+    // Selection on the host (a k or banned list larger than the device's kernel takes, or outputs on
+    // another device than the logits): the logits copied over, the outputs copied back.
     const Tensor host_logp = Tensor::empty(logp.shape(), DType::F64), host_ids = Tensor::empty(ids.shape(), DType::I32),
                  host_lse = Tensor::empty(lse.shape(), DType::F64);
-    top_k_logprobs(logits.to_device(Device::CPU), k, banned, host_logp, host_ids, host_lse);
+    top_k_logprobs(logits.device() == Device::CPU ? logits : logits.to_device(Device::CPU), k, banned, host_logp,
+                   host_ids, host_lse);
     logp.copy_from(host_logp);
     ids.copy_from(host_ids);
     lse.copy_from(host_lse);

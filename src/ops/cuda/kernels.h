@@ -98,6 +98,15 @@ class Kernels {
   virtual void adam_step(int64_t n, float* params, const float* grads, float* m, float* v, double lr, double beta1,
                          double beta2, double eps, int64_t step) = 0;
 
+  // The decoding step's selection (ops/top_k.h) over float32 logits [rows, V]: per row the k best
+  // allowed columns (ties: the lower id first; NaN never selected), log-probabilities against the
+  // row's log Σ exp (summed in double), −inf and −1 where fewer than k are allowed. banned_ids: n_banned
+  // column ids on the host. False, with nothing done, where k > kMaxTopK or n_banned > kMaxBanned (the
+  // caller then selects on the host).
+  static constexpr int64_t kMaxTopK = 16, kMaxBanned = 8;
+  virtual bool top_k_logprobs(int64_t rows, int64_t V, int64_t k, const float* logits, const int32_t* banned_ids,
+                              int64_t n_banned, double* logp, int32_t* ids, double* lse) = 0;
+
   // Byte moves (ops/copy.h): rows picked by device int32 indices; a column band of each row; bytes.
   virtual void copy_rows(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, const char* src,
                          char* dst) = 0;
