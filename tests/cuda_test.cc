@@ -411,6 +411,34 @@ TEST(Cuda, RowMovesAndTopK) {
   expect_identical(cache, cache_gpu, "write_position");
 }
 
+// Small copies from the host go through a ring of pinned memory without waiting for the device
+// (ops/cuda/memory.cu): each arrives whole, in order with the kernels around it, even when the host
+// overwrites its source at once and the ring wraps around (300 copies of 64 KiB through 8 MiB).
+TEST(Cuda, SmallUploadsArriveInOrderWithoutWaiting) {
+  REQUIRE_GPU();
+  const int64_t n = 16384;  // 64 KiB of float32
+  const Tensor ones = Tensor::empty({n}, DType::F32, kGpu);
+  ones.fill(1.0);
+  std::vector<Tensor> uploaded, sums;
+  Tensor host = Tensor::empty({n});
+  for (int i = 0; i < 300; ++i) {
+    host.fill(static_cast<double>(i));
+    uploaded.push_back(host.to_device(kGpu));
+    host.fill(-1.0);  // the source changes at once: the copy must have taken its bytes
+    const Tensor sum = Tensor::empty({n}, DType::F32, kGpu);
+    ops::add(uploaded.back(), ones, sum);  // queued after the copy
+    sums.push_back(sum);
+  }
+  for (int i = 0; i < 300; ++i) {
+    const std::vector<double> u = uploaded[static_cast<size_t>(i)].to_doubles(),
+                              s = sums[static_cast<size_t>(i)].to_doubles();
+    ASSERT_EQ(static_cast<int64_t>(u.size()), n);
+    int64_t wrong = 0;
+    for (int64_t j = 0; j < n; ++j) wrong += u[j] != i || s[j] != i + 1;
+    EXPECT_EQ(wrong, 0) << "copy " << i;
+  }
+}
+
 // The decoding step's selection on the GPU (its own kernel up to k = 16, the host's beyond) against
 // the CPU's: the same ids in the same order (ties: the lower id first), banned ids never chosen,
 // −1 and −inf where fewer than k columns are allowed; log-probabilities and log Σ exp within 1e-6

@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 #include "core/error.h"
@@ -36,6 +39,63 @@ void fill_n(void* data, int64_t n, double value) {
   fill_kernel<T><<<blocks, threads>>>(static_cast<T*>(data), n, static_cast<T>(value));
   check(cudaGetLastError(), "fill");
 }
+
+// Small copies from the host (a decoding step's tokens, lengths and cache rows; indices) without
+// waiting for the device: cudaMemcpy from pageable memory first waits for all queued work, so each
+// such copy made the host idle until the GPU was, and the GPU idle while the host then queued the
+// next kernels. Here the bytes go to a ring of pinned memory at once, and an asynchronous copy on
+// the default stream (the one every kernel runs on) moves them after the work queued before it and
+// before the work queued after it. A region of the ring is written again only after the event
+// recorded behind its copy has passed.
+class StagedUploads {
+ public:
+  static constexpr size_t kLargest = size_t{256} << 10, kRing = size_t{8} << 20;
+
+
+  void copy(void* dst, const void* src, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ring_ == nullptr) {
+      void* p = nullptr;
+      check(cudaHostAlloc(&p, kRing, cudaHostAllocDefault), "cudaHostAlloc of the upload ring");
+      ring_ = static_cast<char*>(p);
+    }
+    const size_t size = (bytes + 255) / 256 * 256;
+    if (head_ + size > kRing) head_ = 0;
+    const size_t begin = head_, end = head_ + size;
+    // Copies complete in queue order: waiting for the newest one that overlaps frees all before it.
+    size_t last = in_flight_.size();
+    for (size_t i = 0; i < in_flight_.size(); ++i)
+      if (in_flight_[i].begin < end && begin < in_flight_[i].end) last = i;
+    if (last < in_flight_.size()) {
+      check(cudaEventSynchronize(in_flight_[last].done), "cudaEventSynchronize (upload ring)");
+      for (size_t i = 0; i <= last; ++i) spare_.push_back(in_flight_[i].done);
+      in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<std::ptrdiff_t>(last) + 1);
+    }
+    std::memcpy(ring_ + begin, src, bytes);
+    check(cudaMemcpyAsync(dst, ring_ + begin, bytes, cudaMemcpyHostToDevice, 0), "cudaMemcpyAsync (upload)");
+    cudaEvent_t done = nullptr;
+    if (spare_.empty()) {
+      check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate (upload ring)");
+    } else {
+      done = spare_.back();
+      spare_.pop_back();
+    }
+    check(cudaEventRecord(done, 0), "cudaEventRecord (upload ring)");
+    in_flight_.push_back({begin, end, done});
+    head_ = end;
+  }
+
+ private:
+  struct Staged {
+    size_t begin, end;
+    cudaEvent_t done;
+  };
+  std::mutex mutex_;
+  char* ring_ = nullptr;
+  size_t head_ = 0;
+  std::deque<Staged> in_flight_;
+  std::vector<cudaEvent_t> spare_;
+};
 
 // Freed blocks are kept by size (rounded up: 512 bytes below 1 MiB, 2 MiB steps above) and handed
 // out again for the same rounded size; cudaMalloc and cudaFree synchronize the device, and training
@@ -79,7 +139,12 @@ class CudaMemory final : public DeviceMemory {
     const cudaMemcpyKind kind = from == Device::CPU ? cudaMemcpyHostToDevice
                                 : to == Device::CPU ? cudaMemcpyDeviceToHost
                                                     : cudaMemcpyDeviceToDevice;
-    check(cudaMemcpy(dst, src, bytes, kind), "cudaMemcpy");  // synchronous: the bytes are there on return
+    if (kind == cudaMemcpyHostToDevice && bytes <= StagedUploads::kLargest) {
+      uploads_->copy(dst, src, bytes);  // the host's bytes are taken; the device's follow in queue order
+      return;
+    }
+    // Synchronous: the bytes are there on return (from the host: after all queued work).
+    check(cudaMemcpy(dst, src, bytes, kind), "cudaMemcpy");
   }
   std::string describe() const override { return description_; }
   int64_t available_bytes() override {
@@ -118,6 +183,7 @@ class CudaMemory final : public DeviceMemory {
   }
 
   std::string description_;
+  StagedUploads* uploads_ = new StagedUploads;
   std::mutex mutex_;
   std::multimap<size_t, void*> kept_;
 };
