@@ -88,6 +88,40 @@ TEST(Api, ScoresAgreeWithTheSearch) {
   EXPECT_NEAR(text[0].total, out[0].best().score, 1e-4);
 }
 
+// Weights::kBf16: the plain weights with bfloat16 products (inputs rounded, float32 sums), in the
+// search and in scoring alike: the search's scores are the scorer's for the same pairs, and they
+// differ from float32's by the rounding (not at all would mean the products were not rounded;
+// much more, that something else changed).
+TEST(Api, Bf16ProductsTranslateAndScoreAlike) {
+  const Translator bf16(kModel, {.weights = TranslatorOptions::Weights::kBf16}),
+      f32(kModel, {.weights = TranslatorOptions::Weights::kPlain});
+  TranslateOptions o;
+  o.search.beam_size = 4;
+  o.search.n_best = 2;
+  const std::vector<std::string> lines = {"three hundred forty-two", "seventy-one", "one", "nine thousand and six"};
+  const std::vector<Translation> out = bf16.translate(lines, o);
+  std::vector<std::vector<int32_t>> src, tgt;
+  std::vector<double> expected;
+  for (const Translation& r : out)
+    for (const Hypothesis& h : r.hypotheses) {
+      src.push_back(r.source_ids);
+      tgt.push_back(h.ids);
+      expected.push_back(h.score);
+    }
+  ASSERT_EQ(expected.size(), 2 * lines.size());
+  const std::vector<Score> in_bf16 = bf16.score_ids(src, tgt), in_f32 = f32.score_ids(src, tgt);
+  double largest = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(in_bf16[i].total, expected[i], 1e-4) << "pair " << i;
+    const double d = std::abs(in_bf16[i].total - in_f32[i].total);
+    EXPECT_LT(d, 0.02 * static_cast<double>(in_f32[i].tokens)) << "pair " << i << ": bf16 " << in_bf16[i].total
+                                                                << ", float32 " << in_f32[i].total;
+    largest = std::max(largest, d);
+  }
+  EXPECT_GT(largest, 1e-6) << "bf16 scores equal float32's: the products were not rounded";
+  EXPECT_EQ(out[0].best().text, f32.translate({lines[0]}, o)[0].best().text);
+}
+
 TEST(Api, AttentionIsAProbabilityOverTheSource) {
   const Translator t(kModel);
   TranslateOptions o;

@@ -159,16 +159,19 @@ struct TranslatorOptions {
   bool verify = true;   // verify the model file's checksum (false: loads faster; damage goes unnoticed
                         //   unless the weights are not finite)
   // How the weights are held for decoding: packed once for the products (the default, fastest in
-  // float32), int8 (faster still, slightly less exact), or plain float32 as trained (which scoring
-  // needs).
-  enum class Weights { kPacked, kInt8, kPlain };
+  // float32), int8 (faster still, slightly less exact), plain float32 as trained (which scoring
+  // needs), or plain float32 with bfloat16 products (inputs rounded to bfloat16, float32 sums: the
+  // arithmetic of `train --bf16`; on a GPU its tensor cores; on a CPU slower than packed float32,
+  // and without AVX-512 BF16 or AMX slower than plain float32 too; scoring takes it as well).
+  enum class Weights { kPacked, kInt8, kPlain, kBf16 };
   Weights weights = Weights::kPacked;
   std::string shortlist{};  // a shortlist file (`transformer shortlist`): each batch scores only the
                           //   target tokens it selects; faster, may change translations
   int threads = 0;        // threads of this translator's calls; 0: the process's default (all cores)
   // Where the model runs: "cpu", or "cuda" ("cuda:0"), the first NVIDIA GPU, in a build with the
   // CUDA backend. On a GPU the weights stay plain float32 (packed and int8 weights are CPU formats:
-  // kPacked is taken as kPlain there, kInt8 is refused) and batches are decoded one at a time.
+  // kPacked is taken as kPlain there, kInt8 is refused; kBf16 runs its products in bfloat16) and
+  // batches are decoded one at a time.
   std::string device = "cpu";
 };
 
@@ -207,7 +210,8 @@ class Translator {
                                          const std::vector<std::vector<int32_t>>& target_prefixes = {}) const;
 
   // log p(targets[i] | sources[i]) for each pair, by the model's teacher-forced forward pass: it
-  // needs the weights as trained (TranslatorOptions::Weights::kPlain); other translators refuse.
+  // needs the weights as trained (TranslatorOptions::Weights::kPlain, or kBf16 for bfloat16
+  // products); other translators refuse.
   std::vector<Score> score(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
                            const ScoreOptions& options = {}) const;
   std::vector<Score> score_ids(const std::vector<std::vector<int32_t>>& sources,

@@ -52,7 +52,8 @@ TranslatorOptions::Weights parse_weights(const std::string& name) {
   if (name == "packed") return TranslatorOptions::Weights::kPacked;
   if (name == "int8") return TranslatorOptions::Weights::kInt8;
   if (name == "plain") return TranslatorOptions::Weights::kPlain;
-  throw Error("weights must be 'packed', 'int8' or 'plain', got '" + name + "'");
+  if (name == "bf16") return TranslatorOptions::Weights::kBf16;
+  throw Error("weights must be 'packed', 'int8', 'plain' or 'bf16', got '" + name + "'");
 }
 
 // The keyword arguments of translate and translate_ids, in TranslateOptions.
@@ -314,10 +315,11 @@ Translator(model_path, vocab=None, *, need_vocab=True, verify=True, weights="pac
 
 vocab: the SentencePiece model (default: vocab.model beside the model file); need_vocab=False loads
 none (translate_ids and score_ids only). verify: check the model file's checksum. weights: "packed"
-(fastest in float32), "int8" (faster, slightly less exact) or "plain" (as trained; score needs it).
+(fastest in float32), "int8" (faster, slightly less exact), "plain" (as trained; score needs it) or
+"bf16" (the plain weights with bfloat16 products, as train --bf16; score takes it too; on a CPU slower).
 shortlist: a file from `transformer shortlist`. threads: of this translator's calls (0: all cores).
 device: "cpu", or "cuda" (the first NVIDIA GPU, in a build with the CUDA backend; plain float32
-weights there, no "int8").
+weights there, or "bf16"; no "int8").
 The loader's warnings (load_notes.warnings) are also issued as UserWarning. Calls release the GIL;
 several threads may use one Translator at once.)");
   translator

@@ -145,7 +145,7 @@ def test_errors_carry_the_library_messages(translator):
         transformer.Translator("/nonexistent/model.safetensors")
     with pytest.raises(transformer.Error, match="/nonexistent.model"):
         transformer.Translator(MODEL, "/nonexistent.model")
-    with pytest.raises(transformer.Error, match="weights must be 'packed', 'int8' or 'plain', got 'fast'"):
+    with pytest.raises(transformer.Error, match="weights must be 'packed', 'int8', 'plain' or 'bf16', got 'fast'"):
         transformer.Translator(MODEL, weights="fast")
     with pytest.raises(transformer.Error, match="device 'gpu' is not a device: cpu, or cuda"):
         transformer.Translator(MODEL, device="gpu")
@@ -180,6 +180,17 @@ def test_weights_and_threads_do_not_change_greedy_ids(translator):
         assert got == want, kwargs
     int8 = transformer.Translator(pathlib.Path(MODEL), weights="int8")
     assert len(int8.translate(inputs, beam=1)) == len(inputs)
+
+
+def test_bf16_products_score_what_they_translate():
+    bf16 = transformer.Translator(MODEL, weights="bf16")
+    plain = transformer.Translator(MODEL, weights="plain")
+    inputs = [line for line in lines_of(TINY / "input.en") if line]
+    out = bf16.translate(inputs, beam=1)
+    scores = bf16.score(inputs, [r.best.text for r in out])
+    assert [s.total for s in scores] == pytest.approx([r.best.score for r in out], abs=1e-4)
+    f32 = plain.score(inputs, [r.best.text for r in out])
+    assert any(abs(a.total - b.total) > 1e-6 for a, b in zip(scores, f32))  # the products were rounded
 
 
 def test_load_warnings_are_python_warnings():

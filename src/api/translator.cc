@@ -142,6 +142,7 @@ Translator::Translator(const std::string& model_path, const TranslatorOptions& o
   } else if (options.weights == W::kPacked) {
     m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease);
   }
+  if (options.weights == W::kBf16) m.model->set_inference_products(tfm::ops::Precision::kBf16);
   if (!options.shortlist.empty()) {
     m.shortlist = tfm::Shortlist::load(options.shortlist, m.model->config().vocab_size);
     m.shortlist.check_vocabulary(m.model->config().vocab_size,
@@ -220,9 +221,10 @@ std::vector<Score> Translator::score_ids(const std::vector<std::vector<int32_t>>
   options.validate();
   TFM_CHECK(sources.size() == targets.size(), "there are ", sources.size(), " sources but ", targets.size(),
             " targets");
-  TFM_CHECK(impl_->options.weights == TranslatorOptions::Weights::kPlain,
+  TFM_CHECK(impl_->options.weights == TranslatorOptions::Weights::kPlain ||
+                impl_->options.weights == TranslatorOptions::Weights::kBf16,
             "scoring runs the model's teacher-forced forward pass, which needs the float32 weights as trained: load "
-            "the Translator with weights = plain (this one holds ",
+            "the Translator with weights = plain or bf16 (this one holds ",
             impl_->options.weights == TranslatorOptions::Weights::kInt8 ? "int8" : "packed", " ones)");
   const tfm::Transformer& model = *impl_->model;
   const tfm::ModelConfig& c = model.config();

@@ -21,7 +21,7 @@ namespace {
 struct Options {
   ModelPaths paths;
   std::string source, target, input;
-  bool ids = false;
+  bool ids = false, bf16 = false;
   int64_t batch_sentences = 64, threads = 0, max_input_tokens = 1024;
   std::string device = "cpu";
 };
@@ -39,7 +39,8 @@ int run(const Options& o) {
   lo.vocab = o.paths.vocab;
   lo.need_vocab = !o.ids;
   lo.verify = !o.paths.no_verify;
-  lo.weights = transformer::TranslatorOptions::Weights::kPlain;  // scoring runs the training-time forward pass
+  // Scoring runs the training-time forward pass, on the plain weights.
+  lo.weights = o.bf16 ? transformer::TranslatorOptions::Weights::kBf16 : transformer::TranslatorOptions::Weights::kPlain;
   lo.threads = static_cast<int>(o.threads);
   lo.device = o.device;
   const transformer::Translator translator(o.paths.model, lo);
@@ -113,6 +114,9 @@ Action add_score(CLI::App& app) {
   cmd->add_option("--target", o->target, "target sentences, aligned with --source");
   cmd->add_option("-i,--input", o->input, "tab-separated 'source<TAB>target' lines (default: stdin)");
   cmd->add_flag("--ids", o->ids, "sentences are space-separated token ids");
+  cmd->add_flag("--bf16", o->bf16,
+                "bfloat16 products (inputs rounded to bfloat16, float32 sums), as train --bf16 and translate --bf16: "
+                "on a GPU its tensor cores; on a CPU slower than float32 without AVX-512 BF16 or AMX");
   cmd->add_option("--batch-size", o->batch_sentences, cat("pairs scored together (at most ", transformer::kMaxBatchSentences, ")"))
       ->capture_default_str();
   cmd->add_option("--max-input-tokens", o->max_input_tokens,

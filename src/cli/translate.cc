@@ -24,7 +24,7 @@ struct Options {
   ModelPaths paths;
   std::string input, attention_path, shortlist_path, prefix_path;
   transformer::TranslateOptions translate;
-  bool scores = false, ids = false, int8 = false, stats = false, packed = true;
+  bool scores = false, ids = false, int8 = false, bf16 = false, stats = false, packed = true;
   int64_t threads = 0, chunk_lines = 10000;
   std::string device = "cpu";
   double max_memory_gib = -1;  // -1: automatic
@@ -127,7 +127,7 @@ int run(Options o) {
   lo.need_vocab = !o.ids;
   lo.verify = !o.paths.no_verify;
   using W = transformer::TranslatorOptions::Weights;
-  lo.weights = o.int8 ? W::kInt8 : o.packed ? W::kPacked : W::kPlain;
+  lo.weights = o.int8 ? W::kInt8 : o.bf16 ? W::kBf16 : o.packed ? W::kPacked : W::kPlain;
   lo.shortlist = o.shortlist_path;
   lo.threads = static_cast<int>(o.threads);
   lo.device = o.device;
@@ -311,7 +311,13 @@ Action add_translate(CLI::App& app) {
   cmd->add_flag("--scores", o->scores, "append each translation's normalized log-probability after a tab");
   cmd->add_flag("--ids", o->ids, "read and write space-separated token ids instead of text");
   cmd->add_flag("--stats", o->stats, "print sentences, output tokens and seconds of translation to stderr");
-  cmd->add_flag("--int8", o->int8, "int8 weight products: faster (most with AVX-512 VNNI or AMX), slightly less exact");
+  auto* int8 = cmd->add_flag("--int8", o->int8,
+                             "int8 weight products: faster (most with AVX-512 VNNI or AMX), slightly less exact");
+  cmd->add_flag("--bf16", o->bf16,
+                "bfloat16 products (inputs rounded to bfloat16, float32 sums; the plain weights): on a GPU its tensor "
+                "cores; on a CPU slower than the packed float32 default (and than plain float32 without AVX-512 BF16 "
+                "or AMX), for checking a model in the arithmetic it was trained with by train --bf16")
+      ->excludes(int8);
   cmd->add_flag("--packed-weights,!--no-packed-weights", o->packed,
                 "float32 weights packed once for decoding's products (default; faster; the layers' weights are "
                 "then kept only in packed form, the output projection also as the embedding)");
@@ -337,7 +343,7 @@ Action add_translate(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--device", o->device,
                   "where to translate: cpu, or cuda (cuda:0), the first NVIDIA GPU, in a build with the CUDA backend "
-                  "(float32 weights there; no --int8)")
+                  "(float32 weights there, or --bf16 products; no --int8)")
       ->capture_default_str();
   return [cmd, o] { return *cmd ? run(*o) : -1; };
 }

@@ -116,12 +116,18 @@ class Transformer {
   const ParamStore& params() const { return params_; }
   // The context of a forward pass: with `rng`, training (dropout on, float32); without, inference,
   // which uses the int8 weights once quantize_int8() has made them, else the packed ones once
-  // pack_weights() has.
+  // pack_weights() has, else the plain weights in set_inference_products()'s precision.
   Context context(Rng* rng = nullptr) const {
     const bool inference = rng == nullptr;
     return Context{&params_, rng, inference && !int8_.empty() ? &int8_ : nullptr,
-                   inference && !packed_.empty() ? &packed_ : nullptr, ops::Precision::kFloat32};
+                   inference && !packed_.empty() ? &packed_ : nullptr,
+                   inference ? inference_products_ : ops::Precision::kFloat32};
   }
+  // What inference's products with the plain weights round their inputs to (Context::products):
+  // kBf16 translates and scores with bfloat16 products and float32 sums, as `train --bf16` trains.
+  // Int8 and packed weights ignore it.
+  void set_inference_products(ops::Precision p) { inference_products_ = p; }
+  ops::Precision inference_products() const { return inference_products_; }
   // What becomes of a weight matrix's float32 values once inference has its own copy. kKeep: they
   // stay, and the model can still train, save and decode without the copies. kRelease (translation):
   // every linear layer's weight is given back to the system as soon as its copy is made
@@ -197,6 +203,7 @@ class Transformer {
   ParamStore params_;
   Int8Weights int8_;
   PackedWeights packed_;
+  ops::Precision inference_products_ = ops::Precision::kFloat32;
 };
 
 }  // namespace tfm

@@ -32,7 +32,7 @@ extern "C" void on_signal(int signal) {
 struct Options {
   std::vector<std::string> models;
   std::string vocab, api_key_file;
-  bool int8 = false, packed = true, no_verify = false;
+  bool int8 = false, bf16 = false, packed = true, no_verify = false;
   int workers = 0, threads = 1;
   int drain_seconds = 30;
   serve::ServerOptions server;
@@ -46,7 +46,7 @@ int run(Options& o) {
     s.models[0].vocab = o.vocab;
   }
   using W = transformer::TranslatorOptions::Weights;
-  s.weights = o.int8 ? W::kInt8 : o.packed ? W::kPacked : W::kPlain;
+  s.weights = o.int8 ? W::kInt8 : o.bf16 ? W::kBf16 : o.packed ? W::kPacked : W::kPlain;
   s.verify = !o.no_verify;
   TFM_CHECK(o.workers >= 0, "--workers must be >= 0 (0: one per core), got ", o.workers);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -140,7 +140,11 @@ Action add_serve(CLI::App& app) {
   cmd->add_flag("--no-verify", o->no_verify, "skip the model files' checksums when loading");
   cmd->add_option("--host", s.host, "address to listen on (0.0.0.0: every interface)")->capture_default_str();
   cmd->add_option("--port", s.port, "port to listen on (0: any free port)")->capture_default_str();
-  cmd->add_flag("--int8", o->int8, "int8 weight products (faster, slightly less exact)");
+  auto* int8 = cmd->add_flag("--int8", o->int8, "int8 weight products (faster, slightly less exact)");
+  cmd->add_flag("--bf16", o->bf16,
+                "bfloat16 products with the plain weights, as translate --bf16 (on a CPU slower than the packed "
+                "float32 default)")
+      ->excludes(int8);
   cmd->add_flag("--packed-weights,!--no-packed-weights", o->packed, "float32 weights packed for decoding (default)");
   cmd->add_option("--workers", o->workers,
                   "batches decoded at the same time, each by one worker (0: cores / --threads)")

@@ -106,7 +106,9 @@ struct LoadedModel {
   int64_t decoder_layers = 0, heads = 0;
 
   const transformer::Translator& score_translator() {
-    if (options.weights == transformer::TranslatorOptions::Weights::kPlain) return *translator;
+    if (options.weights == transformer::TranslatorOptions::Weights::kPlain ||
+        options.weights == transformer::TranslatorOptions::Weights::kBf16)
+      return *translator;  // scoring runs on these weights as they are
     std::lock_guard lock(scorer_mutex);
     if (!scorer) {
       transformer::TranslatorOptions o = options;
