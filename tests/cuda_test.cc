@@ -413,12 +413,17 @@ TEST(Cuda, RowMovesAndTopK) {
 
 // Small copies from the host go through a ring of pinned memory without waiting for the device
 // (ops/cuda/memory.cu): each arrives whole, in order with the kernels around it, even when the host
-// overwrites its source at once and the ring wraps around (300 copies of 64 KiB through 8 MiB).
-TEST(Cuda, SmallUploadsArriveInOrderWithoutWaiting) {
+// overwrites its source at once and the ring wraps around while the copies still wait behind other
+// work (300 copies of 64 KiB through 8 MiB, queued behind products that take the GPU ~30 ms), so
+// that a region written again before its copy ran would show.
+TEST(Cuda, SmallUploadsArriveWholeAndInOrder) {
   REQUIRE_GPU();
   const int64_t n = 16384;  // 64 KiB of float32
   const Tensor ones = Tensor::empty({n}, DType::F32, kGpu);
   ones.fill(1.0);
+  const Tensor big = Tensor::empty({4096, 4096}, DType::F32, kGpu), product = Tensor::empty({4096, 4096}, DType::F32, kGpu);
+  big.fill(0.5);
+  for (int i = 0; i < 12; ++i) ops::matmul(big, big, product);  // float32: ~2.7 ms each on an H100
   std::vector<Tensor> uploaded, sums;
   Tensor host = Tensor::empty({n});
   for (int i = 0; i < 300; ++i) {
@@ -441,8 +446,9 @@ TEST(Cuda, SmallUploadsArriveInOrderWithoutWaiting) {
 
 // The decoding step's selection on the GPU (its own kernel up to k = 16, the host's beyond) against
 // the CPU's: the same ids in the same order (ties: the lower id first), banned ids never chosen,
-// −1 and −inf where fewer than k columns are allowed; log-probabilities and log Σ exp within 1e-6
-// (the GPU sums in double, the CPU in float32 lanes).
+// −1 and −inf where fewer than k columns are allowed; log-probabilities and log Σ exp within 1e-5
+// (the GPU sums in double; the CPU in float32 lanes, 1e-6 to 3e-6 off at the avx2 and generic
+// levels over 32,000 columns).
 TEST(Cuda, TopKSelectsAsTheCpu) {
   REQUIRE_GPU();
   struct Case {
@@ -472,7 +478,8 @@ TEST(Cuda, TopKSelectsAsTheCpu) {
                  ids_gpu = Tensor::empty({c.rows, c.k}, DType::I32, kGpu),
                  lse_gpu = Tensor::empty({c.rows}, DType::F64, kGpu);
     ops::top_k_logprobs(logits, c.k, c.banned, logp, ids, lse);
-    ops::top_k_logprobs(on_gpu(logits), c.k, c.banned, logp_gpu, ids_gpu, lse_gpu);
+    const Tensor logits_gpu = on_gpu(logits);
+    ops::top_k_logprobs(logits_gpu, c.k, c.banned, logp_gpu, ids_gpu, lse_gpu);
     expect_identical(ids, ids_gpu, "top_k ids");
     const std::vector<double> a = logp.to_doubles(), b = logp_gpu.to_doubles();
     for (size_t i = 0; i < a.size(); ++i) {
@@ -481,7 +488,7 @@ TEST(Cuda, TopKSelectsAsTheCpu) {
       } else if (std::isinf(a[i])) {
         EXPECT_EQ(a[i], b[i]) << "logp element " << i;
       } else {
-        EXPECT_NEAR(b[i], a[i], 1e-6) << "logp element " << i;
+        EXPECT_NEAR(b[i], a[i], 1e-5) << "logp element " << i;
       }
     }
     const std::vector<double> la = lse.to_doubles(), lb = lse_gpu.to_doubles();
@@ -489,12 +496,18 @@ TEST(Cuda, TopKSelectsAsTheCpu) {
       if (std::isinf(la[r])) {
         EXPECT_EQ(la[r], lb[r]) << "lse row " << r;
       } else {
-        EXPECT_NEAR(lb[r], la[r], 1e-6) << "lse row " << r;
+        EXPECT_NEAR(lb[r], la[r], 1e-5) << "lse row " << r;
       }
     }
-    const int32_t* chosen = ids.data<int32_t>();
-    for (int64_t i = 0; i < ids.numel(); ++i)
+    const Tensor gpu_ids = ids_gpu.to_device(Device::CPU);
+    const int32_t* chosen = gpu_ids.data<int32_t>();
+    for (int64_t i = 0; i < gpu_ids.numel(); ++i)
       for (const int32_t b : c.banned) EXPECT_NE(chosen[i], b) << "id element " << i;
+    // The GPU's own kernel took every k up to its limit (else the op selected on the host).
+    EXPECT_EQ(cuda::kernels()->top_k_logprobs(c.rows, c.V, c.k, logits_gpu.data<float>(), c.banned.data(),
+                                              static_cast<int64_t>(c.banned.size()), logp_gpu.data<double>(),
+                                              ids_gpu.data<int32_t>(), lse_gpu.data<double>()),
+              c.k <= cuda::Kernels::kMaxTopK);
   }
 }
 

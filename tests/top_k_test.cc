@@ -66,5 +66,27 @@ TEST(TopK, LeadingMinusInfinityLeavesTheSumFinite) {
   EXPECT_NEAR(logp.data<double>()[0], 0.6 - std::log(sum), 1e-5);
 }
 
+// A NaN logit (a broken model) is never selected, wherever it stands, in float32 and float64; the
+// others keep their order (before, a NaN entered the list and stopped better values moving up).
+TEST(TopK, NaNIsNeverSelected) {
+  const int64_t V = 100, k = 3;
+  for (const int64_t at : {int64_t{0}, int64_t{1}, int64_t{6}, int64_t{99}}) {
+    std::vector<double> z(static_cast<size_t>(V));
+    for (int64_t v = 0; v < V; ++v) z[v] = static_cast<double>(v % 7);
+    z[at] = std::numeric_limits<double>::quiet_NaN();
+    // The three best: the first ids whose value is 6, none of them `at`.
+    std::vector<int32_t> want;
+    for (int32_t v = 6; static_cast<int64_t>(want.size()) < k; v += 7)
+      if (v != at) want.push_back(v);
+    for (const DType dtype : {DType::F32, DType::F64}) {
+      SCOPED_TRACE(::testing::Message() << "NaN at " << at << ", " << name(dtype));
+      Tensor logp = Tensor::empty({1, k}, DType::F64), ids = Tensor::empty({1, k}, DType::I32),
+             lse = Tensor::empty({1}, DType::F64);
+      ops::top_k_logprobs(Tensor::from<double>({1, V}, z).to(dtype), k, {}, logp, ids, lse);
+      EXPECT_EQ(std::vector<int32_t>(ids.data<int32_t>(), ids.data<int32_t>() + k), want);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tfm

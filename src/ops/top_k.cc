@@ -16,11 +16,7 @@ void top_k_logprobs(const Tensor& logits, int64_t k, const std::vector<int32_t>&
   check_dtype("top_k_logprobs", "logp", logp, DType::F64);
   check_dtype("top_k_logprobs", "ids", ids, DType::I32);
   check_dtype("top_k_logprobs", "lse", lse, DType::F64);
-  std::vector<uint8_t> ban(static_cast<size_t>(V), 0);
-  for (int32_t b : banned) {
-    TFM_CHECK(b >= 0 && b < V, "top_k_logprobs: banned id ", b, " is outside [0, ", V, ")");
-    ban[static_cast<size_t>(b)] = 1;
-  }
+  for (int32_t b : banned) TFM_CHECK(b >= 0 && b < V, "top_k_logprobs: banned id ", b, " is outside [0, ", V, ")");
   const auto on = [&](Device d) {
     return logits.device() == d && logp.device() == d && ids.device() == d && lse.device() == d;
   };
@@ -48,6 +44,8 @@ void top_k_logprobs(const Tensor& logits, int64_t k, const std::vector<int32_t>&
     lse.copy_from(host_lse);
     return;
   }
+  std::vector<uint8_t> ban(static_cast<size_t>(V), 0);
+  for (int32_t b : banned) ban[static_cast<size_t>(b)] = 1;
   dispatch("top_k_logprobs", logits.dtype(), logits.device(), [&](auto t) {
     using T = decltype(t);
     cpu::top_k_logprobs<T>(R, V, k, logits.data<T>(), ban.data(), logp.data<double>(), ids.data<int32_t>(),

@@ -49,15 +49,32 @@ void fill_n(void* data, int64_t n, double value) {
 // recorded behind its copy has passed.
 class StagedUploads {
  public:
-  static constexpr size_t kLargest = size_t{256} << 10, kRing = size_t{8} << 20;
-
+  static constexpr size_t kLargest = size_t{256} << 10, kRing = size_t{8} << 20, kTracked = 1024;
 
   void copy(void* dst, const void* src, size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (ring_ == nullptr) {
+    if (ring_ == nullptr && !unavailable_) {
       void* p = nullptr;
-      check(cudaHostAlloc(&p, kRing, cudaHostAllocDefault), "cudaHostAlloc of the upload ring");
-      ring_ = static_cast<char*>(p);
+      if (cudaHostAlloc(&p, kRing, cudaHostAllocDefault) == cudaSuccess) {
+        ring_ = static_cast<char*>(p);
+      } else {
+        (void)cudaGetLastError();
+        unavailable_ = true;  // no pinned memory to be had: every copy waits, as before
+      }
+    }
+    if (ring_ == nullptr) {
+      check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+      return;
+    }
+    // The copies done by now give their regions back (the list stays as long as the queue ahead of
+    // the device, not the ring's 32,768 smallest regions); at most kTracked stay listed.
+    while (!in_flight_.empty()) {
+      const cudaError_t rc = in_flight_.size() > kTracked ? cudaEventSynchronize(in_flight_.front().done)
+                                                          : cudaEventQuery(in_flight_.front().done);
+      if (rc == cudaErrorNotReady) break;
+      check(rc, "cudaEventQuery (upload ring)");
+      spare_.push_back(in_flight_.front().done);
+      in_flight_.pop_front();
     }
     const size_t size = (bytes + 255) / 256 * 256;
     if (head_ + size > kRing) head_ = 0;
@@ -92,6 +109,7 @@ class StagedUploads {
   };
   std::mutex mutex_;
   char* ring_ = nullptr;
+  bool unavailable_ = false;
   size_t head_ = 0;
   std::deque<Staged> in_flight_;
   std::vector<cudaEvent_t> spare_;

@@ -26,7 +26,7 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
       if (n == k && block_max <= best[k - 1]) return;
       for (int64_t v = start; v < end; ++v) {
         const T x = z[v];
-        if ((n == k && x <= best[k - 1]) || banned[v]) continue;
+        if ((n == k && x <= best[k - 1]) || banned[v] || x != x) continue;  // NaN: never selected
         int64_t pos = n < k ? n : k - 1;  // insertion from the end; equal values keep the lower id first
         while (pos > 0 && best[pos - 1] < x) {
           best[pos] = best[pos - 1];
