@@ -148,15 +148,16 @@ void BM_TrainStepCuda(benchmark::State& state, const char* preset, ops::Precisio
   state.counters["MFU_bf16_%"] = benchmark::Counter(flops / 989e12 * 100, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Translation on a CUDA GPU at the base shape (vocabulary 32000, random weights, float32): 128
-// sentences of 25 source tokens into exactly 25 tokens each, greedy and beam 4.
-void BM_TranslateCuda(benchmark::State& state, int64_t beam) {
+// Translation on a CUDA GPU at the base shape (vocabulary 32000, random weights): 128 sentences of
+// 25 source tokens into exactly 25 tokens each, greedy and beam 4, float32 or bf16 products.
+void BM_TranslateCuda(benchmark::State& state, int64_t beam, ops::Precision products) {
   ModelConfig c = model_preset("base");
   c.vocab_size = 32000;
   c.pre_norm = true;
   Transformer model(c);
   model.init_parameters(1);
   model.params().to_device(Device::CUDA);
+  model.set_inference_products(products);  // kBf16: translate --bf16
   const auto sources = random_sentences(128, 25, c.vocab_size, 5);
   SearchOptions o;
   o.beam_size = beam;
@@ -226,10 +227,15 @@ void BM_MatmulCuda(benchmark::State& state, int64_t M, int64_t N, int64_t K, boo
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime()
           ->Iterations(5);
-  benchmark::RegisterBenchmark("BM_TranslateCuda/greedy", [](benchmark::State& s) { BM_TranslateCuda(s, 1); })
-      ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
-  benchmark::RegisterBenchmark("BM_TranslateCuda/beam4", [](benchmark::State& s) { BM_TranslateCuda(s, 4); })
-      ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+  for (const auto& [suffix, precision] :
+       {std::pair{"", ops::Precision::kFloat32}, std::pair{"_bf16", ops::Precision::kBf16}}) {
+    benchmark::RegisterBenchmark((std::string("BM_TranslateCuda/greedy") + suffix).c_str(),
+                                 [precision](benchmark::State& s) { BM_TranslateCuda(s, 1, precision); })
+        ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+    benchmark::RegisterBenchmark((std::string("BM_TranslateCuda/beam4") + suffix).c_str(),
+                                 [precision](benchmark::State& s) { BM_TranslateCuda(s, 4, precision); })
+        ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+  }
   return true;
 }();
 
