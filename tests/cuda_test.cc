@@ -556,6 +556,12 @@ TEST(Cuda, WholeModelForwardAndBackward) {
     model.params().to_device(kGpu);
     const Result gpu = run(to_device(batch, kGpu));
     EXPECT_EQ(gpu.logits.device(), kGpu);
+    // The batch left on the host (as training passes it: each op copies its ids, lengths and
+    // targets over): the same kernels on the same values, so the same bits.
+    const Result host_batch = run(batch);
+    expect_identical(gpu.logits.to_device(Device::CPU), host_batch.logits, "logits from a batch on the host");
+    expect_identical(gpu.grads, host_batch.grads, "gradients from a batch on the host");
+    EXPECT_EQ(host_batch.loss, gpu.loss);
     expect_close(cpu.logits, gpu.logits, cat(pre_norm ? "pre-norm" : "post-norm", " logits"));
     EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * std::abs(cpu.loss));
     // Each parameter's gradient relative to its own largest element, or to 1e-3 of the model's

@@ -468,8 +468,11 @@ double Trainer::Impl::optimize(const std::vector<int32_t>& step_batches, int64_t
     }
     const uint64_t streams = first_stream + static_cast<uint64_t>(j) * kStreamsPerBatch;
     rng.restore(o.seed, streams);
-    const tfm::Batch batch = tfm::to_device(
-        tfm::to_batch(examples, batches[static_cast<size_t>(step_batches[static_cast<size_t>(j)])], config), device);
+    // The batch's ids, lengths and targets stay on the host, where the ops check them; each op copies
+    // what its kernel reads to the device without waiting (on a GPU, a copy back for each check
+    // would wait for all the work queued before it, some forty times a step).
+    const tfm::Batch batch =
+        tfm::to_batch(examples, batches[static_cast<size_t>(step_batches[static_cast<size_t>(j)])], config);
     losses[static_cast<size_t>(j)] =
         tfm::batch_loss(*model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(tokens), true).loss;
     TFM_CHECK(rng.counter() - streams <= kStreamsPerBatch, "a batch drew ", rng.counter() - streams,
