@@ -16,6 +16,7 @@
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/packed.h"
+#include "testing/errors.h"
 #include "testing/gradcheck.h"
 
 namespace tfm {
@@ -193,6 +194,75 @@ TEST(Packed, PackedModelTranslatesAsTheFloatModel) {
   Rng rng(1);
   EXPECT_EQ(model->context(&rng).packed, nullptr);
   EXPECT_NE(model->context().packed, nullptr);
+}
+
+// Weights packed in bfloat16 (translate --bf16 where the CPU has bfloat16 instructions): the product
+// is Precision::kBf16's, the plain bf16 product's to float32 rounding (both sum exact products of
+// the same rounded inputs in float32), with the bias and ReLU in the same pass, for the one block
+// of narrow outputs and the per-thread blocks of wide ones, at decoding's and the encoder's row
+// counts. Without bfloat16 instructions packing in bf16 is refused, naming how bf16 runs here.
+TEST(Packed, Bf16PackedProductIsTheBf16Product) {
+  const Tensor w0 = testing::random_tensor({40, 96}, 71).to(DType::F32);
+  if (!ops::bf16_native()) {
+    testing::expect_error([&] { ops::pack_weight(w0, Tensor(), ops::Activation::kNone, ops::Precision::kBf16); },
+                          {"bf16 packed weights need bfloat16 instructions", ops::bf16_path()});
+    GTEST_SKIP() << "no bfloat16 instructions at this level: " << ops::bf16_path();
+  }
+  for (auto [in, out] : {std::pair<int64_t, int64_t>{96, 40}, {512, 2048}, {256, 9000}}) {
+    const Tensor w = testing::random_tensor({out, in}, 72 + out).to(DType::F32);
+    const Tensor bias = testing::random_tensor({out}, 73).to(DType::F32);
+    for (const bool with_bias : {false, true}) {
+      const ops::PackedMatrix p = ops::pack_weight(w, with_bias ? bias : Tensor(),
+                                                   with_bias ? ops::Activation::kRelu : ops::Activation::kNone,
+                                                   ops::Precision::kBf16);
+      ASSERT_NE(p.packed, nullptr);
+      for (int64_t rows : {1, 7, 64, 300}) {
+        SCOPED_TRACE(::testing::Message() << rows << " rows, in " << in << ", out " << out << (with_bias ? ", bias, ReLU" : ""));
+        const Tensor x = testing::random_tensor({rows, in}, 74 + rows).to(DType::F32);
+        Tensor want = Tensor::zeros({rows, out}), got = Tensor::empty({rows, out}), f32 = Tensor::zeros({rows, out});
+        got.fill(12345.0);
+        ops::matmul(x, w, want, {.trans_b = true, .precision = ops::Precision::kBf16});
+        ops::matmul(x, w, f32, {.trans_b = true});
+        if (with_bias) {
+          ops::bias_add(want, bias, want);
+          ops::relu(want, want);
+          ops::bias_add(f32, bias, f32);
+          ops::relu(f32, f32);
+        }
+        ops::matmul_packed(x, p, got);
+        const double scale = std::sqrt(static_cast<double>(in));  // |sums| grow as √in
+        EXPECT_LE(max_abs_diff(want, got), 1e-5 * scale);
+        EXPECT_GT(max_abs_diff(f32, got), 1e-4) << "the same as float32: the inputs were not rounded";
+      }
+    }
+  }
+}
+
+// A model packed in bfloat16 translates as the same model with bf16 products on its plain weights:
+// the same hypotheses, scores to float32 rounding.
+TEST(Packed, Bf16PackedModelTranslatesAsTheBf16Model) {
+  if (!ops::bf16_native()) GTEST_SKIP() << "no bfloat16 instructions at this level: " << ops::bf16_path();
+  const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");
+  const std::vector<std::vector<int32_t>> sources = {{10, 20, 30, 40}, {5, 6, 7}, {50, 60, 70, 80, 90}, {11}};
+  SearchOptions o;
+  o.beam_size = 3;
+  o.n_best = 3;
+  const auto f32 = beam_search(*model, sources, o);
+  model->set_inference_products(ops::Precision::kBf16);
+  const auto plain = beam_search(*model, sources, o);
+  model->pack_weights(Transformer::PlainWeights::kKeep, ops::Precision::kBf16);
+  ASSERT_EQ(model->context().packed_weight(model->tgt_embedding)->precision, ops::Precision::kBf16);
+  const auto packed = beam_search(*model, sources, o);
+  double moved = 0;
+  for (size_t b = 0; b < sources.size(); ++b) {
+    ASSERT_EQ(packed[b].size(), plain[b].size());
+    for (size_t h = 0; h < plain[b].size(); ++h) {
+      EXPECT_EQ(packed[b][h].tokens, plain[b][h].tokens) << "sentence " << b << " hypothesis " << h;
+      EXPECT_NEAR(packed[b][h].normalized, plain[b][h].normalized, 1e-4) << "sentence " << b;
+      moved = std::max(moved, std::abs(plain[b][0].normalized - f32[b][0].normalized));
+    }
+  }
+  EXPECT_GT(moved, 1e-6) << "bf16 scores equal float32's";
 }
 
 }  // namespace

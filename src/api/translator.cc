@@ -18,6 +18,7 @@
 #include "model/batch.h"
 #include "model/checkpoint.h"
 #include "ops/loss.h"
+#include "ops/matmul.h"
 
 namespace transformer {
 
@@ -141,6 +142,10 @@ Translator::Translator(const std::string& model_path, const TranslatorOptions& o
     m.model->quantize_int8(tfm::Transformer::PlainWeights::kRelease);
   } else if (options.weights == W::kPacked) {
     m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease);
+  } else if (options.weights == W::kBf16 && tfm::ops::bf16_native()) {
+    // Packed in bfloat16 for the decoding steps and the encoder; the plain weights stay, for
+    // scoring's whole-target forward pass (which also takes bf16 products).
+    m.model->pack_weights(tfm::Transformer::PlainWeights::kKeep, tfm::ops::Precision::kBf16);
   }
   if (options.weights == W::kBf16) m.model->set_inference_products(tfm::ops::Precision::kBf16);
   if (!options.shortlist.empty()) {

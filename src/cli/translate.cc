@@ -314,9 +314,9 @@ Action add_translate(CLI::App& app) {
   auto* int8 = cmd->add_flag("--int8", o->int8,
                              "int8 weight products: faster (most with AVX-512 VNNI or AMX), slightly less exact");
   cmd->add_flag("--bf16", o->bf16,
-                "bfloat16 products (inputs rounded to bfloat16, float32 sums; the plain weights): on a GPU its tensor "
-                "cores; on a CPU slower than the packed float32 default (and than plain float32 without AVX-512 BF16 "
-                "or AMX), for checking a model in the arithmetic it was trained with by train --bf16")
+                "bfloat16 products (inputs rounded to bfloat16, float32 sums, as train --bf16): on a GPU its tensor "
+                "cores; on a CPU with AVX-512 BF16 or AMX weights packed in bfloat16, faster than the float32 "
+                "default (transformer info --cpu: bf16); on other CPUs slower")
       ->excludes(int8);
   cmd->add_flag("--packed-weights,!--no-packed-weights", o->packed,
                 "float32 weights packed once for decoding's products (default; faster; the layers' weights are "

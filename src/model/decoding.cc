@@ -67,7 +67,8 @@ void Transformer::restrict_output(const Context& ctx, DecodeState& state, const 
   state.output_weight = Tensor::empty({n, config_.d_model}, e.dtype(), e.device());
   ops::index_select(e, state.output_ids, state.output_weight);
   if (ctx.packed_weight(output_weight))
-    state.output_packed = std::make_shared<const ops::PackedMatrix>(ops::pack_weight(state.output_weight));
+    state.output_packed = std::make_shared<const ops::PackedMatrix>(
+        ops::pack_weight(state.output_weight, Tensor(), ops::Activation::kNone, packed_products_));
 }
 
 DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,

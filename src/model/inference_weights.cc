@@ -72,17 +72,19 @@ void Transformer::quantize_int8(PlainWeights plain) {
   }
 }
 
-void Transformer::pack_weights(PlainWeights plain) {
+void Transformer::pack_weights(PlainWeights plain, ops::Precision products) {
   TFM_CHECK(params_.dtype() == DType::F32, "packed weights need a float32 model");
   check_not_released("pack_weights");
   packed_.clear();
+  packed_products_ = products;
+  if (products == ops::Precision::kBf16) inference_products_ = products;
   // The feed-forward layers' first products take their activation with them.
   std::unordered_map<int, ops::Activation> activation;
   for (const EncoderLayer& l : encoder) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
   for (const DecoderLayer& l : decoder) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
   for (const DecoderLayer& l : decoder) {
     auto [w, b] = fused_qkv(l.self_attn);
-    ops::PackedMatrix p = ops::pack_weight(w, b);  // p.bias keeps b
+    ops::PackedMatrix p = ops::pack_weight(w, b, ops::Activation::kNone, products);  // p.bias keeps b
     if (p.packed) p.weight = Tensor();  // every product takes the packed copy; w need not stay
     packed_.emplace(fused_key(l.self_attn.q_proj.weight), std::move(p));
     release_fused_parts(l.self_attn, plain);
@@ -96,7 +98,7 @@ void Transformer::pack_weights(PlainWeights plain) {
     const auto act = activation.find(id);
     ops::PackedMatrix p =
         ops::pack_weight(params_.value(id), bias >= 0 ? params_.value(bias) : Tensor(),
-                         bias >= 0 && act != activation.end() ? act->second : ops::Activation::kNone);
+                         bias >= 0 && act != activation.end() ? act->second : ops::Activation::kNone, products);
     if (plain == PlainWeights::kRelease && only_in_products(id) && p.packed) {
       p.weight = Tensor();  // no product may fall back to it
       params_.release(id);

@@ -147,7 +147,9 @@ class Transformer {
   // product for the decoding steps (which alone is kept with kRelease, else 19 MB more for base),
   // and the feed-forward layers' first products take their activation. The parameters must not change
   // afterwards (the packing is not redone).
-  void pack_weights(PlainWeights plain = PlainWeights::kKeep);
+  // products = kBf16 (where ops::bf16_native()): packed rounded to bfloat16 for oneDNN's bf16
+  // products, and set_inference_products(kBf16) for those on the plain weights.
+  void pack_weights(PlainWeights plain = PlainWeights::kKeep, ops::Precision products = ops::Precision::kFloat32);
   bool packed() const { return !packed_.empty(); }
 
   // The parameter id ranges [first, end) that backward() reports complete through
@@ -204,6 +206,7 @@ class Transformer {
   Int8Weights int8_;
   PackedWeights packed_;
   ops::Precision inference_products_ = ops::Precision::kFloat32;
+  ops::Precision packed_products_ = ops::Precision::kFloat32;  // pack_weights' (a shortlist's rows are packed alike)
 };
 
 }  // namespace tfm

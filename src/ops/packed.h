@@ -11,6 +11,7 @@
 
 #include "core/tensor.h"
 #include "ops/activation.h"
+#include "ops/matmul.h"
 
 namespace tfm::ops {
 
@@ -22,6 +23,9 @@ struct PackedMatrix {
   Tensor weight;
   Tensor bias;                         // float32 [out] added by the product (a view), or undefined
   Activation act = Activation::kNone;  // taken by the product after the bias
+  // kBf16: packed rounded to bfloat16, x rounded at each product, float32 sums (Precision::kBf16's
+  // definition, on bfloat16 instructions): every product takes the packed copy.
+  Precision precision = Precision::kFloat32;
   // The device's packed copy and its product; null where packing does not pay for this shape on
   // this device (the CPU below the AVX2 level, but for wide outputs): `weight` then serves every
   // product.
@@ -35,7 +39,9 @@ struct PackedMatrix {
 // with an activation it then takes that in the same pass too (a post-op: eltwise_relu, eltwise_swish
 // with α = 1 for swish and 1.702 for gelu_sigmoid, eltwise_gelu_erf; the panels' own epilogue): a
 // feed-forward layer's first product. Where the plain weight serves the product instead, ops::activate follows it.
-PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor(), Activation act = Activation::kNone);
+// Precision::kBf16 needs bf16_native() (ops/matmul.h) and always packs.
+PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor(), Activation act = Activation::kNone,
+                         Precision precision = Precision::kFloat32);
 
 // y = x · Wᵀ (+ the bias it was packed with, then its activation); x: float32 [..., in] → y: float32 [..., out]. Uses
 // the packed copy where it is faster (all but the wide output projection beyond 256 rows;

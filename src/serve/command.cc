@@ -142,8 +142,8 @@ Action add_serve(CLI::App& app) {
   cmd->add_option("--port", s.port, "port to listen on (0: any free port)")->capture_default_str();
   auto* int8 = cmd->add_flag("--int8", o->int8, "int8 weight products (faster, slightly less exact)");
   cmd->add_flag("--bf16", o->bf16,
-                "bfloat16 products with the plain weights, as translate --bf16 (on a CPU slower than the packed "
-                "float32 default)")
+                "bfloat16 products, as translate --bf16 (on a CPU faster than the float32 default with AVX-512 "
+                "BF16 or AMX, slower without)")
       ->excludes(int8);
   cmd->add_flag("--packed-weights,!--no-packed-weights", o->packed, "float32 weights packed for decoding (default)");
   cmd->add_option("--workers", o->workers,

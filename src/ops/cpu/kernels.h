@@ -63,9 +63,11 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
 // Packed float32 weights (ops/packed.h): w [n, k] reordered once, into oneDNN's layout for a matmul
 // primitive with a run-time row count (wide outputs: one primitive per thread over its block of
 // columns, packed.cc), or at the AVX2 level into the project's own panels (matmul_panels);
-// y [m, n] = act(x [m, k] · wᵀ (+ bias)), in the same pass.
+// y [m, n] = act(x [m, k] · wᵀ (+ bias)), in the same pass. bf16 (where bf16_native()): w rounded to
+// bfloat16 once and packed for oneDNN's bf16 matmul, x rounded at each product (to_bf16, the
+// rounding of every bf16 product here), float32 sums: Precision::kBf16's definition.
 std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias,
-                                        ops::Activation act);
+                                        ops::Activation act, bool bf16 = false);
 void matmul_packed(const void* packed, int64_t m, const float* x, float* y);
 // Whether packing a weight can pay at this level (pack_weight is then worth calling), and whether
 // the packed product beats BLAS at this shape (measured: docs/performance.md).

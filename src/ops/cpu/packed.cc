@@ -41,6 +41,7 @@ struct Panels {
 
 struct Packed {
   int64_t n = 0, k = 0;
+  bool bf16 = false;          // the blocks take x rounded to bfloat16 (their weights are bfloat16)
   std::vector<Block> blocks;  // oneDNN's: one, or one per thread for wide outputs; or empty, and
   Panels panels;              // the project's own
 };
@@ -77,16 +78,18 @@ void append_activation(ops::Activation act, dnnl::post_ops& post) {
   }
 }
 
-Block pack_block(int64_t c0, int64_t n, int64_t k, int64_t ldy, const float* w, const float* bias,
+// w16: with bf16, w already rounded to bfloat16 (the same [n, k] layout), else null.
+Block pack_block(int64_t c0, int64_t n, int64_t k, int64_t ldy, const float* w, const uint16_t* w16, const float* bias,
                  ops::Activation act) {
   Block b;
   b.c0 = c0;
   b.n = n;
   // y [M, n] (rows ldy apart) = x [M, K] · B [K, n] (+ bias [1, n]) with B = w[c0 : c0 + n]ᵀ; M is
   // given at each call.
-  const memory::desc src({DNNL_RUNTIME_DIM_VAL, k}, dt::f32, {k, 1});
+  const dt in = w16 ? dt::bf16 : dt::f32;
+  const memory::desc src({DNNL_RUNTIME_DIM_VAL, k}, in, {k, 1});
   const memory::desc dst({DNNL_RUNTIME_DIM_VAL, n}, dt::f32, {ldy, 1});
-  const memory::desc any_weights({k, n}, dt::f32, memory::format_tag::any);
+  const memory::desc any_weights({k, n}, in, memory::format_tag::any);
   const memory::desc bias_desc({1, n}, dt::f32, {n, 1});
   // The scratchpad in the caller's hands: with the library's, a primitive may run only on the
   // thread that created it, and each block's (and, with translate's parallel batches, each
@@ -103,8 +106,11 @@ Block pack_block(int64_t c0, int64_t n, int64_t k, int64_t ldy, const float* w, 
                                         attr, dnnl_engine());
   b.scratchpad = pd.scratchpad_desc();
   if (bias) b.bias = memory(bias_desc, dnnl_engine(), const_cast<float*>(bias + c0));
-  // w [n, k] row-major is B [k, n] in layout "ba".
-  memory user(memory::desc({k, n}, dt::f32, memory::format_tag::ba), dnnl_engine(), const_cast<float*>(w + c0 * k));
+  // w [n, k] row-major is B [k, n] in layout "ba" (bf16: the rounded copy, moved as it is).
+  memory user = w16 ? memory(memory::desc({k, n}, dt::bf16, memory::format_tag::ba), dnnl_engine(),
+                             const_cast<uint16_t*>(w16 + c0 * k))
+                    : memory(memory::desc({k, n}, dt::f32, memory::format_tag::ba), dnnl_engine(),
+                             const_cast<float*>(w + c0 * k));
   b.weights = memory(pd.weights_desc(), dnnl_engine());
   dnnl::reorder(user, b.weights).execute(dnnl_stream(), user, b.weights);
   dnnl_stream().wait();
@@ -112,8 +118,9 @@ Block pack_block(int64_t c0, int64_t n, int64_t k, int64_t ldy, const float* w, 
   return b;
 }
 
-void run_block(const Block& b, int64_t m, int64_t k, int64_t ldy, const float* x, float* y) {
-  memory xm(memory::desc({m, k}, dt::f32, {k, 1}), dnnl_engine(), const_cast<float*>(x));
+// x: float32 [m, k], or with `bf16` the same rounded to bfloat16.
+void run_block(const Block& b, int64_t m, int64_t k, int64_t ldy, const void* x, bool bf16, float* y) {
+  memory xm(memory::desc({m, k}, bf16 ? dt::bf16 : dt::f32, {k, 1}), dnnl_engine(), const_cast<void*>(x));
   memory ym(memory::desc({m, b.n}, dt::f32, {ldy, 1}), dnnl_engine(), y + b.c0);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, b.weights}, {DNNL_ARG_DST, ym}};
   if (b.bias) args.emplace(DNNL_ARG_BIAS, b.bias);
@@ -128,12 +135,20 @@ void run_block(const Block& b, int64_t m, int64_t k, int64_t ldy, const float* x
 }  // namespace
 
 std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, const float* bias,
-                                        ops::Activation act) {
+                                        ops::Activation act, bool bf16) {
+  TFM_CHECK(!bf16 || bf16_native(), "bf16 packed weights need bfloat16 instructions (AVX-512 BF16 or AMX): ",
+            bf16_path());
   try {
     auto p = std::make_shared<Packed>();
     p->n = n;
     p->k = k;
-    if (panels_serve(n)) {
+    p->bf16 = bf16;
+    std::vector<uint16_t> w16;
+    if (bf16) {
+      w16.resize(static_cast<size_t>(n * k));
+      to_bf16(n * k, w, w16.data());
+    }
+    if (!bf16 && panels_serve(n)) {
       const size_t bytes = (static_cast<size_t>(panel_floats(n, k)) * sizeof(float) + 63) / 64 * 64;
       p->panels.data.reset(static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
       TFM_CHECK(p->panels.data != nullptr, "packing a [", n, ", ", k, "] weight matrix: out of memory (", bytes,
@@ -146,7 +161,7 @@ std::shared_ptr<const void> pack_weight(int64_t n, int64_t k, const float* w, co
     const int64_t blocks = n >= kBlockedColumns ? std::max(1, omp_get_max_threads()) : 1;
     for (int64_t i = 0; i < blocks; ++i) {
       const int64_t c0 = n * i / blocks, c1 = n * (i + 1) / blocks;
-      p->blocks.push_back(pack_block(c0, c1 - c0, k, n, w, bias, act));
+      p->blocks.push_back(pack_block(c0, c1 - c0, k, n, w, bf16 ? w16.data() : nullptr, bias, act));
     }
     return p;
   } catch (const dnnl::error& e) {
@@ -159,12 +174,19 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
   if (m == 0) return;
   if (p.panels.data) return matmul_panels(m, p.n, p.k, x, p.panels.data.get(), p.panels.bias, p.panels.act, y);
   const int64_t blocks = static_cast<int64_t>(p.blocks.size());
+  const void* in = x;
+  if (p.bf16) {  // x rounded once for every block, in this thread's buffer
+    thread_local std::vector<uint16_t> x16;
+    x16.resize(static_cast<size_t>(m * p.k));
+    to_bf16(m * p.k, x, x16.data());
+    in = x16.data();
+  }
   // One block: its product runs on every thread (inside a parallel region, as in translate's
   // parallel batches, oneDNN runs it on the calling thread alone).
   std::string failure;
   if (blocks == 1) {
     try {
-      run_block(p.blocks[0], m, p.k, p.n, x, y);
+      run_block(p.blocks[0], m, p.k, p.n, in, p.bf16, y);
     } catch (const dnnl::error& e) {
       failure = e.what();
     }
@@ -173,7 +195,7 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < blocks; ++i) {
       try {
-        run_block(p.blocks[i], m, p.k, p.n, x, y);
+        run_block(p.blocks[i], m, p.k, p.n, in, p.bf16, y);
       } catch (const dnnl::error& e) {
 #pragma omp critical(packed_failure)
         if (failure.empty()) failure = e.what();
