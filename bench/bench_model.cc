@@ -247,7 +247,7 @@ void BM_MatmulCuda(benchmark::State& state, int64_t M, int64_t N, int64_t K, boo
 // With `shortlist` = V' > 0, the output is restricted to V' fixed ids (EOS and 4, 14, 24, ...; the
 // same set tools/ct2_peer.py bench --shortlist gives CTranslate2 as its vocabulary map), as
 // `translate --shortlist` restricts it to a batch's selection.
-enum class Weights { kPacked, kUnpacked, kInt8 };
+enum class Weights { kPacked, kUnpacked, kInt8, kBf16 };  // kBf16: as translate --bf16
 
 // Times translating 64 sentences of 25 random source tokens (ids from 4 up, seed 5) into exactly
 // 25 tokens each with `model`, prepared as `weights` says, and sets the counters.
@@ -255,6 +255,10 @@ void time_translation(benchmark::State& state, Transformer& model, int64_t beam,
   const ModelConfig& c = model.config();
   if (weights == Weights::kInt8) model.quantize_int8(Transformer::PlainWeights::kRelease);
   if (weights == Weights::kPacked) model.pack_weights(Transformer::PlainWeights::kRelease);
+  if (weights == Weights::kBf16) {  // packed in bfloat16 where the CPU has bf16 instructions (the Translator's choice)
+    if (ops::bf16_native()) model.pack_weights(Transformer::PlainWeights::kKeep, ops::Precision::kBf16);
+    model.set_inference_products(ops::Precision::kBf16);
+  }
   const auto sources = random_sentences(64, 25, c.vocab_size, 5);
   SearchOptions o;
   o.beam_size = beam;
@@ -429,6 +433,8 @@ BENCHMARK_CAPTURE(BM_Translate, greedy_int8_shortlist3200, 1, Weights::kInt8, 32
     ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK_CAPTURE(BM_Translate, beam4_int8_shortlist3200, 4, Weights::kInt8, 3200)
     ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK_CAPTURE(BM_Translate, greedy_bf16, 1, Weights::kBf16)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK_CAPTURE(BM_Translate, beam4_bf16, 4, Weights::kBf16)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK_CAPTURE(BM_Translate, greedy_int8, 1, Weights::kInt8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK_CAPTURE(BM_Translate, beam4_int8, 4, Weights::kInt8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 
