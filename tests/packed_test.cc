@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "decode/search.h"
+#include "decode/shortlist.h"
+#include "model/batch.h"
 #include "model/checkpoint.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
@@ -239,7 +241,8 @@ TEST(Packed, Bf16PackedProductIsTheBf16Product) {
 }
 
 // A model packed in bfloat16 translates as the same model with bf16 products on its plain weights:
-// the same hypotheses, scores to float32 rounding.
+// the same hypotheses, scores to float32 rounding; also with a shortlist (whose rows of the output
+// projection are packed in bf16 for each batch).
 TEST(Packed, Bf16PackedModelTranslatesAsTheBf16Model) {
   if (!ops::bf16_native()) GTEST_SKIP() << "no bfloat16 instructions at this level: " << ops::bf16_path();
   const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");
@@ -247,22 +250,35 @@ TEST(Packed, Bf16PackedModelTranslatesAsTheBf16Model) {
   SearchOptions o;
   o.beam_size = 3;
   o.n_best = 3;
+  const int64_t V = model->config().vocab_size;
+  std::vector<int32_t> listed;
+  for (int32_t id = 4; id < V; id += 2) listed.push_back(id);
+  const Shortlist half = Shortlist::build({{4}}, {listed}, V,
+                                          {.per_source = 0, .frequent = static_cast<int64_t>(listed.size())}, "");
   const auto f32 = beam_search(*model, sources, o);
   model->set_inference_products(ops::Precision::kBf16);
-  const auto plain = beam_search(*model, sources, o);
-  model->pack_weights(Transformer::PlainWeights::kKeep, ops::Precision::kBf16);
+  const auto plain = beam_search(*model, sources, o), plain_listed = beam_search(*model, sources, o, &half);
+  model->pack_weights(Transformer::PlainWeights::kRelease, ops::Precision::kBf16);
   ASSERT_EQ(model->context().packed_weight(model->tgt_embedding)->precision, ops::Precision::kBf16);
-  const auto packed = beam_search(*model, sources, o);
+  const auto packed = beam_search(*model, sources, o), packed_listed = beam_search(*model, sources, o, &half);
   double moved = 0;
-  for (size_t b = 0; b < sources.size(); ++b) {
-    ASSERT_EQ(packed[b].size(), plain[b].size());
-    for (size_t h = 0; h < plain[b].size(); ++h) {
-      EXPECT_EQ(packed[b][h].tokens, plain[b][h].tokens) << "sentence " << b << " hypothesis " << h;
-      EXPECT_NEAR(packed[b][h].normalized, plain[b][h].normalized, 1e-4) << "sentence " << b;
-      moved = std::max(moved, std::abs(plain[b][0].normalized - f32[b][0].normalized));
+  for (const auto& [a, b, what] : {std::tuple{&plain, &packed, "whole vocabulary"},
+                                   std::tuple{&plain_listed, &packed_listed, "shortlist"}})
+    for (size_t s = 0; s < sources.size(); ++s) {
+      ASSERT_EQ((*b)[s].size(), (*a)[s].size()) << what;
+      for (size_t h = 0; h < (*a)[s].size(); ++h) {
+        EXPECT_EQ((*b)[s][h].tokens, (*a)[s][h].tokens) << what << ", sentence " << s << " hypothesis " << h;
+        EXPECT_NEAR((*b)[s][h].normalized, (*a)[s][h].normalized, 1e-4) << what << ", sentence " << s;
+      }
     }
-  }
+  for (size_t s = 0; s < sources.size(); ++s) moved = std::max(moved, std::abs(plain[s][0].normalized - f32[s][0].normalized));
   EXPECT_GT(moved, 1e-6) << "bf16 scores equal float32's";
+  // Given back: scoring's whole-target forward pass runs on the packed copies alone (Q, K and V
+  // packed each on its own too).
+  const ParamStore& p = model->params();
+  EXPECT_TRUE(p.released(p.find("decoder.layers.0.self_attn.q_proj.weight")));
+  const Batch batch = make_batch({sources[0]}, {packed[0][0].tokens}, model->config());
+  EXPECT_NO_THROW(model->forward(model->context(), batch, nullptr));
 }
 
 }  // namespace

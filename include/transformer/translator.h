@@ -161,9 +161,10 @@ struct TranslatorOptions {
   // How the weights are held for decoding: packed once for the products (the default, fastest in
   // float32), int8 (faster still, slightly less exact), plain float32 as trained (which scoring
   // needs), or bfloat16 products (inputs rounded to bfloat16, float32 sums: the arithmetic of
-  // `train --bf16`): on a GPU its tensor cores; on a CPU with AVX-512 BF16 or AMX weights packed in
-  // bfloat16, faster than packed float32 (greedy 1.4×, beam 4 1.8× on a Zen 4), the plain ones kept
-  // too; elsewhere the plain weights, slower than packed float32. Scoring takes it as well.
+  // `train --bf16`): on a GPU its tensor cores; on a CPU with bfloat16 instructions (AVX-512 BF16,
+  // which AMX CPUs have too) weights packed in bfloat16, faster than packed float32 (greedy 1.4×,
+  // beam 4 1.5–1.8× on a Zen 4), the plain ones given back; elsewhere the plain weights, slower than
+  // packed float32. Scoring takes it as well.
   enum class Weights { kPacked, kInt8, kPlain, kBf16 };
   Weights weights = Weights::kPacked;
   std::string shortlist{};  // a shortlist file (`transformer shortlist`): each batch scores only the

@@ -316,7 +316,7 @@ Translator(model_path, vocab=None, *, need_vocab=True, verify=True, weights="pac
 vocab: the SentencePiece model (default: vocab.model beside the model file); need_vocab=False loads
 none (translate_ids and score_ids only). verify: check the model file's checksum. weights: "packed"
 (fastest in float32), "int8" (faster, slightly less exact), "plain" (as trained; score needs it) or
-"bf16" (bfloat16 products, as train --bf16: on a CPU faster with AVX-512 BF16 or AMX, slower without;
+"bf16" (bfloat16 products, as train --bf16: on a CPU faster with AVX-512 BF16, slower without;
 score takes it too).
 shortlist: a file from `transformer shortlist`. threads: of this translator's calls (0: all cores).
 device: "cpu", or "cuda" (the first NVIDIA GPU, in a build with the CUDA backend; plain float32

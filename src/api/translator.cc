@@ -143,9 +143,9 @@ Translator::Translator(const std::string& model_path, const TranslatorOptions& o
   } else if (options.weights == W::kPacked) {
     m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease);
   } else if (options.weights == W::kBf16 && tfm::ops::bf16_native()) {
-    // Packed in bfloat16 for the decoding steps and the encoder; the plain weights stay, for
-    // scoring's whole-target forward pass (which also takes bf16 products).
-    m.model->pack_weights(tfm::Transformer::PlainWeights::kKeep, tfm::ops::Precision::kBf16);
+    // Packed in bfloat16 (every product: the decoding steps, the encoder, scoring's whole-target
+    // forward pass), the plain weights given back.
+    m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease, tfm::ops::Precision::kBf16);
   }
   if (options.weights == W::kBf16) m.model->set_inference_products(tfm::ops::Precision::kBf16);
   if (!options.shortlist.empty()) {

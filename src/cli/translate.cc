@@ -126,6 +126,8 @@ int run(Options o) {
   lo.vocab = o.paths.vocab;
   lo.need_vocab = !o.ids;
   lo.verify = !o.paths.no_verify;
+  TFM_CHECK(o.packed || (!o.int8 && !o.bf16), "--no-packed-weights is about float32 weights; ",
+            o.int8 ? "--int8" : "--bf16", " holds its own (leave out one of the two)");
   using W = transformer::TranslatorOptions::Weights;
   lo.weights = o.int8 ? W::kInt8 : o.bf16 ? W::kBf16 : o.packed ? W::kPacked : W::kPlain;
   lo.shortlist = o.shortlist_path;
@@ -315,7 +317,7 @@ Action add_translate(CLI::App& app) {
                              "int8 weight products: faster (most with AVX-512 VNNI or AMX), slightly less exact");
   cmd->add_flag("--bf16", o->bf16,
                 "bfloat16 products (inputs rounded to bfloat16, float32 sums, as train --bf16): on a GPU its tensor "
-                "cores; on a CPU with AVX-512 BF16 or AMX weights packed in bfloat16, faster than the float32 "
+                "cores; on a CPU with AVX-512 BF16 weights packed in bfloat16, faster than the float32 "
                 "default (transformer info --cpu: bf16); on other CPUs slower")
       ->excludes(int8);
   cmd->add_flag("--packed-weights,!--no-packed-weights", o->packed,

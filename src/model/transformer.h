@@ -148,7 +148,9 @@ class Transformer {
   // and the feed-forward layers' first products take their activation. The parameters must not change
   // afterwards (the packing is not redone).
   // products = kBf16 (where ops::bf16_native()): packed rounded to bfloat16 for oneDNN's bf16
-  // products, and set_inference_products(kBf16) for those on the plain weights.
+  // products, and set_inference_products(kBf16) for those on the plain weights; each decoder
+  // self-attention's Q, K and V are then packed on their own too, so that the teacher-forced
+  // forward pass (scoring) needs no plain weight even after kRelease.
   void pack_weights(PlainWeights plain = PlainWeights::kKeep, ops::Precision products = ops::Precision::kFloat32);
   bool packed() const { return !packed_.empty(); }
 

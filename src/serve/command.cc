@@ -45,6 +45,8 @@ int run(Options& o) {
     TFM_CHECK(s.models.size() == 1, "--vocab applies to one model; with several, put each one's vocabulary beside it");
     s.models[0].vocab = o.vocab;
   }
+  TFM_CHECK(o.packed || (!o.int8 && !o.bf16), "--no-packed-weights is about float32 weights; ",
+            o.int8 ? "--int8" : "--bf16", " holds its own (leave out one of the two)");
   using W = transformer::TranslatorOptions::Weights;
   s.weights = o.int8 ? W::kInt8 : o.bf16 ? W::kBf16 : o.packed ? W::kPacked : W::kPlain;
   s.verify = !o.no_verify;
@@ -143,7 +145,7 @@ Action add_serve(CLI::App& app) {
   auto* int8 = cmd->add_flag("--int8", o->int8, "int8 weight products (faster, slightly less exact)");
   cmd->add_flag("--bf16", o->bf16,
                 "bfloat16 products, as translate --bf16 (on a CPU faster than the float32 default with AVX-512 "
-                "BF16 or AMX, slower without)")
+                "BF16, slower without)")
       ->excludes(int8);
   cmd->add_flag("--packed-weights,!--no-packed-weights", o->packed, "float32 weights packed for decoding (default)");
   cmd->add_option("--workers", o->workers,

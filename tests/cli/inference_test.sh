@@ -59,6 +59,25 @@ grep -c "<rect" "$work/att.svg" | awk '$1 < 20 { exit 1 }' || fail "attention SV
 printf 'three hundred forty-two\tdreihundertzweiundvierzig\n' | "$bin" score -m "$model" > "$work/score.txt"
 awk -F'\t' 'NF != 2 || $1 >= 0 || $2 >= 0 { bad = 1 } END { exit bad }' "$work/score.txt" || fail "score format"
 
+# --bf16: bfloat16 products in translate and score. The tiny model's translations stay the same;
+# the scores move by the rounding (a flag wired to float32 would leave them equal), not further.
+tr --beam 4 --scores < "$fix/input.en" > "$work/f32.scored"
+tr --beam 4 --scores --bf16 < "$fix/input.en" > "$work/bf16.scored"
+diff <(cut -f1 "$work/f32.scored") <(cut -f1 "$work/bf16.scored") || fail "--bf16 translations differ"
+paste "$work/f32.scored" "$work/bf16.scored" | awk -F'\t' '
+  { d = $2 - $4; if (d < 0) d = -d; if (d > 0.05) bad = 1; if (d > 1e-6) moved = 1 }
+  END { exit bad || !moved }' || fail "translate --bf16 scores: not rounded, or too far from float32's"
+paste "$fix/input.en" "$fix/expected.greedy.de" | grep -v '^\s*$' | grep -v '^\t' > "$work/pairs.tsv"
+"$bin" score -m "$model" < "$work/pairs.tsv" > "$work/f32.score"
+"$bin" score -m "$model" --bf16 < "$work/pairs.tsv" > "$work/bf16.score"
+paste "$work/f32.score" "$work/bf16.score" | awk -F'\t' '
+  { d = $1 - $3; if (d < 0) d = -d; if (d > 0.05) bad = 1; if (d > 1e-6) moved = 1 }
+  END { exit bad || !moved }' || fail "score --bf16: not rounded, or too far from float32's"
+for other in --int8 --no-packed-weights; do
+  tr --bf16 $other < /dev/null 2> "$work/err" && fail "--bf16 $other accepted"
+  grep -q -- "$other" "$work/err" || fail "--bf16 $other: the message names neither"
+done
+
 # Average: two copies of one model average to the same parameters; different configurations refused.
 "$bin" average "$model" "$model" -o "$work/avg.safetensors" > /dev/null
 "$bin" translate -m "$work/avg.safetensors" --vocab "$fix/vocab.model" --threads 1 < "$fix/input.en" > "$work/avg.de"
