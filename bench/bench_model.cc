@@ -255,10 +255,7 @@ void time_translation(benchmark::State& state, Transformer& model, int64_t beam,
   const ModelConfig& c = model.config();
   if (weights == Weights::kInt8) model.quantize_int8(Transformer::PlainWeights::kRelease);
   if (weights == Weights::kPacked) model.pack_weights(Transformer::PlainWeights::kRelease);
-  if (weights == Weights::kBf16) {  // packed in bfloat16 where the CPU has bf16 instructions (the Translator's choice)
-    if (ops::bf16_native()) model.pack_weights(Transformer::PlainWeights::kRelease, ops::Precision::kBf16);
-    model.set_inference_products(ops::Precision::kBf16);
-  }
+  if (weights == Weights::kBf16) model.use_bf16_products(Transformer::PlainWeights::kRelease);
   const auto sources = random_sentences(64, 25, c.vocab_size, 5);
   SearchOptions o;
   o.beam_size = beam;

@@ -138,16 +138,17 @@ Translator::Translator(const std::string& model_path, const TranslatorOptions& o
               " the model runs in float32 (leave out --int8)");
     tfm::require_device_memory(device, "translating");
     m.model->params().to_device(device, /*gradients=*/false);  // translation and scoring need none
+    // The plain weights there; with kBf16 their products in bf16.
+    if (options.weights == W::kBf16) m.model->set_inference_products(tfm::ops::Precision::kBf16);
   } else if (options.weights == W::kInt8) {
     m.model->quantize_int8(tfm::Transformer::PlainWeights::kRelease);
   } else if (options.weights == W::kPacked) {
     m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease);
-  } else if (options.weights == W::kBf16 && tfm::ops::bf16_native()) {
-    // Packed in bfloat16 (every product: the decoding steps, the encoder, scoring's whole-target
-    // forward pass), the plain weights given back.
-    m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease, tfm::ops::Precision::kBf16);
+  } else if (options.weights == W::kBf16) {
+    // Packed in bfloat16 where the CPU has bf16 instructions (every product, scoring's whole-target
+    // forward pass included), the plain weights given back.
+    m.model->use_bf16_products(tfm::Transformer::PlainWeights::kRelease);
   }
-  if (options.weights == W::kBf16) m.model->set_inference_products(tfm::ops::Precision::kBf16);
   if (!options.shortlist.empty()) {
     m.shortlist = tfm::Shortlist::load(options.shortlist, m.model->config().vocab_size);
     m.shortlist.check_vocabulary(m.model->config().vocab_size,

@@ -109,4 +109,9 @@ void Transformer::pack_weights(PlainWeights plain, ops::Precision products) {
   }
 }
 
+void Transformer::use_bf16_products(PlainWeights plain) {
+  if (ops::bf16_native()) pack_weights(plain, ops::Precision::kBf16);  // sets the inference products too
+  else set_inference_products(ops::Precision::kBf16);
+}
+
 }  // namespace tfm

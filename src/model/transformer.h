@@ -152,6 +152,9 @@ class Transformer {
   // self-attention's Q, K and V are then packed on their own too, so that the teacher-forced
   // forward pass (scoring) needs no plain weight even after kRelease.
   void pack_weights(PlainWeights plain = PlainWeights::kKeep, ops::Precision products = ops::Precision::kFloat32);
+  // Inference in bf16 products (translate --bf16): packed in bfloat16 where ops::bf16_native(),
+  // else the plain weights with set_inference_products(kBf16).
+  void use_bf16_products(PlainWeights plain);
   bool packed() const { return !packed_.empty(); }
 
   // The parameter id ranges [first, end) that backward() reports complete through
