@@ -148,25 +148,35 @@ run() {
   [[ ${GPU_CHECK_TESTS:-1} == 1 && -x $root/mpi/usr/bin/orterun ]] &&
     step mpi.nccl_one_rank nccl_one_rank "$root/bin/transformer" "$root/mpi/usr/bin/orterun"
   if [[ ${GPU_CHECK_BENCH:-1} == 1 ]]; then
-    # The training step and translation against PyTorch on this GPU (docs/performance.md).
-    step bench.ours "$root/bin/tfm_bench" --benchmark_filter='Cuda' --benchmark_counters_tabular=true
+    # The training step and translation against PyTorch on this GPU (docs/performance.md);
+    # GPU_CHECK_BENCH_FILTER narrows ours (e.g. TranslateCuda), and then leaves out the peer and the demo.
+    # GPU_CHECK_BENCH_ARGS: more flags (e.g. --benchmark_repetitions=4 --benchmark_enable_random_interleaving=true).
+    # shellcheck disable=SC2086
+    step bench.ours "$root/bin/tfm_bench" --benchmark_filter="${GPU_CHECK_BENCH_FILTER:-Cuda}" \
+      --benchmark_counters_tabular=true ${GPU_CHECK_BENCH_ARGS:-}
     # Where a step's time goes, per op (TFM_PROFILE: each op timed alone, so slower than above).
-    step profile.base_bf16 env TFM_PROFILE=1 "$root/bin/tfm_bench" --benchmark_filter='TrainStepCuda/base_bf16'
-    for config in base big; do
+    local peer=1
+    [[ -n ${GPU_CHECK_BENCH_FILTER:-} ]] && peer=0
+    [[ $peer == 1 ]] && step profile.base_bf16 env TFM_PROFILE=1 "$root/bin/tfm_bench" --benchmark_filter='TrainStepCuda/base_bf16'
+    # The same for greedy decoding in bf16: the ops' own time against the benchmark's wall time
+    # above shows how much of a decoding step is the host's (launches, bookkeeping, waits).
+    step profile.greedy_bf16 env TFM_PROFILE=1 "$root/bin/tfm_bench" --benchmark_filter='TranslateCuda/greedy_bf16'
+    [[ $peer == 1 ]] && for config in base big; do
       step "bench.torch_$config" python3 bench/torch_gpu_train_step.py --config $config
       [[ ${GPU_CHECK_COMPILE:-0} == 1 ]] && step "bench.torch_${config}_compiled" python3 bench/torch_gpu_train_step.py --config $config --compile
     done
     # The demo's task, 300 steps on the GPU and on this machine's CPU: the two loss curves.
     local demo=/tmp/tfm-gpu-demo
     rm -rf "$demo" && "$root/bin/transformer" demo-data --out "$demo/data" --seed 1 >/dev/null
-    for device in cuda cpu; do
+    [[ $peer == 1 ]] && for device in cuda cpu; do
       step "demo300.$device" "$root/bin/transformer" train --train-source "$demo/data/train.en" \
         --train-target "$demo/data/train.de" --run-dir "$demo/$device" --preset small --d-model 128 --heads 4 \
         --d-ff 512 --layers 2 --vocab-size 400 --batch-tokens 2048 --warmup-steps 200 --lr-factor 0.5 \
         --max-steps 300 --log-every 10 --save-every 1000 --device $device
       cp "$demo/$device/metrics.jsonl" "$out/demo300.$device.jsonl" 2>/dev/null || true
     done
-    demo_curves "$out/demo300.cuda.jsonl" "$out/demo300.cpu.jsonl" > "$out/demo300.compare.txt" 2>&1 || true
+    [[ $peer == 1 ]] &&
+      { demo_curves "$out/demo300.cuda.jsonl" "$out/demo300.cpu.jsonl" > "$out/demo300.compare.txt" 2>&1 || true; }
   fi
   echo
   echo "check                        result  time"
@@ -175,6 +185,7 @@ run() {
   [[ -f $out/bench.ours.log ]] && grep -E '^BM_|Benchmark' "$out/bench.ours.log"
   cat "$out"/bench.torch_*.log 2>/dev/null | grep '^{' || true
   [[ -f $out/profile.base_bf16.log ]] && sed -n '/TFM_PROFILE/,$p' "$out/profile.base_bf16.log"
+  [[ -f $out/profile.greedy_bf16.log ]] && sed -n '/TFM_PROFILE/,$p' "$out/profile.greedy_bf16.log" | head -25
   [[ -f $out/demo300.compare.txt ]] && cat "$out/demo300.compare.txt"
   return $status
 }
