@@ -150,14 +150,20 @@ void BM_TrainStepCuda(benchmark::State& state, const char* preset, ops::Precisio
 
 // Translation on a CUDA GPU at the base shape (vocabulary 32000, random weights): 128 sentences of
 // 25 source tokens into exactly 25 tokens each, greedy and beam 4, float32 or bf16 products.
-void BM_TranslateCuda(benchmark::State& state, int64_t beam, ops::Precision products) {
+// `packed`: as the Translator prepares a model on a GPU by default; false: the plain weights
+// (--no-packed-weights; with kBf16 rounded at every product), for comparison in the same run.
+void BM_TranslateCuda(benchmark::State& state, int64_t beam, ops::Precision products, bool packed) {
   ModelConfig c = model_preset("base");
   c.vocab_size = 32000;
   c.pre_norm = true;
   Transformer model(c);
   model.init_parameters(1);
   model.params().to_device(Device::CUDA);
-  model.set_inference_products(products);  // kBf16: translate --bf16
+  // As the Translator prepares a model on a GPU: packed (fused Q, K and V; biases in the epilogues),
+  // with kBf16 the weights rounded to bfloat16 once (translate --bf16).
+  if (!packed) model.set_inference_products(products);
+  else if (products == ops::Precision::kBf16) model.use_bf16_products(Transformer::PlainWeights::kRelease);
+  else model.pack_weights(Transformer::PlainWeights::kRelease);
   const auto sources = random_sentences(128, 25, c.vocab_size, 5);
   SearchOptions o;
   o.beam_size = beam;
@@ -227,15 +233,17 @@ void BM_MatmulCuda(benchmark::State& state, int64_t M, int64_t N, int64_t K, boo
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime()
           ->Iterations(5);
-  for (const auto& [suffix, precision] :
-       {std::pair{"", ops::Precision::kFloat32}, std::pair{"_bf16", ops::Precision::kBf16}}) {
-    benchmark::RegisterBenchmark((std::string("BM_TranslateCuda/greedy") + suffix).c_str(),
-                                 [precision](benchmark::State& s) { BM_TranslateCuda(s, 1, precision); })
-        ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
-    benchmark::RegisterBenchmark((std::string("BM_TranslateCuda/beam4") + suffix).c_str(),
-                                 [precision](benchmark::State& s) { BM_TranslateCuda(s, 4, precision); })
-        ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
-  }
+  for (const bool packed : {true, false})
+    for (const auto& [suffix, precision] :
+         {std::pair{"", ops::Precision::kFloat32}, std::pair{"_bf16", ops::Precision::kBf16}}) {
+      const std::string tail = std::string(suffix) + (packed ? "" : "_plain");
+      benchmark::RegisterBenchmark(("BM_TranslateCuda/greedy" + tail).c_str(),
+                                   [precision, packed](benchmark::State& s) { BM_TranslateCuda(s, 1, precision, packed); })
+          ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+      benchmark::RegisterBenchmark(("BM_TranslateCuda/beam4" + tail).c_str(),
+                                   [precision, packed](benchmark::State& s) { BM_TranslateCuda(s, 4, precision, packed); })
+          ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+    }
   return true;
 }();
 

@@ -28,6 +28,7 @@
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
+#include "ops/packed.h"
 #include "ops/positional.h"
 #include "ops/softmax.h"
 #include "ops/top_k.h"
@@ -206,6 +207,48 @@ TEST(Cuda, LinearLayersThroughCuBlasLtEpilogues) {
         expect_close(dw, dw_gpu, what + " dw");
         expect_close(db, db_gpu, what + " dbias");
       }
+}
+
+// Inference's packed weights on a GPU (ops/packed.h): in bf16 the weight rounded once into a copy of
+// its own, only x rounded at each product; in float32 the weight's own product. Either with the bias
+// and activation the weight was packed with, against the CPU's definition (ops::linear, or matmul
+// then the activation without a bias), also once the float32 weight is gone (kRelease).
+TEST(Cuda, PackedWeightsAsTheirDefinition) {
+  REQUIRE_GPU();
+  struct Case {
+    int64_t rows, in, out;
+  };
+  const Case cases[] = {{1, 64, 96}, {7, 13, 5}, {128, 512, 2048}, {300, 512, 1000}};
+  uint64_t seed = 700;
+  for (const Case& c : cases)
+    for (const ops::Activation act : {ops::Activation::kNone, ops::Activation::kRelu, ops::Activation::kSwish})
+      for (const bool with_bias : {true, false})
+        for (const ops::Precision precision : {ops::Precision::kFloat32, ops::Precision::kBf16}) {
+          const bool bf16 = precision == ops::Precision::kBf16;
+          const std::string what = cat("packed [", c.rows, ", ", c.in, "] · [", c.out, ", ", c.in, "]ᵀ ",
+                                       ops::activation_name(act), with_bias ? " with bias" : "", bf16 ? " bf16" : " float32");
+          const Tensor x = random({c.rows, c.in}, ++seed), w = random({c.out, c.in}, ++seed),
+                       bias = random({c.out}, ++seed);
+          const Tensor y_cpu = Tensor::empty({c.rows, c.out});
+          if (with_bias) {
+            ops::linear(x, w, bias, act, y_cpu, precision);
+          } else {
+            ops::matmul(x, w, y_cpu, {.trans_b = true, .precision = precision});
+            ops::activate(act, y_cpu, y_cpu);
+          }
+          const Tensor w_gpu = on_gpu(w), bias_gpu = on_gpu(bias);
+          ops::PackedMatrix p = ops::pack_weight(w_gpu, with_bias ? bias_gpu : Tensor(), act, precision);
+          EXPECT_EQ(p.packed != nullptr, bf16) << what << ": a bf16 copy in bf16 only";
+          if (bf16) p.weight = Tensor();  // every product takes the bf16 copy
+          const Tensor y_gpu = Tensor::empty({c.rows, c.out}, DType::F32, kGpu);
+          ops::matmul_packed(on_gpu(x), p, y_gpu);
+          expect_close(y_cpu, y_gpu, what);
+        }
+  EXPECT_TRUE(ops::packs_bf16(kGpu));
+  // A CPU x with a packed GPU weight is refused, naming both devices.
+  const ops::PackedMatrix p = ops::pack_weight(on_gpu(random({4, 8}, 1)), Tensor(), ops::Activation::kNone,
+                                               ops::Precision::kBf16);
+  EXPECT_THROW(ops::matmul_packed(random({2, 8}, 2), p, Tensor::empty({2, 4})), Error);
 }
 
 struct AttentionCase {
@@ -615,6 +658,33 @@ TEST(Cuda, TranslatesTheCommittedModelAsTheCpu) {
       EXPECT_NEAR(b[i].best().score, a[i].best().score, 1e-4) << "line " << i + 1;
     }
   }
+  // The Translator's own ways on a GPU: packed (the default: fused Q, K and V, biases in the
+  // epilogues) as the CPU's plain float32; bf16 (the weights rounded to bfloat16 once) as the CPU's
+  // bf16, the same definition.
+  transformer::TranslatorOptions packed_gpu;
+  packed_gpu.device = "cuda";
+  transformer::TranslatorOptions bf16_cpu;
+  bf16_cpu.weights = transformer::TranslatorOptions::Weights::kBf16;
+  transformer::TranslatorOptions bf16_gpu = bf16_cpu;
+  bf16_gpu.device = "cuda";
+  const transformer::Translator packed_on_gpu(dir + "/model.safetensors", packed_gpu),
+      bf16_on_cpu(dir + "/model.safetensors", bf16_cpu), bf16_on_gpu(dir + "/model.safetensors", bf16_gpu);
+  for (const int64_t beam : {int64_t{1}, int64_t{4}}) {
+    SCOPED_TRACE(cat("beam ", beam, ", packed and bf16 weights"));
+    transformer::TranslateOptions o;
+    o.search.beam_size = beam;
+    const auto a = on_cpu.translate(input, o), b = packed_on_gpu.translate(input, o);
+    const auto a16 = bf16_on_cpu.translate(input, o), b16 = bf16_on_gpu.translate(input, o);
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_EQ(a16.size(), b16.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].hypotheses.empty() || a16[i].hypotheses.empty()) continue;
+      EXPECT_EQ(b[i].best().text, a[i].best().text) << "packed, line " << i + 1;
+      EXPECT_NEAR(b[i].best().score, a[i].best().score, 1e-4) << "packed, line " << i + 1;
+      EXPECT_EQ(b16[i].best().text, a16[i].best().text) << "bf16, line " << i + 1;
+      EXPECT_NEAR(b16[i].best().score, a16[i].best().score, 1e-4) << "bf16, line " << i + 1;
+    }
+  }
   std::vector<std::string> sources, targets;
   const std::vector<std::string> greedy = lines(dir + "/expected.greedy.de");
   for (size_t i = 0; i < input.size(); ++i)
@@ -625,6 +695,10 @@ TEST(Cuda, TranslatesTheCommittedModelAsTheCpu) {
   const auto cpu_scores = on_cpu.score(sources, targets), gpu_scores = on_gpu.score(sources, targets);
   ASSERT_EQ(cpu_scores.size(), gpu_scores.size());
   for (size_t i = 0; i < cpu_scores.size(); ++i) EXPECT_NEAR(gpu_scores[i].total, cpu_scores[i].total, 1e-4);
+  // Scoring in bf16 runs on the packed copies alone (the float32 weights were given back).
+  const auto cpu16 = bf16_on_cpu.score(sources, targets), gpu16 = bf16_on_gpu.score(sources, targets);
+  ASSERT_EQ(cpu16.size(), gpu16.size());
+  for (size_t i = 0; i < cpu16.size(); ++i) EXPECT_NEAR(gpu16[i].total, cpu16[i].total, 1e-4);
 }
 
 // NCCL (several GPUs, issue 25) with the one rank a machine with one GPU can run: its send and

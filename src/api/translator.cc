@@ -138,8 +138,11 @@ Translator::Translator(const std::string& model_path, const TranslatorOptions& o
               " the model runs in float32 (leave out --int8)");
     tfm::require_device_memory(device, "translating");
     m.model->params().to_device(device, /*gradients=*/false);  // translation and scoring need none
-    // The plain weights there; with kBf16 their products in bf16.
-    if (options.weights == W::kBf16) m.model->set_inference_products(tfm::ops::Precision::kBf16);
+    // Packed there too (ops/packed.h): each decoder self-attention's Q, K and V as one product, the
+    // biases and ReLU in the products' epilogues; with kBf16 the weights rounded to bfloat16 once
+    // (the float32 ones given back), not at every product. kPlain: the weights as they are.
+    if (options.weights == W::kBf16) m.model->use_bf16_products(tfm::Transformer::PlainWeights::kRelease);
+    else if (options.weights == W::kPacked) m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease);
   } else if (options.weights == W::kInt8) {
     m.model->quantize_int8(tfm::Transformer::PlainWeights::kRelease);
   } else if (options.weights == W::kPacked) {

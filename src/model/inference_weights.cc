@@ -32,7 +32,8 @@ std::vector<int> Transformer::product_weights() const {
 
 std::pair<Tensor, Tensor> Transformer::fused_qkv(const MultiHeadAttention& a) const {
   const int64_t D = a.q_proj.out;
-  Tensor w = Tensor::empty({3 * D, a.q_proj.in}), b = Tensor::empty({3 * D});  // [3D, D], [3D]
+  Tensor w = Tensor::empty({3 * D, a.q_proj.in}, DType::F32, params_.device()),
+         b = Tensor::empty({3 * D}, DType::F32, params_.device());  // [3D, D], [3D], where the weights are
   int64_t row = 0;
   for (const Linear* l : {&a.q_proj, &a.k_proj, &a.v_proj}) {
     w.rows(row, D).copy_from(params_.value(l->weight));
@@ -110,7 +111,8 @@ void Transformer::pack_weights(PlainWeights plain, ops::Precision products) {
 }
 
 void Transformer::use_bf16_products(PlainWeights plain) {
-  if (ops::bf16_native()) pack_weights(plain, ops::Precision::kBf16);  // sets the inference products too
+  if (ops::packs_bf16(params_.device()))
+    pack_weights(plain, ops::Precision::kBf16);  // sets the inference products too
   else set_inference_products(ops::Precision::kBf16);
 }
 

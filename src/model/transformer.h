@@ -147,13 +147,14 @@ class Transformer {
   // product for the decoding steps (which alone is kept with kRelease, else 19 MB more for base),
   // and the feed-forward layers' first products take their activation. The parameters must not change
   // afterwards (the packing is not redone).
-  // products = kBf16 (where ops::bf16_native()): packed rounded to bfloat16 for oneDNN's bf16
-  // products, and set_inference_products(kBf16) for those on the plain weights; each decoder
+  // products = kBf16 (where ops::packs_bf16(): a GPU, or a CPU with bfloat16 instructions): packed
+  // rounded to bfloat16 (on the CPU for oneDNN's bf16 products, on a GPU for cuBLASLt's), and
+  // set_inference_products(kBf16) for those on the plain weights; each decoder
   // self-attention's Q, K and V are then packed on their own too, so that the teacher-forced
   // forward pass (scoring) needs no plain weight even after kRelease.
   void pack_weights(PlainWeights plain = PlainWeights::kKeep, ops::Precision products = ops::Precision::kFloat32);
-  // Inference in bf16 products (translate --bf16): packed in bfloat16 where ops::bf16_native(),
-  // else the plain weights with set_inference_products(kBf16).
+  // Inference in bf16 products (translate --bf16): packed in bfloat16 where ops::packs_bf16() on
+  // the parameters' device, else the plain weights with set_inference_products(kBf16).
   void use_bf16_products(PlainWeights plain);
   bool packed() const { return !packed_.empty(); }
 

@@ -7,16 +7,27 @@
 
 namespace tfm::ops {
 
+bool packs_bf16(Device device) { return device != Device::CPU || cpu::bf16_native(); }
+
 PackedMatrix pack_weight(const Tensor& w, const Tensor& bias, Activation act, Precision precision) {
   check_rank("pack_weight", "w", w, 2);
   check_dtype("pack_weight", "w", w, DType::F32);
-  TFM_CHECK(w.device() == Device::CPU, "pack_weight: no kernel for device '", name(w.device()), "'");
   if (bias.defined()) {
     check_dtype("pack_weight", "bias", bias, DType::F32);
-    TFM_CHECK(bias.numel() == w.size(0) && bias.device() == Device::CPU, "pack_weight: bias ", bias.shape(),
-              " does not fit a weight of ", w.shape());
+    TFM_CHECK(bias.numel() == w.size(0) && bias.device() == w.device(), "pack_weight: bias ", bias.shape(), " on ",
+              name(bias.device()), " does not fit a weight of ", w.shape(), " on ", name(w.device()));
   }
   const bool bf16 = precision == Precision::kBf16;
+  if (w.device() != Device::CPU) {
+    // On a GPU: in bf16 a copy rounded once (the products then round only x); in float32 none, the
+    // weight itself with its bias and activation (one cuBLASLt product with them in its epilogue).
+    std::shared_ptr<const void> packed;
+    if (bf16)
+      dispatch("pack_weight", w.dtype(), w.device(), [](auto) {}, [&](cuda::Kernels& k) {
+        packed = k.pack_bf16(w.size(0), w.size(1), w.data<float>());
+      });
+    return {w.size(0), w.size(1), w, bias, act, precision, std::move(packed), w.device()};
+  }
   TFM_CHECK(!bf16 || cpu::bf16_native(), "pack_weight: bf16 packed weights need bfloat16 instructions (AVX-512 BF16 "
             "or AMX); here ", cpu::bf16_path());
   if (!bf16 && !cpu::packing_pays(w.size(0), w.size(1)))
@@ -35,7 +46,24 @@ void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
             ", ", in, "]");
   TFM_CHECK(y.size(-1) == out && y.shape().rows() == rows, "matmul_packed: y has shape ", y.shape(), ", expected ",
             rows, " rows of ", out);
-  TFM_CHECK(x.device() == Device::CPU && y.device() == Device::CPU, "matmul_packed: no kernel for this device");
+  TFM_CHECK(x.device() == y.device() && x.device() == w.device, "matmul_packed: x is on ", name(x.device()), ", y on ",
+            name(y.device()), ", the packed weight on ", name(w.device));
+  if (x.device() != Device::CPU) {
+    if (!w.packed) {  // float32: the weight itself, with its bias and activation in one product
+      if (w.bias.defined()) {
+        linear(x, w.weight, w.bias, w.act, y);
+      } else {
+        matmul(x, w.weight, y, {.trans_b = true});
+        activate(w.act, y, y);
+      }
+      return;
+    }
+    dispatch("matmul_packed", DType::F32, x.device(), [](auto) {}, [&](cuda::Kernels& k) {
+      k.linear_packed_bf16(rows, in, out, x.data<float>(), w.packed.get(),
+                           w.bias.defined() ? w.bias.data<float>() : nullptr, w.act, y.data<float>());
+    });
+    return;
+  }
   const bool plain_wins = w.precision == Precision::kFloat32 && !cpu::packed_product_wins(rows, out, in);
   if (!w.packed || (w.weight.defined() && plain_wins)) {
     matmul(x, w.weight, y, {.trans_b = true});

@@ -30,16 +30,23 @@ struct PackedMatrix {
   // this device (the CPU below the AVX2 level, but for wide outputs): `weight` then serves every
   // product.
   std::shared_ptr<const void> packed;
+  Device device = Device::CPU;  // where `packed` (and the weight) are
 };
 
-// w: float32 [out, in], on the CPU; bias: float32 [out] or undefined. The bias must outlive the
+// Whether pack_weight(kBf16) packs on `device`: on a GPU always (the weight rounded to bfloat16 once,
+// for cuBLASLt's bf16 products with float32 sums), on the CPU where bf16_native() (ops/matmul.h).
+bool packs_bf16(Device device);
+
+// w: float32 [out, in]; bias: float32 [out] on w's device, or undefined. On a GPU: in bf16 a copy
+// rounded to bfloat16 once, the product rounding only x, with the bias and activation in cuBLASLt's
+// epilogue; in float32 no copy (`packed` null): the weight's product with them in its epilogue. The bias must outlive the
 // result (the result's `bias` keeps an owning tensor alive); w only while the result's `weight`
 // still refers to it, and for ever when the result has no packed copy (`packed` null). With a
 // bias, the product adds it in the same pass (oneDNN's bias argument);
 // with an activation it then takes that in the same pass too (a post-op: eltwise_relu, eltwise_swish
 // with α = 1 for swish and 1.702 for gelu_sigmoid, eltwise_gelu_erf; the panels' own epilogue): a
 // feed-forward layer's first product. Where the plain weight serves the product instead, ops::activate follows it.
-// Precision::kBf16 needs bf16_native() (ops/matmul.h) and always packs.
+// Precision::kBf16 needs packs_bf16(w.device()) and always packs.
 PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor(), Activation act = Activation::kNone,
                          Precision precision = Precision::kFloat32);
 

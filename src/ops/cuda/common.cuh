@@ -84,6 +84,14 @@ bool linear_forward(int64_t rows, int64_t in, int64_t out, const float* x, const
                     bool relu, float* y, bool bf16);
 bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
                         float* bgrad);
+// Inference's packed weights (ops/packed.h on a GPU, products.cu): pack_bf16 rounds w[n] into
+// bfloat16 memory of its own (256-byte aligned); linear_forward_packed: y[rows, out] = act(bf16(x) ·
+// w16[out, in]ᵀ + bias) with the bias (may be null) and act (none or ReLU) in cuBLASLt's epilogue,
+// false where cuBLASLt has no algorithm for it; gemm_packed_bf16: y = bf16(x) · w16ᵀ through cuBLAS.
+std::shared_ptr<const void> pack_bf16(int64_t n, const float* w);
+bool linear_forward_packed(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, const float* bias,
+                           bool relu, float* y);
+void gemm_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, float* y);
 // dx[rows, in] += dy[rows, out] · w[out, in] (dx may be null) and dw[out, in] += dy[rows, out]ᵀ · x[rows, in]
 // with dy already rounded to bfloat16 (dy16), w and x rounded once for both products, float32 sums
 // (products.cu).

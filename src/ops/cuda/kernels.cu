@@ -444,6 +444,24 @@ class CudaKernels final : public Kernels {
     if (act != Activation::kNone && act != Activation::kRelu) return false;
     return cuda::linear_forward(rows, in, out, x, w, bias, act == Activation::kRelu, y, bf16);
   }
+  std::shared_ptr<const void> pack_bf16(int64_t out, int64_t in, const float* w) override {
+    return cuda::pack_bf16(out * in, w);
+  }
+  void linear_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, const float* bias,
+                          Activation act, float* y) override {
+    if (rows == 0 || out == 0) return;
+    const bool relu = act == Activation::kRelu;
+    // With a bias, one cuBLASLt product with it in the epilogue; without (the output projection),
+    // cuBLAS's product, as the plain weights' (cuBLASLt's heuristic chose a slower one for decoding's
+    // 128 × 32,000 × 512 logits on the H100: greedy 75,000 against 89,000 tokens/s).
+    if (in > 0 && bias != nullptr && cuda::linear_forward_packed(rows, in, out, x, w16, bias, relu, y)) {
+      if (!relu && act != Activation::kNone) activate(rows * out, act, y, y);  // no epilogue for it
+      return;
+    }
+    cuda::gemm_packed_bf16(rows, in, out, x, w16, y);
+    if (bias != nullptr) bias_activate(rows, out, y, bias, act, y);
+    else if (act != Activation::kNone) activate(rows * out, act, y, y);
+  }
   void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
                        float* dx, float* dw, float* dbias, bool bf16) override {
     if (rows == 0 || out == 0) return;  // every sum is empty: nothing to add

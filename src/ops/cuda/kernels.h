@@ -9,6 +9,7 @@
 // (sums, the loss) are read after the work before them is done. Every reduction runs in a fixed order,
 // so the same inputs give the same bits on every run (no floating-point atomics).
 #include <cstdint>
+#include <memory>
 
 #include "core/rng.h"
 #include "ops/activation.h"
@@ -61,6 +62,14 @@ class Kernels {
                       ops::Activation act, float* y, bool bf16) = 0;
   virtual void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
                                float* dx, float* dw, float* dbias, bool bf16) = 0;
+
+  // Inference's packed weights (ops/packed.h) on the device: pack_bf16 rounds w [out, in] to bfloat16
+  // once, into device memory of its own (2 · out · in bytes, freed with the pointer);
+  // linear_packed_bf16: y[rows, out] = act(bf16(x) · w16ᵀ + bias), float32 sums (Precision::kBf16's
+  // definition), bias (may be null) and act none or ReLU in cuBLASLt's epilogue, another act after it.
+  virtual std::shared_ptr<const void> pack_bf16(int64_t out, int64_t in, const float* w) = 0;
+  virtual void linear_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16,
+                                  const float* bias, ops::Activation act, float* y) = 0;
 
   // Attention (ops/attention.h); key_lengths and key_rows are device pointers or null.
   virtual void attention(const AttentionDims& d, const float* q, const float* k, const float* v, bool causal,

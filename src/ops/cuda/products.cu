@@ -164,9 +164,10 @@ const LtPlan& lt_plan(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   return plans.emplace(key, p).first->second;
 }
 
+// a16: with bf16, A already rounded to bfloat16 (inference's packed weights), used instead of a.
 bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool bf16, cublasLtEpilogue_t epilogue,
-               const float* vector) {
+               const float* vector, const __nv_bfloat16* a16_given = nullptr) {
   if (m <= 0 || n <= 0 || k <= 0) return false;
   constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
   if (m > kMaxInt || n > kMaxInt || k > kMaxInt) return false;
@@ -174,14 +175,14 @@ bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
   const void* b_in = b;
   std::shared_ptr<void> memory;
   if (bf16) {  // A and B rounded into bfloat16 copies (contiguous: lda, ldb their column lengths)
-    const int64_t na = lda * (trans_a ? m : k), nb = ldb * (trans_b ? k : n);
+    const int64_t na = a16_given != nullptr ? 0 : lda * (trans_a ? m : k), nb = ldb * (trans_b ? k : n);
     memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(na + nb + 128));
     auto* a16 = static_cast<__nv_bfloat16*>(memory.get());
     __nv_bfloat16* b16 = a16 + (na + 127) / 128 * 128;  // 256-byte aligned
-    to_bf16(na, a, a16);
+    if (a16_given == nullptr) to_bf16(na, a, a16);
     to_bf16(nb, b, b16);
     launched("cuBLASLt product (bf16 inputs)");
-    a_in = a16;
+    a_in = a16_given != nullptr ? static_cast<const void*>(a16_given) : a16;
     b_in = b16;
   }
   // The plans are shared and their bias pointer set per call: one call at a time.
@@ -547,6 +548,43 @@ bool linear_forward(int64_t rows, int64_t in, int64_t out, const float* x, const
   // one value per row of yᵀ.
   return lt_matmul(true, false, out, rows, in, w, in, x, in, 0.0f, y, out, bf16,
                    relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias);
+}
+
+std::shared_ptr<const void> pack_bf16(int64_t n, const float* w) {
+  std::shared_ptr<void> memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(std::max<int64_t>(n, 1)));
+  if (n > 0) to_bf16(n, w, static_cast<__nv_bfloat16*>(memory.get()));
+  launched("pack_bf16");
+  return memory;
+}
+
+bool linear_forward_packed(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, const float* bias,
+                           bool relu, float* y) {
+  const cublasLtEpilogue_t epilogue = bias != nullptr ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                                      : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+  return lt_matmul(true, false, out, rows, in, nullptr, in, x, in, 0.0f, y, out, true, epilogue, bias,
+                   static_cast<const __nv_bfloat16*>(w16));
+}
+
+void gemm_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, float* y) {
+  if (rows <= 0 || out <= 0) return;
+  if (in <= 0) {  // an empty sum
+    check(cudaMemsetAsync(y, 0, sizeof(float) * static_cast<size_t>(rows * out)), "gemm_packed_bf16");
+    return;
+  }
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  TFM_CHECK(rows <= kMaxInt && in <= kMaxInt && out <= kMaxInt, "matmul_packed on cuda: sizes beyond cuBLAS's ",
+            "32-bit ones (rows ", rows, ", in ", in, ", out ", out, ")");
+  auto memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(rows * in));
+  auto* x16 = static_cast<__nv_bfloat16*>(memory.get());
+  to_bf16(rows * in, x, x16);
+  launched("gemm_packed_bf16 (x rounded)");
+  const float one = 1.0f, zero = 0.0f;
+  const int r = static_cast<int>(rows), i = static_cast<int>(in), o = static_cast<int>(out);
+  // Column-major yᵀ[out, rows] = w16ᵀᵀ · x16ᵀ, w16 stored [out, in] (column-major [in, out]).
+  check_blas(cublasGemmStridedBatchedEx(handle(), CUBLAS_OP_T, CUBLAS_OP_N, o, r, i, &one, w16, CUDA_R_16BF, i, 0, x16,
+                                        CUDA_R_16BF, i, 0, &zero, y, CUDA_R_32F, o, 0, 1, CUBLAS_COMPUTE_32F,
+                                        CUBLAS_GEMM_DEFAULT),
+             "cublasGemmStridedBatchedEx (packed bf16)");
 }
 
 bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
