@@ -161,6 +161,10 @@ run() {
     # The same for greedy decoding in bf16: the ops' own time against the benchmark's wall time
     # above shows how much of a decoding step is the host's (launches, bookkeeping, waits).
     step profile.greedy_bf16 env TFM_PROFILE=1 "$root/bin/tfm_bench" --benchmark_filter='TranslateCuda/greedy_bf16'
+    # Translation's peer: PyTorch's incremental decoding with a key/value cache, the same shape.
+    for dtype in bf16 fp32; do
+      step "bench.torch_translate_$dtype" python3 bench/torch_gpu_translate.py --dtype $dtype
+    done
     [[ $peer == 1 ]] && for config in base big; do
       step "bench.torch_$config" python3 bench/torch_gpu_train_step.py --config $config
       [[ ${GPU_CHECK_COMPILE:-0} == 1 ]] && step "bench.torch_${config}_compiled" python3 bench/torch_gpu_train_step.py --config $config --compile
