@@ -171,9 +171,10 @@ struct TranslatorOptions {
                           //   target tokens it selects; faster, may change translations
   int threads = 0;        // threads of this translator's calls; 0: the process's default (all cores)
   // Where the model runs: "cpu", or "cuda" ("cuda:0"), the first NVIDIA GPU, in a build with the
-  // CUDA backend. On a GPU the weights stay plain float32 (packed and int8 weights are CPU formats:
-  // kPacked is taken as kPlain there, kInt8 is refused; kBf16 runs its products in bfloat16) and
-  // batches are decoded one at a time.
+  // CUDA backend. On a GPU kPacked fuses each decoder self-attention's Q, K and V into one product
+  // and puts the biases and ReLU into the products' epilogues; kBf16 packs the weights rounded to
+  // bfloat16 once for its tensor cores (the float32 ones given back); kPlain keeps them as trained;
+  // kInt8 is refused (a CPU format). Batches are decoded one at a time there.
   std::string device = "cpu";
 };
 
