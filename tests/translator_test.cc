@@ -18,6 +18,8 @@
 #include "ops/cpu/kernels.h"
 #include "ops/int8.h"
 #include "ops/packed.h"
+#include "decode/shortlist.h"
+#include "testing/decoding.h"
 #include "testing/errors.h"
 #include "testing/fixture.h"
 #include "testing/gradcheck.h"
@@ -125,6 +127,45 @@ TEST(Translator, ReleasedPlainWeightsTranslateTheSame) {
     testing::expect_error([&] { released->forward(released->context(), batch, nullptr); },
                           {"decoder.layers.0.self_attn.", "released"});
     EXPECT_NO_THROW(kept->forward(kept->context(), batch, nullptr));
+  }
+}
+
+// A model with an output projection of its own (tie_output false, as imported Marian and Hugging
+// Face models can have): packed, int8 or bf16-packed with the plain weights given back, it
+// translates as the model that keeps them, also with a shortlist, whose rows are selected from the
+// float32 projection (which is therefore never given back).
+TEST(Translator, UntiedOutputProjectionTranslatesAfterARelease) {
+  ModelConfig c = testing::tiny_decoding_config(13);
+  c.tie_output = false;
+  const std::string path = testing::temp_path("untied.safetensors");
+  {
+    Transformer m(c);
+    m.init_parameters(7);
+    save_model(m, path);
+  }
+  const Shortlist shortlist = Shortlist::build({{4}}, {{4, 6, 9, 11}}, 13, {.per_source = 0, .frequent = 4}, "");
+  const std::vector<std::vector<int32_t>> src = {{4, 5, 6, 7}, {8, 9}, {10, 4, 11, 5, 12, 6}, {7}};
+  using P = Transformer::PlainWeights;
+  for (const std::string weights : {"packed", "int8", "bf16"}) {
+    if (weights == "bf16" && !ops::packs_bf16(Device::CPU)) continue;  // plain bf16 products: nothing released
+    SCOPED_TRACE(weights);
+    const auto kept = load_model(path), released = load_model(path);
+    ASSERT_NE(kept->output_weight, kept->tgt_embedding);
+    for (auto& [model, plain] : {std::pair{kept.get(), P::kKeep}, std::pair{released.get(), P::kRelease}}) {
+      if (weights == "packed") model->pack_weights(plain);
+      else if (weights == "int8") model->quantize_int8(plain);
+      else model->pack_weights(plain, ops::Precision::kBf16);
+    }
+    EXPECT_FALSE(released->params().released(released->output_weight));
+    for (int64_t beam : {1, 3}) {
+      TranslateOptions o;
+      o.search.beam_size = beam;
+      expect_same(translate_ids(*kept, src, o), translate_ids(*released, src, o));
+      const std::vector<Translation> listed = translate_ids(*released, src, o, &shortlist);
+      expect_same(translate_ids(*kept, src, o, &shortlist), listed);
+      for (const Translation& t : listed)
+        for (int32_t id : t.hypotheses.at(0).tokens) EXPECT_TRUE(id == 4 || id == 6 || id == 9 || id == 11) << id;
+    }
   }
 }
 

@@ -173,7 +173,8 @@ struct TranslatorOptions {
   // Where the model runs: "cpu", or "cuda" ("cuda:0"), the first NVIDIA GPU, in a build with the
   // CUDA backend. On a GPU kPacked fuses each decoder self-attention's Q, K and V into one product
   // and puts the biases and ReLU into the products' epilogues; kBf16 packs the weights rounded to
-  // bfloat16 once for its tensor cores (the float32 ones given back); kPlain keeps them as trained;
+  // bfloat16 once for its tensor cores (the float32 ones stay in the GPU's memory beside them,
+  // unused: about 1.5× the float32 model's memory); kPlain keeps them as trained;
   // kInt8 is refused (a CPU format). Batches are decoded one at a time there.
   std::string device = "cpu";
 };

@@ -319,8 +319,8 @@ none (translate_ids and score_ids only). verify: check the model file's checksum
 "bf16" (bfloat16 products, as train --bf16: on a CPU faster with AVX-512 BF16, slower without;
 score takes it too).
 shortlist: a file from `transformer shortlist`. threads: of this translator's calls (0: all cores).
-device: "cpu", or "cuda" (the first NVIDIA GPU, in a build with the CUDA backend; plain float32
-weights there, or "bf16"; no "int8").
+device: "cpu", or "cuda" (the first NVIDIA GPU, in a build with the CUDA backend; "packed", "plain"
+or "bf16" weights there, no "int8").
 The loader's warnings (load_notes.warnings) are also issued as UserWarning. Calls release the GIL;
 several threads may use one Translator at once.)");
   translator

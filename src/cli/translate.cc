@@ -345,7 +345,7 @@ Action add_translate(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--device", o->device,
                   "where to translate: cpu, or cuda (cuda:0), the first NVIDIA GPU, in a build with the CUDA backend "
-                  "(float32 weights there, or --bf16 products; no --int8)")
+                  "(packed float32 weights there, plain with --no-packed-weights, or --bf16; no --int8)")
       ->capture_default_str();
   return [cmd, o] { return *cmd ? run(*o) : -1; };
 }

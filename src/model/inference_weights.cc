@@ -20,7 +20,11 @@ bool Transformer::is_product_weight(int id) const {
          id != tgt_embedding;
 }
 
-bool Transformer::only_in_products(int id) const { return is_product_weight(id) && id != tgt_embedding; }
+// Never the output projection: a shortlist's rows are selected from its float32 values
+// (restrict_output), also when it is a matrix of its own (tie_output false).
+bool Transformer::only_in_products(int id) const {
+  return is_product_weight(id) && id != tgt_embedding && id != output_weight;
+}
 
 std::vector<int> Transformer::product_weights() const {
   std::vector<int> ids;

@@ -181,7 +181,8 @@ class Transformer {
   // layer's weight and the target embedding as the output projection; not the source embedding
   // when untied (only looked up).
   bool is_product_weight(int id) const;
-  // A product weight that nothing but its product reads (not the target embedding, also looked up).
+  // A product weight that nothing but its product reads (not the target embedding, also looked up,
+  // nor the output projection, whose rows a shortlist selects): those given back by kRelease.
   bool only_in_products(int id) const;
   // Every product weight's id, the target embedding last.
   std::vector<int> product_weights() const;
