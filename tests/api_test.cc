@@ -304,6 +304,24 @@ TEST(Api, ModelInfoAndAveraging) {
   const ModelInfo info = model_info(kModel);
   EXPECT_GT(info.total_parameters, 0);
   EXPECT_EQ(info.total_parameters, info.embedding_parameters + info.encoder_parameters + info.decoder_parameters);
+  EXPECT_TRUE(info.tied_output);
+  // An output projection of its own, with a logits bias, counts with the embeddings, not the decoder.
+  for (const bool tie_output : {true, false}) {
+    ModelConfig c = model_preset("tiny");
+    c.vocab_size = 50;
+    c.tie_output = tie_output;
+    c.output_bias = !tie_output;
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("api_test_info-" + std::to_string(::getpid()) + (tie_output ? "-tied" : "-untied") +
+                               ".safetensors")).string();
+    init_model(c, 1, path);
+    const ModelInfo i = model_info(path);
+    EXPECT_EQ(i.tied_output, tie_output);
+    const int64_t embeddings = c.vocab_size * c.d_model * (c.tie_source_target ? 1 : 2);
+    EXPECT_EQ(i.embedding_parameters, embeddings + (tie_output ? 0 : c.vocab_size * c.d_model + c.vocab_size));
+    EXPECT_EQ(i.total_parameters, i.embedding_parameters + i.encoder_parameters + i.decoder_parameters);
+    std::filesystem::remove(path);
+  }
   EXPECT_EQ(info.file_bytes, static_cast<int64_t>(std::filesystem::file_size(kModel)));
   ASSERT_FALSE(info.config.empty());
   EXPECT_EQ(info.config[0].first, "vocab_size");

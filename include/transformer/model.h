@@ -22,9 +22,10 @@ struct ModelInfo {
   std::vector<std::pair<std::string, std::string>> config;
   int64_t head_dim = 0;
   bool tied_embeddings = true;  // one embedding matrix for source and target
+  bool tied_output = true;      // the output projection is the target embedding (else a matrix of its own)
   int64_t encoder_layers = 0, decoder_layers = 0;
-  // Parameter counts: the embeddings (source, target and output projection), the encoder's and the
-  // decoder's layers, and all of them.
+  // Parameter counts: the embeddings and the output projection (its own matrix and the logits'
+  // bias, where the model has them), the encoder's and the decoder's layers, and all of them.
   int64_t embedding_parameters = 0, encoder_parameters = 0, decoder_parameters = 0, total_parameters = 0;
   std::map<std::string, std::string> metadata;  // the file's other metadata (e.g. averaged_from)
   LoadNotes notes;

@@ -400,6 +400,7 @@ several threads may use one Translator at once.)");
           "the configuration, field by field in the documented order (d_model → 512)")
       .def_readonly("head_dim", &ModelInfo::head_dim)
       .def_readonly("tied_embeddings", &ModelInfo::tied_embeddings)
+      .def_readonly("tied_output", &ModelInfo::tied_output, "the output projection is the target embedding")
       .def_readonly("encoder_layers", &ModelInfo::encoder_layers)
       .def_readonly("decoder_layers", &ModelInfo::decoder_layers)
       .def_readonly("embedding_parameters", &ModelInfo::embedding_parameters)

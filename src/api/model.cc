@@ -46,13 +46,14 @@ ModelInfo model_info(const std::string& path, bool verify) {
   for (const std::string& field : tfm::model_config_fields()) info.config.emplace_back(field, j[field].dump());
   info.head_dim = c.head_dim();
   info.tied_embeddings = c.tie_source_target;
+  info.tied_output = c.tie_output;
   info.encoder_layers = c.encoder_layers;
   info.decoder_layers = c.decoder_layers;
   const tfm::ParamStore& p = model->params();
   for (int id = 0; id < p.size(); ++id) {
     const std::string& n = p.name(id);
     const int64_t count = p.shape(id).numel();
-    if (n.find("embed.") != std::string::npos) info.embedding_parameters += count;
+    if (n.find("embed.") != std::string::npos || n.starts_with("output.")) info.embedding_parameters += count;
     else if (n.starts_with("encoder.")) info.encoder_parameters += count;
     else info.decoder_parameters += count;
   }

@@ -67,9 +67,12 @@ Action add_info(CLI::App& app) {
     for (const auto& [field, value] : info.config) std::printf("  %-18s %s\n", field.c_str(), value.c_str());
     std::printf("  %-18s %lld\n", "head_dim", static_cast<long long>(info.head_dim));
     std::printf("\nparameters\n");
-    std::printf("  %-12s %14s  (%s)\n", "embeddings", grouped(info.embedding_parameters).c_str(),
-                info.tied_embeddings ? "shared by source, target and output projection"
-                                     : "source; target shared with output projection");
+    const char* sharing = info.tied_embeddings ? (info.tied_output ? "shared by source, target and output projection"
+                                                                   : "shared by source and target; output projection "
+                                                                     "of its own")
+                                               : (info.tied_output ? "source; target shared with output projection"
+                                                                   : "source, target and output projection, each its own");
+    std::printf("  %-12s %14s  (%s)\n", "embeddings", grouped(info.embedding_parameters).c_str(), sharing);
     std::printf("  %-12s %14s  (%lld layers)\n", "encoder", grouped(info.encoder_parameters).c_str(),
                 static_cast<long long>(info.encoder_layers));
     std::printf("  %-12s %14s  (%lld layers)\n", "decoder", grouped(info.decoder_parameters).c_str(),
