@@ -48,27 +48,24 @@ void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
             rows, " rows of ", out);
   TFM_CHECK(x.device() == y.device() && x.device() == w.device, "matmul_packed: x is on ", name(x.device()), ", y on ",
             name(y.device()), ", the packed weight on ", name(w.device));
-  if (x.device() != Device::CPU) {
-    if (!w.packed) {  // float32: the weight itself, with its bias and activation in one product
-      if (w.bias.defined()) {
-        linear(x, w.weight, w.bias, w.act, y);
-      } else {
-        matmul(x, w.weight, y, {.trans_b = true});
-        activate(w.act, y, y);
-      }
-      return;
+  // The weight itself (no packed copy, or on the CPU where BLAS is faster for this shape), with its
+  // bias and activation: one product with them in its epilogue on a GPU.
+  const bool on_cpu = x.device() == Device::CPU;
+  const bool plain_wins = on_cpu && w.precision == Precision::kFloat32 && !cpu::packed_product_wins(rows, out, in);
+  if (!w.packed || (w.weight.defined() && plain_wins)) {
+    if (w.bias.defined()) {
+      linear(x, w.weight, w.bias, w.act, y);
+    } else {
+      matmul(x, w.weight, y, {.trans_b = true});
+      activate(w.act, y, y);
     }
+    return;
+  }
+  if (!on_cpu) {
     dispatch("matmul_packed", DType::F32, x.device(), [](auto) {}, [&](cuda::Kernels& k) {
       k.linear_packed_bf16(rows, in, out, x.data<float>(), w.packed.get(),
                            w.bias.defined() ? w.bias.data<float>() : nullptr, w.act, y.data<float>());
     });
-    return;
-  }
-  const bool plain_wins = w.precision == Precision::kFloat32 && !cpu::packed_product_wins(rows, out, in);
-  if (!w.packed || (w.weight.defined() && plain_wins)) {
-    matmul(x, w.weight, y, {.trans_b = true});
-    if (w.bias.defined()) bias_add(y, w.bias, y);
-    activate(w.act, y, y);
     return;
   }
   dispatch("matmul_packed", DType::F32, Device::CPU,
