@@ -198,6 +198,12 @@ TEST(Cuda, LinearLayersThroughCuBlasLtEpilogues) {
         ops::linear(x, w, bias, act, y_cpu, precision);
         ops::linear(on_gpu(x), on_gpu(w), on_gpu(bias), act, y_gpu, precision);
         expect_close(y_cpu, y_gpu, what);
+        if (act == ops::Activation::kNone) {  // a residual as the product's C (beta 1)
+          const Tensor r = random(y_shape, ++seed, -4.0, 4.0);
+          ops::linear(x, w, bias, act, y_cpu, precision, r);
+          ops::linear(on_gpu(x), on_gpu(w), on_gpu(bias), act, y_gpu, precision, on_gpu(r));
+          expect_close(y_cpu, y_gpu, what + " + residual");
+        }
         const Tensor dy = random(y_shape, ++seed), dx = random(c.x, ++seed), dw = random(c.w, ++seed),
                      db = random({out}, ++seed);
         const Tensor dx_gpu = on_gpu(dx), dw_gpu = on_gpu(dw), db_gpu = on_gpu(db);
@@ -243,6 +249,12 @@ TEST(Cuda, PackedWeightsAsTheirDefinition) {
           const Tensor y_gpu = Tensor::empty({c.rows, c.out}, DType::F32, kGpu);
           ops::matmul_packed(on_gpu(x), p, y_gpu);
           expect_close(y_cpu, y_gpu, what);
+          if (act == ops::Activation::kNone) {  // a residual: the product's C with a bias, added after without
+            const Tensor r = random({c.rows, c.out}, ++seed, -4.0, 4.0);
+            ops::add(r, y_cpu, y_cpu);
+            ops::matmul_packed(on_gpu(x), p, y_gpu, on_gpu(r));
+            expect_close(y_cpu, y_gpu, what + " + residual");
+          }
         }
   EXPECT_TRUE(ops::packs_bf16(kGpu));
   // A CPU x with a packed GPU weight is refused, naming both devices.
@@ -448,6 +460,24 @@ TEST(Cuda, RowMovesAndTopK) {
   ops::split_columns(x, parts);
   ops::split_columns(on_gpu(x), parts_gpu);
   for (size_t i = 0; i < parts.size(); ++i) expect_identical(parts[i], parts_gpu[i], cat("split_columns part ", i));
+  // One kernel for up to 4 bands of whole words (an empty one among them); copies per band for 5
+  // bands and for bands of single bytes.
+  for (const std::vector<int64_t>& widths : {std::vector<int64_t>{4, 0, 6}, std::vector<int64_t>{2, 2, 2, 2, 2},
+                                             std::vector<int64_t>{1, 6, 3}})
+    for (const DType dtype : {DType::F32, DType::I8}) {
+      const std::string what = cat("split_columns ", widths.size(), " bands ", name(dtype));
+      const Tensor xt = dtype == DType::F32 ? x : Tensor::empty({7, 3, 10}, DType::I8);
+      if (dtype == DType::I8)
+        for (int64_t i = 0; i < xt.numel(); ++i) xt.data<int8_t>()[i] = static_cast<int8_t>(i * 7 % 251 - 125);
+      std::vector<Tensor> cpu_parts, gpu_parts;
+      for (const int64_t w : widths) {
+        cpu_parts.push_back(Tensor::empty({7, 3, w}, dtype));
+        gpu_parts.push_back(Tensor::empty({7, 3, w}, dtype, kGpu));
+      }
+      ops::split_columns(xt, cpu_parts);
+      ops::split_columns(on_gpu(xt), gpu_parts);
+      for (size_t i = 0; i < widths.size(); ++i) expect_identical(cpu_parts[i], gpu_parts[i], cat(what, " part ", i));
+    }
   const Tensor cache = random({4, 6, 8}, 603), cache_gpu = on_gpu(cache), step = random({5, 1, 8}, 604);
   ops::write_position(cache, step, 2);
   ops::write_position(cache_gpu, on_gpu(step), 2);

@@ -162,6 +162,50 @@ TEST(Packed, LeadingDimsFoldIntoRows) {
   EXPECT_LT(max_abs_diff(want, got), 1e-4);
 }
 
+// A residual connection's sum taken by the product's call (Residual::forward in inference): on the
+// CPU exactly the product, then ops::add(r, y, y), bit for bit, for ops::linear and for packed
+// weights (float32 at a decoding step's rows and an encoder batch's, and bf16 where packed); refused
+// with an activation, a shape of another output, or the output itself.
+TEST(Packed, ResidualIsAddedAsTheResidualConnectionsSum) {
+  const Tensor w = testing::random_tensor({40, 96}, 17).to(DType::F32);
+  const Tensor bias = testing::random_tensor({40}, 18).to(DType::F32);
+  for (int64_t rows : {5, 700}) {
+    SCOPED_TRACE(::testing::Message() << rows << " rows");
+    const Tensor x = testing::random_tensor({rows, 96}, 19 + rows).to(DType::F32);
+    const Tensor r = testing::random_tensor({rows, 40}, 20 + rows).to(DType::F32);
+    auto expect_same_bits = [](const Tensor& a, const Tensor& b, const char* what) {
+      EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.bytes()), 0) << what;
+    };
+    Tensor want = Tensor::empty({rows, 40}), got = Tensor::empty({rows, 40});
+    ops::linear(x, w, bias, ops::Activation::kNone, want);
+    ops::add(r, want, want);
+    ops::linear(x, w, bias, ops::Activation::kNone, got, ops::Precision::kFloat32, r);
+    expect_same_bits(want, got, "linear");
+    std::vector<ops::Precision> precisions{ops::Precision::kFloat32};
+    if (ops::packs_bf16(Device::CPU)) precisions.push_back(ops::Precision::kBf16);
+    for (const ops::Precision precision : precisions) {
+      const ops::PackedMatrix p = ops::pack_weight(w, bias, ops::Activation::kNone, precision);
+      ops::matmul_packed(x, p, want);
+      ops::add(r, want, want);
+      got.fill(12345.0);
+      ops::matmul_packed(x, p, got, r);
+      expect_same_bits(want, got, precision == ops::Precision::kBf16 ? "packed bf16" : "packed float32");
+    }
+  }
+  const Tensor x = testing::random_tensor({3, 96}, 30).to(DType::F32), y = Tensor::empty({3, 40});
+  testing::expect_error([&] { ops::linear(x, w, bias, ops::Activation::kRelu, y, ops::Precision::kFloat32,
+                                          Tensor::zeros({3, 40})); },
+                        {"residual", "relu"});
+  testing::expect_error([&] { ops::linear(x, w, bias, ops::Activation::kNone, y, ops::Precision::kFloat32,
+                                          Tensor::zeros({3, 41})); },
+                        {"residual", "[3, 41]", "[3, 40]"});
+  testing::expect_error([&] { ops::linear(x, w, bias, ops::Activation::kNone, y, ops::Precision::kFloat32, y); },
+                        {"residual", "output itself"});
+  testing::expect_error([&] { ops::matmul_packed(x, ops::pack_weight(w, bias, ops::Activation::kRelu), y,
+                                                 Tensor::zeros({3, 40})); },
+                        {"matmul_packed", "residual", "relu"});
+}
+
 TEST(Packed, RefusesShapesThatDoNotFit) {
   const Tensor w = testing::random_tensor({16, 32}, 3).to(DType::F32);
   const ops::PackedMatrix p = ops::pack_weight(w);

@@ -205,6 +205,39 @@ TEST(Translator, FusedQkvProductMatchesThreeProducts) {
   }
 }
 
+// Decoding writes a step's keys and values straight into its cache (project_qkv's destinations):
+// the same values as project_qkv's own tensors, in the memory given, for plain, packed and int8
+// weights; a destination of another shape is refused.
+TEST(Translator, ProjectQkvWritesIntoGivenDestinations) {
+  const std::string path = std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors";
+  for (const std::string weights : {"plain", "packed", "int8"}) {
+    SCOPED_TRACE(weights);
+    const auto model = load_model(path);
+    if (weights == "packed") model->pack_weights();
+    if (weights == "int8") model->quantize_int8();
+    const Context ctx = model->context();
+    const MultiHeadAttention& a = model->decoder.front().self_attn;
+    const int64_t D = model->config().d_model;
+    const Tensor x = testing::random_tensor({4, 1, D}, 23).to(DType::F32);
+    const auto [q, k, v] = a.project_qkv(ctx, x);
+    Tensor slab = Tensor::empty({2, 6, D});  // [L, R, D]: position 1, rows 0..3
+    slab.fill(99.0);
+    const Tensor k_out = slab.view({12, D}).rows(6, 4).view({4, 1, D});
+    const Tensor v_out = Tensor::empty({4, 1, D});
+    const auto [q2, k2, v2] = a.project_qkv(ctx, x, k_out, v_out);
+    EXPECT_EQ(k2.raw(), k_out.raw());
+    EXPECT_EQ(v2.raw(), v_out.raw());
+    EXPECT_EQ(q2.to_doubles(), q.to_doubles());
+    EXPECT_EQ(k_out.to_doubles(), k.to_doubles());
+    EXPECT_EQ(v_out.to_doubles(), v.to_doubles());
+    const std::vector<double> all = slab.to_doubles();
+    for (int64_t i = 0; i < 6 * D; ++i) ASSERT_EQ(all[i], 99.0) << "position 0 written at " << i;
+    for (int64_t i = 10 * D; i < 12 * D; ++i) ASSERT_EQ(all[i], 99.0) << "rows past the 4 written at " << i;
+    testing::expect_error([&] { a.project_qkv(ctx, x, Tensor::empty({3, 1, D}), Tensor::empty({3, 1, D})); },
+                          {"project_qkv", "destination"});
+  }
+}
+
 // Once weights are given back, a second packing or quantization (which would need them) refuses.
 TEST(Translator, NoSecondCopiesAfterARelease) {
   const auto model = load_model(std::string(TFM_FIXTURE_DIR) + "/tiny_model/model.safetensors");

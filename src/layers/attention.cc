@@ -14,39 +14,58 @@ MultiHeadAttention::MultiHeadAttention(ParamStore& params, const std::string& na
       attention_dropout(dropout) {}
 
 Tensor MultiHeadAttention::forward(const Context& ctx, const Tensor& xq, const Tensor& xkv, const AttentionMask& mask,
-                                   Saved* saved) const {
+                                   Saved* saved, const Tensor& residual) const {
   const auto [k, v] = project_kv(ctx, xkv);
   if (saved) saved->xkv = xkv;
-  return attend(ctx, xq, k, v, mask, saved);
+  return attend(ctx, xq, k, v, mask, saved, residual);
 }
 
 std::pair<Tensor, Tensor> MultiHeadAttention::project_kv(const Context& ctx, const Tensor& xkv) const {
   return {k_proj.forward(ctx, xkv), v_proj.forward(ctx, xkv)};
 }
 
-std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context& ctx, const Tensor& x) const {
+std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context& ctx, const Tensor& x,
+                                                                   const Tensor& k_out, const Tensor& v_out) const {
+  TFM_CHECK(x.rank() == 3 && x.size(2) == q_proj.in, "attention: input ", x.shape(), " is not [B, T, ", q_proj.in, "]");
+  const int64_t B = x.size(0), T = x.size(1), D = q_proj.out;
+  TFM_CHECK(k_out.defined() == v_out.defined(), "project_qkv: keys' and values' destinations come together");
+  for (const Tensor* out : {&k_out, &v_out})
+    TFM_CHECK(!out->defined() || (out->shape() == Shape({B, T, D}) && out->dtype() == x.dtype() &&
+                                  out->device() == x.device()),
+              "project_qkv: a destination of shape ", out->shape(), " (", name(out->dtype()), " on ",
+              name(out->device()), ") for [", B, ", ", T, ", ", D, "] (", name(x.dtype()), " on ", name(x.device()), ")");
+  auto into = [&](const Tensor& out) {  // [B, T, D]: the destination given, or a new tensor
+    return out.defined() ? out : Tensor::empty({B, T, D}, x.dtype(), x.device());
+  };
   const int key = fused_key(q_proj.weight);
   const ops::QuantizedMatrix* q8 = ctx.int8_weight(key);
   const ops::PackedMatrix* packed = q8 ? nullptr : ctx.packed_weight(key);
-  if (!q8 && !packed) return {q_proj.forward(ctx, x), k_proj.forward(ctx, x), v_proj.forward(ctx, x)};
-  TFM_CHECK(x.rank() == 3 && x.size(2) == q_proj.in, "attention: input ", x.shape(), " is not [B, T, ", q_proj.in, "]");
-  const int64_t B = x.size(0), T = x.size(1), D = q_proj.out;
+  if (!q8 && !packed) {
+    Tensor k = k_proj.forward(ctx, x), v = v_proj.forward(ctx, x);
+    if (k_out.defined()) {
+      ops::split_columns(k, {k_out});  // one part: a copy
+      ops::split_columns(v, {v_out});
+      k = k_out;
+      v = v_out;
+    }
+    return {q_proj.forward(ctx, x), k, v};
+  }
   Tensor qkv = Tensor::empty({B, T, 3 * D}, x.dtype(), x.device());  // [B, T, 3D]: Q, K, V side by side
   if (q8) ops::matmul_int8(x, *q8, qkv);  // with its own bias
   else ops::matmul_packed(x, *packed, qkv);  // packed with its bias
-  Tensor q = Tensor::empty({B, T, D}, x.dtype(), x.device()), k = Tensor::empty({B, T, D}, x.dtype(), x.device()),
-         v = Tensor::empty({B, T, D}, x.dtype(), x.device());
+  Tensor q = Tensor::empty({B, T, D}, x.dtype(), x.device()), k = into(k_out), v = into(v_out);
   ops::split_columns(qkv, {q, k, v});
   return {q, k, v};
 }
 
 Tensor MultiHeadAttention::attend(const Context& ctx, const Tensor& xq, const Tensor& k, const Tensor& v,
-                                  const AttentionMask& mask, Saved* saved) const {
-  return attend_projected(ctx, xq, q_proj.forward(ctx, xq), k, v, mask, saved);
+                                  const AttentionMask& mask, Saved* saved, const Tensor& residual) const {
+  return attend_projected(ctx, xq, q_proj.forward(ctx, xq), k, v, mask, saved, residual);
 }
 
 Tensor MultiHeadAttention::attend_projected(const Context& ctx, const Tensor& xq, const Tensor& q, const Tensor& k,
-                                            const Tensor& v, const AttentionMask& mask, Saved* saved) const {
+                                            const Tensor& v, const AttentionMask& mask, Saved* saved,
+                                            const Tensor& residual) const {
   const int64_t B = xq.size(0), T = xq.size(1), S = mask.key_rows.defined() ? k.size(0) : k.size(1);
   ops::AttentionArgs args;
   args.heads = static_cast<int>(heads);
@@ -61,7 +80,7 @@ Tensor MultiHeadAttention::attend_projected(const Context& ctx, const Tensor& xq
   Tensor probs = Tensor::empty({B, heads, T, S}, xq.dtype(), xq.device());
   Tensor heads_out = Tensor::empty({B, T, q.size(2)}, xq.dtype(), xq.device());
   ops::attention(q, k, v, args, probs, heads_out);
-  Tensor y = out_proj.forward(ctx, heads_out);
+  Tensor y = out_proj.forward(ctx, heads_out, Activation::kNone, residual);
   if (saved) {
     saved->xq = xq;
     saved->q = q;

@@ -34,22 +34,26 @@ class MultiHeadAttention {
                      double attention_dropout);
 
   // xq: [B, T, D] (queries), xkv: [B, S, D] (keys and values; the same tensor for self-attention)
-  // → [B, T, D].
+  // → [B, T, D]; with a residual r [B, T, D], r + that, added by the output projection's call
+  // (Linear::forward).
   Tensor forward(const Context& ctx, const Tensor& xq, const Tensor& xkv, const AttentionMask& mask,
-                 Saved* saved) const;
+                 Saved* saved, const Tensor& residual = Tensor()) const;
   // The pieces of forward, for incremental decoding: keys and values of xkv [B, S, D] (each
   // [B, S, D]); then attention of queries xq [B, T, D] over given keys and values → [B, T, D]
   // (with mask.key_rows, keys and values in a decoding cache's slabs [L, R, D]).
   std::pair<Tensor, Tensor> project_kv(const Context& ctx, const Tensor& xkv) const;
   Tensor attend(const Context& ctx, const Tensor& xq, const Tensor& k, const Tensor& v, const AttentionMask& mask,
-                Saved* saved) const;
+                Saved* saved, const Tensor& residual = Tensor()) const;
   // Self-attention's queries, keys and values of x [B, T, D] (each [B, T, D]): one product when the
   // context holds Q, K and V fused (fused_key(q_proj.weight): Transformer::pack_weights and
-  // quantize_int8 make it for the decoder's steps), else three.
-  std::tuple<Tensor, Tensor, Tensor> project_qkv(const Context& ctx, const Tensor& x) const;
+  // quantize_int8 make it for the decoder's steps), else three. Keys and values go into k_out and
+  // v_out when given ([B, T, D] each, e.g. a decoding cache's position: ops::split_columns writes
+  // them from the fused product directly), and those are returned.
+  std::tuple<Tensor, Tensor, Tensor> project_qkv(const Context& ctx, const Tensor& x, const Tensor& k_out = Tensor(),
+                                                 const Tensor& v_out = Tensor()) const;
   // attend() with the queries' projection q [B, T, D] of xq already made.
   Tensor attend_projected(const Context& ctx, const Tensor& xq, const Tensor& q, const Tensor& k, const Tensor& v,
-                          const AttentionMask& mask, Saved* saved) const;
+                          const AttentionMask& mask, Saved* saved, const Tensor& residual = Tensor()) const;
 
   // Accumulates the parameters' gradients, dxq += dL/dxq and dxkv += dL/dxkv (pass the same tensor
   // twice for self-attention).

@@ -8,7 +8,7 @@ FeedForward::FeedForward(ParamStore& params, const std::string& name, int64_t d_
                          ops::Activation act)
     : fc1(params, name + ".fc1", d_model, d_ff), fc2(params, name + ".fc2", d_ff, d_model), activation(act) {}
 
-Tensor FeedForward::forward(const Context& ctx, const Tensor& x, Saved* saved) const {
+Tensor FeedForward::forward(const Context& ctx, const Tensor& x, Saved* saved, const Tensor& residual) const {
   // The activation joins fc1's call (its int8 or packed product's last pass), except where a
   // backward will need its input: then fc1 without it, and the activation into a tensor of its own.
   const bool keep_pre = saved && activation != Activation::kRelu && activation != Activation::kNone &&
@@ -22,7 +22,7 @@ Tensor FeedForward::forward(const Context& ctx, const Tensor& x, Saved* saved) c
     hidden = fc1.forward(ctx, x, activation);
     if (activation == Activation::kNone) pre = hidden;
   }
-  Tensor y = fc2.forward(ctx, hidden);
+  Tensor y = fc2.forward(ctx, hidden, Activation::kNone, residual);
   if (saved) *saved = {x, hidden, pre};
   return y;
 }

@@ -23,7 +23,9 @@ class FeedForward {
   FeedForward(ParamStore& params, const std::string& name, int64_t d_model, int64_t d_ff,
               ops::Activation activation = ops::Activation::kRelu);
 
-  Tensor forward(const Context& ctx, const Tensor& x, Saved* saved) const;
+  // x [B, L, D] → fc2(act(fc1(x))) [B, L, D]; with a residual r [B, L, D], r + that, added by fc2's
+  // call (Linear::forward).
+  Tensor forward(const Context& ctx, const Tensor& x, Saved* saved, const Tensor& residual = Tensor()) const;
   void backward(const Context& ctx, const Saved& saved, const Tensor& dy, const Tensor& dx) const;
 
   Linear fc1, fc2;

@@ -21,12 +21,14 @@ Shape with_last(const Shape& s, int64_t last) {
 }
 }  // namespace
 
-Tensor Linear::forward(const Context& ctx, const Tensor& x, Activation act) const {
+Tensor Linear::forward(const Context& ctx, const Tensor& x, Activation act, const Tensor& residual) const {
   TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "linear layer expects inputs with last dim ", in, ", got shape ",
             x.shape());
   Tensor y = Tensor::empty(with_last(x.shape(), out), x.dtype(), x.device());
+  ops::check_residual("linear layer", residual, y, act);
   if (const ops::QuantizedMatrix* q = ctx.int8_weight(weight)) {
     ops::matmul_int8(x, *q, y, ctx.value(bias), act);  // bias and activation join the dequantization pass
+    if (residual.defined()) ops::add(residual, y, y);
     return y;
   }
   if (const ops::PackedMatrix* p = ctx.packed_weight(weight)) {
@@ -36,12 +38,18 @@ Tensor Linear::forward(const Context& ctx, const Tensor& x, Activation act) cons
               "': its weight was packed with activation '", ops::activation_name(p->act), "', which ",
               act == p->act ? "would come before the bias"
                             : cat("this call does not ask for (it asks for '", ops::activation_name(act), "')"));
-    ops::matmul_packed(x, *p, y);
-    if (!p->bias.defined()) ops::bias_add(y, ctx.value(bias), y);
-    if (!packed_act) ops::activate(act, y, y);
+    if (p->bias.defined()) {
+      ops::matmul_packed(x, *p, y, residual);  // a residual joins the product (act none, checked above)
+      if (!packed_act) ops::activate(act, y, y);
+    } else {
+      ops::matmul_packed(x, *p, y);
+      ops::bias_add(y, ctx.value(bias), y);
+      ops::activate(act, y, y);
+      if (residual.defined()) ops::add(residual, y, y);
+    }
     return y;
   }
-  ops::linear(x, ctx.value(weight), ctx.value(bias), act, y, ctx.products);
+  ops::linear(x, ctx.value(weight), ctx.value(bias), act, y, ctx.products, residual);
   return y;
 }
 

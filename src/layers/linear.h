@@ -17,8 +17,11 @@ class Linear {
   // Registers `<name>.weight` [out, in] and `<name>.bias` [out].
   Linear(ParamStore& params, const std::string& name, int64_t in, int64_t out);
 
-  // x: [..., in] → y: [..., out] (a new tensor), y = act(x · Wᵀ + b).
-  Tensor forward(const Context& ctx, const Tensor& x, Activation act = Activation::kNone) const;
+  // x: [..., in] → y: [..., out] (a new tensor), y = act(x · Wᵀ + b); with a residual r [..., out]
+  // (act none): y = r + (x · Wᵀ + b), the sum of a residual connection, on a GPU in the product's own
+  // call (ops::linear).
+  Tensor forward(const Context& ctx, const Tensor& x, Activation act = Activation::kNone,
+                 const Tensor& residual = Tensor()) const;
   // dW += dyᵀ·x, db += Σ dy, and dx += dy·W when dx is given.
   void backward(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor* dx) const;
 

@@ -5,6 +5,7 @@
 // F is passed in as a callable, so one wrapper serves self-attention, encoder-decoder attention
 // and the feed-forward network.
 #include <string>
+#include <type_traits>
 
 #include "layers/layer_norm.h"
 #include "ops/elementwise.h"
@@ -25,19 +26,27 @@ class Residual {
            double dropout)
       : norm(params, norm_name, d_model, eps), pre_norm(pre_norm), dropout(dropout) {}
 
-  // f(input) → F's output, same shape as x.
+  // f(input) → F's output, same shape as x. Or f(input, r) → r + F(input) when r is defined and
+  // F(input) when not: F's last product then adds the residual in its own call (Linear::forward's
+  // residual; on a GPU one pass fewer), which the wrapper asks for where no dropout comes between.
   template <class F>
   Tensor forward(const Context& ctx, const Tensor& x, F&& f, Saved* saved) const {
     Saved local;
     Saved& s = saved ? *saved : local;
     s.f_input = pre_norm ? norm.forward(ctx, x, &s.norm) : x;
-    Tensor h = f(s.f_input);
     s.dropped = ctx.training() && dropout > 0;
+    Tensor h;
+    if constexpr (std::is_invocable_v<F, const Tensor&, const Tensor&>) {
+      h = f(s.f_input, s.dropped ? Tensor() : x);
+    } else {
+      h = f(s.f_input);
+    }
     if (s.dropped) {
       s.dropout = ctx.rng->next();
       ops::dropout(h, dropout, s.dropout, h);
     }
-    ops::add(x, h, h);  // h = x + Dropout(F(·))
+    if (s.dropped || !std::is_invocable_v<F, const Tensor&, const Tensor&>)
+      ops::add(x, h, h);  // h = x + Dropout(F(·))
     return pre_norm ? h : norm.forward(ctx, h, &s.norm);
   }
 

@@ -25,6 +25,9 @@ struct DecodeState {
   std::vector<Tensor> self_k, self_v;
   Tensor key_rows;
   Tensor step_lengths;                     // int32 [B']: tokens visible to self-attention this step
+  // step_lengths, key_rows and src_lengths where the attention reads them (the model's device), made
+  // once a step by decode_step: on a GPU one upload each a step, not one each per decoder layer.
+  Tensor step_lengths_there, key_rows_there, src_lengths_there;
   int64_t length = 0;                      // tokens decoded so far (< L, the cache's capacity)
   bool record_attention = false;           // keep each layer's encoder-decoder attention of the last step
   std::vector<Tensor> cross_attention;     // per decoder layer: [B', H, 1, S] (when recorded)

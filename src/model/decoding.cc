@@ -12,29 +12,44 @@
 
 namespace tfm {
 
+namespace {
+// A decoding cache's slab [L, R, D] at one position, its first `rows` rows: [rows, 1, D], contiguous.
+Tensor slab_position(const Tensor& slab, int64_t position, int64_t rows) {
+  const int64_t L = slab.size(0), R = slab.size(1), D = slab.size(2);
+  TFM_CHECK(position >= 0 && position < L && rows <= R, "decoding: position ", position, " of ", rows,
+            " hypotheses is outside the cache's ", L, " positions of ", R);
+  return slab.view({L * R, D}).rows(position * R, rows).view({rows, 1, D});
+}
+}  // namespace
+
+// Each sub-layer's output projection adds its residual in its own call (Residual::forward); the
+// self-attention's keys and values go from their product straight into the cache's slabs at this
+// step's position, row b for hypothesis b (decode_step's key_rows).
 Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& state, size_t index) const {
   const Tensor h1 = self_res.forward(
       ctx, x,
-      [&](const Tensor& in) {
-        const auto [q, k, v] = self_attn.project_qkv(ctx, in);
-        ops::write_position(state.self_k[index], k, state.length);
-        ops::write_position(state.self_v[index], v, state.length);
+      [&](const Tensor& in, const Tensor& r) {
+        const int64_t rows = in.size(0);
+        const auto [q, k, v] = self_attn.project_qkv(ctx, in, slab_position(state.self_k[index], state.length, rows),
+                                                     slab_position(state.self_v[index], state.length, rows));
         return self_attn.attend_projected(ctx, in, q, state.self_k[index], state.self_v[index],
-                                          {.key_lengths = state.step_lengths, .key_rows = state.key_rows}, nullptr);
+                                          {.key_lengths = state.step_lengths_there, .key_rows = state.key_rows_there},
+                                          nullptr, r);
       },
       nullptr);
   const Tensor h2 = cross_res.forward(
       ctx, h1,
-      [&](const Tensor& in) {
+      [&](const Tensor& in, const Tensor& r) {
         MultiHeadAttention::Saved saved;
         Tensor y = cross_attn.attend(ctx, in, state.memory_k[index], state.memory_v[index],
-                                     {.key_lengths = state.src_lengths, .kv_group = state.kv_group},
-                                     state.record_attention ? &saved : nullptr);
+                                     {.key_lengths = state.src_lengths_there, .kv_group = state.kv_group},
+                                     state.record_attention ? &saved : nullptr, r);
         if (state.record_attention) state.cross_attention[index] = saved.probs;
         return y;
       },
       nullptr);
-  return ffn_res.forward(ctx, h2, [&](const Tensor& in) { return ffn.forward(ctx, in, nullptr); }, nullptr);
+  return ffn_res.forward(
+      ctx, h2, [&](const Tensor& in, const Tensor& r) { return ffn.forward(ctx, in, nullptr, r); }, nullptr);
 }
 
 void Transformer::restrict_output(const Context& ctx, DecodeState& state, const std::vector<int32_t>& ids) const {
@@ -101,6 +116,18 @@ Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Te
   // This step's keys go to row b of the slab, which hypothesis b reads from now on.
   int32_t* key_rows = state.key_rows.data<int32_t>();
   for (int64_t b = 0; b < rows; ++b) key_rows[b * state.key_rows.size(1) + state.length] = static_cast<int32_t>(b);
+  // The attention op checks host values at each call; device copies are checked here, once.
+  const Device device = params_.device();
+  if (device != Device::CPU) {
+    const int64_t slab_rows = state.self_k.empty() ? rows : state.self_k[0].size(1);
+    for (int64_t i = 0; i < state.key_rows.numel(); ++i)
+      TFM_CHECK(key_rows[i] >= 0 && key_rows[i] < slab_rows, "decode_step: key_rows[", i / state.key_rows.size(1),
+                ", ", i % state.key_rows.size(1), "] = ", key_rows[i], " is outside the slab's ", slab_rows, " rows");
+  }
+  auto there = [&](const Tensor& t) { return t.device() == device ? t : t.to_device(device); };
+  state.step_lengths_there = there(state.step_lengths);
+  state.key_rows_there = there(state.key_rows);
+  state.src_lengths_there = there(state.src_lengths);
   Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);
   for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].step(ctx, x, state, i);
   if (config_.pre_norm) x = decoder_norm.forward(ctx, x, nullptr);

@@ -39,8 +39,10 @@ Tensor EncoderLayer::forward(const Context& ctx, const Tensor& x, const Attentio
   Saved local;
   Saved& s = saved ? *saved : local;
   const Tensor h = attn_res.forward(
-      ctx, x, [&](const Tensor& in) { return self_attn.forward(ctx, in, in, mask, &s.attn); }, &s.attn_res);
-  return ffn_res.forward(ctx, h, [&](const Tensor& in) { return ffn.forward(ctx, in, &s.ffn); }, &s.ffn_res);
+      ctx, x, [&](const Tensor& in, const Tensor& r) { return self_attn.forward(ctx, in, in, mask, &s.attn, r); },
+      &s.attn_res);
+  return ffn_res.forward(
+      ctx, h, [&](const Tensor& in, const Tensor& r) { return ffn.forward(ctx, in, &s.ffn, r); }, &s.ffn_res);
 }
 
 Tensor EncoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& dy) const {
@@ -64,12 +66,17 @@ Tensor DecoderLayer::forward(const Context& ctx, const Tensor& x, const Tensor& 
   Saved local;
   Saved& s = saved ? *saved : local;
   const Tensor h1 = self_res.forward(
-      ctx, x, [&](const Tensor& in) { return self_attn.forward(ctx, in, in, self_mask, &s.self_attn); },
+      ctx, x,
+      [&](const Tensor& in, const Tensor& r) { return self_attn.forward(ctx, in, in, self_mask, &s.self_attn, r); },
       &s.self_res);
   const Tensor h2 = cross_res.forward(
-      ctx, h1, [&](const Tensor& in) { return cross_attn.forward(ctx, in, memory, memory_mask, &s.cross_attn); },
+      ctx, h1,
+      [&](const Tensor& in, const Tensor& r) {
+        return cross_attn.forward(ctx, in, memory, memory_mask, &s.cross_attn, r);
+      },
       &s.cross_res);
-  return ffn_res.forward(ctx, h2, [&](const Tensor& in) { return ffn.forward(ctx, in, &s.ffn); }, &s.ffn_res);
+  return ffn_res.forward(
+      ctx, h2, [&](const Tensor& in, const Tensor& r) { return ffn.forward(ctx, in, &s.ffn, r); }, &s.ffn_res);
 }
 
 Tensor DecoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& dy, const Tensor& dmemory) const {

@@ -15,6 +15,10 @@ cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k
   TFM_CHECK(h >= 1, op, ": heads must be at least 1, got ", h);
   TFM_CHECK(q.size(2) % h == 0 && v.size(2) % h == 0, op, ": widths of q ", q.shape(), " and v ", v.shape(),
             " must be multiples of the ", h, " heads");
+  for (const auto& [what, t] : {std::pair<const char*, const Tensor*>{"key_lengths", &args.key_lengths},
+                                {"key_rows", &args.key_rows}})
+    TFM_CHECK(!t->defined() || t->device() == Device::CPU || t->device() == q.device(), op, ": ", what, " is on ",
+              name(t->device()), ", q on ", name(q.device()), " (they go on the host or with q)");
   const bool shared = args.key_rows.defined();  // k, v: [S, R, H·d] slabs
   cpu::AttentionDims d{q.size(0), q.size(1), shared ? k.size(0) : k.size(1), h, q.size(2) / h, v.size(2) / h,
                        args.kv_group, shared ? k.size(1) : 0};
@@ -28,10 +32,12 @@ cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k
               ", expected [", d.batch, ", ", d.keys, "]");
     TFM_CHECK(v.size(0) == d.keys && v.size(1) == d.kv_rows, op, ": k ", k.shape(), " and v ", v.shape(),
               " have different slabs");
-    const HostInts rows(args.key_rows);
-    for (int64_t i = 0; i < args.key_rows.numel(); ++i)
-      TFM_CHECK(rows[i] >= 0 && rows[i] < d.kv_rows, op, ": key_rows[", i / d.keys, ", ", i % d.keys, "] = ", rows[i],
-                " is outside the slab's [0, ", d.kv_rows, ")");
+    if (args.key_rows.device() == Device::CPU) {  // a device's are the caller's to check (decode_step)
+      const HostInts rows(args.key_rows);
+      for (int64_t i = 0; i < args.key_rows.numel(); ++i)
+        TFM_CHECK(rows[i] >= 0 && rows[i] < d.kv_rows, op, ": key_rows[", i / d.keys, ", ", i % d.keys, "] = ",
+                  rows[i], " is outside the slab's [0, ", d.kv_rows, ")");
+    }
   } else {
     TFM_CHECK(k.size(0) * args.kv_group == d.batch && v.size(0) == k.size(0), op, ": batch sizes differ: q ",
               q.shape(), ", k ", k.shape(), ", v ", v.shape(), " with ", args.kv_group, " queries per key/value entry");
@@ -47,10 +53,12 @@ cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k
     check_dtype(op, "key_lengths", args.key_lengths, DType::I32);
     TFM_CHECK(args.key_lengths.numel() == d.batch, op, ": key_lengths has ", args.key_lengths.numel(),
               " entries for a batch of ", d.batch);
-    const HostInts lengths(args.key_lengths);
-    for (int64_t b = 0; b < d.batch; ++b) {
-      const int32_t len = lengths[b];
-      TFM_CHECK(len >= 0 && len <= d.keys, op, ": key_lengths[", b, "] = ", len, " is outside [0, ", d.keys, "]");
+    if (args.key_lengths.device() == Device::CPU) {  // a device's: reading them back would wait for it
+      const HostInts lengths(args.key_lengths);
+      for (int64_t b = 0; b < d.batch; ++b) {
+        const int32_t len = lengths[b];
+        TFM_CHECK(len >= 0 && len <= d.keys, op, ": key_lengths[", b, "] = ", len, " is outside [0, ", d.keys, "]");
+      }
     }
   }
   return d;

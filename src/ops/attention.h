@@ -15,6 +15,9 @@ struct AttentionArgs {
   // the usual lower triangle; with a cache of earlier keys, each new query sees all before it).
   bool causal = false;
   // Key padding: int32 [B], keys s ≥ key_lengths[b] get zero weight. Undefined: no padding.
+  // key_lengths and key_rows may be on the host or on q's device; host values are checked at each
+  // call, a device's are not (that would wait for the device): their maker checks them
+  // (Transformer::decode_step), and the kernels take lengths beyond S as S.
   Tensor key_lengths;
   // Query batch entries per key/value entry: k and v hold B / kv_group entries, entry b / kv_group
   // serving query entry b (the beams of a sentence share its encoder output). Forward only.

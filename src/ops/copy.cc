@@ -50,13 +50,20 @@ void split_columns(const Tensor& x, const std::vector<Tensor>& parts) {
   }
   TFM_CHECK(offset == x.size(-1), "split_columns: the parts' widths add up to ", offset, ", x ", x.shape(), " has ",
             x.size(-1));
+  if (x.device() == Device::CUDA) {  // one kernel for every part
+    std::vector<int64_t> widths;
+    std::vector<char*> to;
+    for (const Tensor& p : parts) {
+      widths.push_back(p.size(-1) * elem);
+      to.push_back(static_cast<char*>(p.raw()));
+    }
+    cuda_kernels("split_columns").split_columns(rows, x.size(-1) * elem, widths, to, static_cast<const char*>(x.raw()));
+    return;
+  }
   offset = 0;
   for (const Tensor& p : parts) {
-    const auto* from = static_cast<const char*>(x.raw());
-    auto* to = static_cast<char*>(p.raw());
-    if (x.device() == Device::CUDA)
-      cuda_kernels("split_columns").copy_columns(rows, x.size(-1) * elem, offset * elem, p.size(-1) * elem, from, to);
-    else cpu::copy_columns(rows, x.size(-1) * elem, offset * elem, p.size(-1) * elem, from, to);
+    cpu::copy_columns(rows, x.size(-1) * elem, offset * elem, p.size(-1) * elem, static_cast<const char*>(x.raw()),
+                      static_cast<char*>(p.raw()));
     offset += p.size(-1);
   }
 }

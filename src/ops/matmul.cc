@@ -108,19 +108,32 @@ int64_t linear_rows(const char* op, const Tensor& x, const Tensor& w, const Tens
 }
 }  // namespace
 
+void check_residual(const char* op, const Tensor& residual, const Tensor& y, Activation act) {
+  if (!residual.defined()) return;
+  check_dtype(op, "residual", residual, y.dtype());
+  TFM_CHECK(residual.shape() == y.shape() && residual.device() == y.device(), op, ": the residual ", residual.shape(),
+            " on ", name(residual.device()), " does not match the output ", y.shape(), " on ", name(y.device()));
+  TFM_CHECK(act == Activation::kNone, op, ": a residual is added to a product without an activation, not after '",
+            activation_name(act), "'");
+  TFM_CHECK(residual.raw() != y.raw(), op, ": the residual may not be the output itself");
+}
+
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Activation act, const Tensor& y,
-            Precision precision) {
+            Precision precision, const Tensor& residual) {
   const int64_t rows = linear_rows("linear", x, w, bias, y);
+  check_residual("linear", residual, y, act);
   if (y.device() != Device::CPU) {
     bool done = false;
     dispatch("linear (cuBLASLt)", y.dtype(), y.device(), [](auto) {}, [&](cuda::Kernels& k) {
       done = k.linear(rows, w.size(1), w.size(0), x.data<float>(), w.data<float>(), bias.data<float>(), act,
-                      y.data<float>(), precision == Precision::kBf16);
+                      y.data<float>(), precision == Precision::kBf16,
+                      residual.defined() ? residual.data<float>() : nullptr);
     });
     if (done) return;
   }
   matmul(x, w, y, {.trans_b = true, .precision = precision});
   bias_activate(y, bias, act, y);
+  if (residual.defined()) add(residual, y, y);
 }
 
 void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, const Tensor* dx, const Tensor& dw,

@@ -35,8 +35,15 @@ void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const T
 // y [N, out]. Defined as matmul, then bias_activate; on a GPU one cuBLASLt product with the bias and
 // activation (none or ReLU) in its epilogue, which rounds once less (the bias is added to the
 // product's float32 sum before it is stored, not after).
+// With a residual r [N, out] (act none only): y = r + (x · wᵀ + bias), a residual connection's sum
+// in the same call: on the CPU the add after the product (the arithmetic of ops::add(r, y, y)); on
+// a GPU r goes into the product as its C (beta 1), so (x · wᵀ + r) + bias, one pass fewer and the
+// sums in another order. r may not be y.
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Activation act, const Tensor& y,
-            Precision precision = Precision::kFloat32);
+            Precision precision = Precision::kFloat32, const Tensor& residual = Tensor());
+// The checks of such a residual against the output y (y's dtype, shape and device, not y itself,
+// act none), shared by the products that take one (ops/packed.h); undefined passes.
+void check_residual(const char* op, const Tensor& residual, const Tensor& y, Activation act);
 // Its gradients: dx += dy · w (when dx is given), dw += dyᵀ · x, dbias += Σ_N dy (float32 dy in either
 // precision). On a GPU in float32 the bias gradient comes from the weight gradient's product
 // (cuBLASLt's epilogue).

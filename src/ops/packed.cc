@@ -37,7 +37,7 @@ PackedMatrix pack_weight(const Tensor& w, const Tensor& bias, Activation act, Pr
                            act, bf16)};
 }
 
-void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
+void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y, const Tensor& residual) {
   TFM_CHECK(w.packed != nullptr || w.weight.defined(), "matmul_packed: the weight was given back and not packed");
   check_dtype("matmul_packed", "x", x, DType::F32);
   check_dtype("matmul_packed", "y", y, DType::F32);
@@ -48,28 +48,32 @@ void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y) {
             rows, " rows of ", out);
   TFM_CHECK(x.device() == y.device() && x.device() == w.device, "matmul_packed: x is on ", name(x.device()), ", y on ",
             name(y.device()), ", the packed weight on ", name(w.device));
+  check_residual("matmul_packed", residual, y, w.act);
   // The weight itself (no packed copy, or on the CPU where BLAS is faster for this shape), with its
   // bias and activation: one product with them in its epilogue on a GPU.
   const bool on_cpu = x.device() == Device::CPU;
   const bool plain_wins = on_cpu && w.precision == Precision::kFloat32 && !cpu::packed_product_wins(rows, out, in);
   if (!w.packed || (w.weight.defined() && plain_wins)) {
     if (w.bias.defined()) {
-      linear(x, w.weight, w.bias, w.act, y);
+      linear(x, w.weight, w.bias, w.act, y, Precision::kFloat32, residual);
     } else {
       matmul(x, w.weight, y, {.trans_b = true});
       activate(w.act, y, y);
+      if (residual.defined()) add(residual, y, y);
     }
     return;
   }
   if (!on_cpu) {
     dispatch("matmul_packed", DType::F32, x.device(), [](auto) {}, [&](cuda::Kernels& k) {
       k.linear_packed_bf16(rows, in, out, x.data<float>(), w.packed.get(),
-                           w.bias.defined() ? w.bias.data<float>() : nullptr, w.act, y.data<float>());
+                           w.bias.defined() ? w.bias.data<float>() : nullptr, w.act, y.data<float>(),
+                           residual.defined() ? residual.data<float>() : nullptr);
     });
     return;
   }
   dispatch("matmul_packed", DType::F32, Device::CPU,
            [&](auto) { cpu::matmul_packed(w.packed.get(), rows, x.data<float>(), y.data<float>()); });
+  if (residual.defined()) add(residual, y, y);
 }
 
 }  // namespace tfm::ops

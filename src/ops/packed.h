@@ -53,6 +53,8 @@ PackedMatrix pack_weight(const Tensor& w, const Tensor& bias = Tensor(), Activat
 // y = x · Wᵀ (+ the bias it was packed with, then its activation); x: float32 [..., in] → y: float32 [..., out]. Uses
 // the packed copy where it is faster (all but the wide output projection beyond 256 rows;
 // docs/performance.md) or when `weight` is gone, and ops::matmul on `weight` otherwise.
-void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y);
+// With a residual r (as ops::linear's: shaped as y, not y, the weight packed without an activation):
+// y = r + the product, in the product's call on a GPU (its C), added after it on the CPU.
+void matmul_packed(const Tensor& x, const PackedMatrix& w, const Tensor& y, const Tensor& residual = Tensor());
 
 }  // namespace tfm::ops

@@ -75,22 +75,24 @@ void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
 void round_to_bf16(int64_t n, const float* x, float* y);
 
 // A linear layer's products through cuBLASLt, the rest in the product's epilogue (products.cu):
-//   linear_forward:     y[rows, out] = act(x[rows, in] · w[out, in]ᵀ + bias[out]), act none or ReLU
+//   linear_forward:     y[rows, out] = act(x[rows, in] · w[out, in]ᵀ + bias[out]), act none or ReLU;
+//                       with a residual[rows, out] (not y; relu false): y = x · wᵀ + residual + bias
 //   linear_weight_grad: dw[out, in] += dy[rows, out]ᵀ · x[rows, in], bgrad[out] = Σ_rows dy (written);
 //                       float32 only (in bf16 the epilogue would sum dy rounded to bfloat16)
 // linear_forward's bf16: x and w rounded to bfloat16 first. False, with nothing done but rounding,
 // where cuBLASLt has no algorithm for it.
 bool linear_forward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
-                    bool relu, float* y, bool bf16);
+                    bool relu, float* y, bool bf16, const float* residual = nullptr);
 bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
                         float* bgrad);
 // Inference's packed weights (ops/packed.h on a GPU, products.cu): pack_bf16 rounds w[n] into
 // bfloat16 memory of its own (256-byte aligned); linear_forward_packed: y[rows, out] = act(bf16(x) ·
 // w16[out, in]ᵀ + bias) with the bias (may be null) and act (none or ReLU) in cuBLASLt's epilogue,
-// false where cuBLASLt has no algorithm for it; gemm_packed_bf16: y = bf16(x) · w16ᵀ through cuBLAS.
+// false where cuBLASLt has no algorithm for it, the residual (may be null) as linear_forward's;
+// gemm_packed_bf16: y = bf16(x) · w16ᵀ through cuBLAS.
 std::shared_ptr<const void> pack_bf16(int64_t n, const float* w);
 bool linear_forward_packed(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, const float* bias,
-                           bool relu, float* y);
+                           bool relu, float* y, const float* residual = nullptr);
 void gemm_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, float* y);
 // dx[rows, in] += dy[rows, out] · w[out, in] (dx may be null) and dw[out, in] += dy[rows, out]ᵀ · x[rows, in]
 // with dy already rounded to bfloat16 (dy16), w and x rounded once for both products, float32 sums

@@ -257,6 +257,24 @@ __global__ void copy_rows_kernel(int64_t n, int64_t row_words, int64_t copy_word
   }
 }
 
+// A row's column bands (split_columns): band p is words [end[p − 1], end[p]) of each row (end[−1] = 0).
+struct ColumnBands {
+  uint32_t* dst[Kernels::kMaxBands];
+  int64_t end[Kernels::kMaxBands];
+  int count;
+};
+
+__global__ void split_columns_kernel(int64_t rows, int64_t row_words, const uint32_t* src, ColumnBands bands) {
+  const int64_t total = rows * row_words;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = i / row_words, c = i % row_words;
+    int p = 0;
+    while (p + 1 < bands.count && c >= bands.end[p]) ++p;
+    const int64_t begin = p > 0 ? bands.end[p - 1] : 0, width = bands.end[p] - begin;
+    bands.dst[p][row * width + (c - begin)] = src[i];
+  }
+}
+
 __global__ void partial_sum_squares(int64_t n, const float* x, double* partial) {
   __shared__ double shared[32];
   double s = 0;
@@ -440,27 +458,31 @@ class CudaKernels final : public Kernels {
   }
   void round_to_bf16(int64_t n, const float* x, float* y) override { cuda::round_to_bf16(n, x, y); }
   bool linear(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias, Activation act,
-              float* y, bool bf16) override {
+              float* y, bool bf16, const float* residual) override {
     if (act != Activation::kNone && act != Activation::kRelu) return false;
-    return cuda::linear_forward(rows, in, out, x, w, bias, act == Activation::kRelu, y, bf16);
+    if (residual != nullptr && act != Activation::kNone) return false;
+    return cuda::linear_forward(rows, in, out, x, w, bias, act == Activation::kRelu, y, bf16, residual);
   }
   std::shared_ptr<const void> pack_bf16(int64_t out, int64_t in, const float* w) override {
     return cuda::pack_bf16(out * in, w);
   }
   void linear_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, const float* bias,
-                          Activation act, float* y) override {
+                          Activation act, float* y, const float* residual) override {
     if (rows == 0 || out == 0) return;
     const bool relu = act == Activation::kRelu;
-    // With a bias, one cuBLASLt product with it in the epilogue; without (the output projection),
-    // cuBLAS's product, as the plain weights' (cuBLASLt's heuristic chose a slower one for decoding's
-    // 128 × 32,000 × 512 logits on the H100: greedy 75,000 against 89,000 tokens/s).
-    if (in > 0 && bias != nullptr && cuda::linear_forward_packed(rows, in, out, x, w16, bias, relu, y)) {
+    // With a bias, one cuBLASLt product with it (and the residual) in the epilogue; without (the
+    // output projection), cuBLAS's product, as the plain weights' (cuBLASLt's heuristic chose a
+    // slower one for decoding's 128 × 32,000 × 512 logits on the H100: greedy 75,000 against 89,000
+    // tokens/s).
+    if (in > 0 && bias != nullptr && (residual == nullptr || act == Activation::kNone) &&
+        cuda::linear_forward_packed(rows, in, out, x, w16, bias, relu, y, residual)) {
       if (!relu && act != Activation::kNone) activate(rows * out, act, y, y);  // no epilogue for it
       return;
     }
     cuda::gemm_packed_bf16(rows, in, out, x, w16, y);
     if (bias != nullptr) bias_activate(rows, out, y, bias, act, y);
     else if (act != Activation::kNone) activate(rows * out, act, y, y);
+    if (residual != nullptr) add(rows * out, residual, y, y);
   }
   void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
                        float* dx, float* dw, float* dbias, bool bf16) override {
@@ -646,6 +668,32 @@ class CudaKernels final : public Kernels {
     check(cudaMemcpy2DAsync(dst, static_cast<size_t>(width_bytes), src + offset_bytes, static_cast<size_t>(row_bytes),
                             static_cast<size_t>(width_bytes), static_cast<size_t>(rows), cudaMemcpyDeviceToDevice),
           "copy_columns");
+  }
+  void split_columns(int64_t rows, int64_t row_bytes, const std::vector<int64_t>& width_bytes,
+                     const std::vector<char*>& dst, const char* src) override {
+    if (rows <= 0 || row_bytes <= 0) return;
+    auto word = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 4 == 0; };
+    bool one_kernel = width_bytes.size() <= static_cast<size_t>(kMaxBands) && row_bytes % 4 == 0 && word(src);
+    for (size_t p = 0; p < width_bytes.size(); ++p) one_kernel = one_kernel && width_bytes[p] % 4 == 0 && word(dst[p]);
+    if (!one_kernel) {
+      int64_t offset = 0;
+      for (size_t p = 0; p < width_bytes.size(); ++p) {
+        copy_columns(rows, row_bytes, offset, width_bytes[p], src, dst[p]);
+        offset += width_bytes[p];
+      }
+      return;
+    }
+    ColumnBands bands{};
+    int64_t end = 0;
+    for (size_t p = 0; p < width_bytes.size(); ++p) {
+      end += width_bytes[p] / 4;
+      bands.dst[p] = reinterpret_cast<uint32_t*>(dst[p]);
+      bands.end[p] = end;
+    }
+    bands.count = static_cast<int>(width_bytes.size());
+    split_columns_kernel<<<grid_for(rows * row_bytes / 4), kThreads>>>(
+        rows, row_bytes / 4, reinterpret_cast<const uint32_t*>(src), bands);
+    launched("split_columns");
   }
   void copy_bytes(int64_t n, const char* src, char* dst) override {
     if (n <= 0) return;

@@ -10,6 +10,7 @@
 // so the same inputs give the same bits on every run (no floating-point atomics).
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/rng.h"
 #include "ops/activation.h"
@@ -58,18 +59,22 @@ class Kernels {
   //   dx += dy · w (dx may be null), dw += dyᵀ · x, dbias += Σ_rows dy: in float32 the bias gradient
   //   from the weight gradient's product (cuBLASLt's epilogue); in bf16 dy, w and x rounded once for
   //   both products, and the bias gradient from float32 dy.
+  //   residual (may be null; act none only): y = x · wᵀ + residual + bias, residual the product's C
+  //   (beta 1), not y.
   virtual bool linear(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
-                      ops::Activation act, float* y, bool bf16) = 0;
+                      ops::Activation act, float* y, bool bf16, const float* residual = nullptr) = 0;
   virtual void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
                                float* dx, float* dw, float* dbias, bool bf16) = 0;
 
   // Inference's packed weights (ops/packed.h) on the device: pack_bf16 rounds w [out, in] to bfloat16
   // once, into device memory of its own (2 · out · in bytes, freed with the pointer);
   // linear_packed_bf16: y[rows, out] = act(bf16(x) · w16ᵀ + bias), float32 sums (Precision::kBf16's
-  // definition), bias (may be null) and act none or ReLU in cuBLASLt's epilogue, another act after it.
+  // definition), bias (may be null) and act none or ReLU in cuBLASLt's epilogue, another act after it;
+  // with a residual (may be null; act none only) y = bf16(x) · w16ᵀ + residual + bias, as linear's.
   virtual std::shared_ptr<const void> pack_bf16(int64_t out, int64_t in, const float* w) = 0;
   virtual void linear_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16,
-                                  const float* bias, ops::Activation act, float* y) = 0;
+                                  const float* bias, ops::Activation act, float* y,
+                                  const float* residual = nullptr) = 0;
 
   // Attention (ops/attention.h); key_lengths and key_rows are device pointers or null.
   virtual void attention(const AttentionDims& d, const float* q, const float* k, const float* v, bool causal,
@@ -121,6 +126,12 @@ class Kernels {
                          char* dst) = 0;
   virtual void copy_columns(int64_t rows, int64_t row_bytes, int64_t offset_bytes, int64_t width_bytes,
                             const char* src, char* dst) = 0;
+  // Every row of src [rows, row_bytes] cut into column bands side by side, band i (width_bytes[i],
+  // summing to row_bytes) into dst[i] [rows, width_bytes[i]]: one kernel where the bands are whole
+  // 4-byte words (at most kMaxBands of them), copy_columns per band otherwise.
+  static constexpr int kMaxBands = 4;
+  virtual void split_columns(int64_t rows, int64_t row_bytes, const std::vector<int64_t>& width_bytes,
+                             const std::vector<char*>& dst, const char* src) = 0;
   virtual void copy_bytes(int64_t n, const char* src, char* dst) = 0;
 };
 

@@ -116,7 +116,8 @@ struct LtPlan {
 constexpr size_t kLtWorkspace = size_t{32} << 20;
 
 // Column-major D[m, n] = op(A) · op(B) (+ C with beta 1), the epilogue's vector of `m` (bias) or
-// `n` (BGRADB) at `vector`. Types: A and B bf16 or float32, C and D float32, float32 sums.
+// `n` (BGRADB) at `vector`. Types: A and B bf16 or float32, C and D float32, float32 sums. `c` is
+// the least aligned of C and D (the same layout).
 const LtPlan& lt_plan(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
                       int64_t ldc, bool bf16, cublasLtEpilogue_t epilogue, const void* a, const void* b, const void* c,
                       const void* vector) {
@@ -165,9 +166,10 @@ const LtPlan& lt_plan(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 }
 
 // a16: with bf16, A already rounded to bfloat16 (inference's packed weights), used instead of a.
+// c_in: the product's C when it is not D (c), then with beta 1 (a residual connection's input).
 bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool bf16, cublasLtEpilogue_t epilogue,
-               const float* vector, const __nv_bfloat16* a16_given = nullptr) {
+               const float* vector, const __nv_bfloat16* a16_given = nullptr, const float* c_in = nullptr) {
   if (m <= 0 || n <= 0 || k <= 0) return false;
   constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
   if (m > kMaxInt || n > kMaxInt || k > kMaxInt) return false;
@@ -188,14 +190,18 @@ bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
   // The plans are shared and their bias pointer set per call: one call at a time.
   static std::mutex mutex;
   const std::lock_guard<std::mutex> lock(mutex);
-  const LtPlan& p = lt_plan(trans_a, trans_b, m, n, k, lda, ldb, ldc, bf16, epilogue, a_in, b_in, c, vector);
+  const float* c_read = c_in != nullptr ? c_in : c;
+  if (c_in != nullptr) beta = 1.0f;
+  // The plan for the less aligned of C and D: both must meet the alignment it was chosen for.
+  const float* c_align = alignment(c_read) < alignment(c) ? c_read : c;
+  const LtPlan& p = lt_plan(trans_a, trans_b, m, n, k, lda, ldb, ldc, bf16, epilogue, a_in, b_in, c_align, vector);
   if (!p.found) return false;
   check_blas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof vector),
              "BIAS_POINTER");
   const float alpha = 1.0f;
   auto workspace = scratch(kLtWorkspace);
-  const cublasStatus_t rc = cublasLtMatmul(lt_handle(), p.op, &alpha, a_in, p.a, b_in, p.b, &beta, c, p.c, c, p.c,
-                                           &p.algo, workspace.get(), kLtWorkspace, nullptr);
+  const cublasStatus_t rc = cublasLtMatmul(lt_handle(), p.op, &alpha, a_in, p.a, b_in, p.b, &beta, c_read, p.c, c,
+                                           p.c, &p.algo, workspace.get(), kLtWorkspace, nullptr);
   if (rc == CUBLAS_STATUS_NOT_SUPPORTED) return false;  // the caller's plain product then
   check_blas(rc, "cublasLtMatmul");
   return true;
@@ -206,7 +212,7 @@ bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
 // Keys query t of entry b sees: the first n, n = min(length_b, t + 1 + S − T) (causal), ≥ 0.
 __device__ inline int64_t visible_keys(int64_t keys, int64_t queries, int64_t b, int64_t t, bool causal,
                                        const int32_t* key_lengths) {
-  int64_t n = key_lengths ? key_lengths[b] : keys;
+  int64_t n = key_lengths ? min(static_cast<int64_t>(key_lengths[b]), keys) : keys;
   if (causal) n = min(n, t + 1 + keys - queries);
   return n > 0 ? n : 0;
 }
@@ -543,11 +549,11 @@ void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
 }
 
 bool linear_forward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
-                    bool relu, float* y, bool bf16) {
-  // Column-major: yᵀ[out, rows] = wᵀᵀ · xᵀ, w stored [out, in] (column-major [in, out]), the bias
-  // one value per row of yᵀ.
+                    bool relu, float* y, bool bf16, const float* residual) {
+  // Column-major: yᵀ[out, rows] = wᵀᵀ · xᵀ (+ residualᵀ as C), w stored [out, in] (column-major
+  // [in, out]), the bias one value per row of yᵀ.
   return lt_matmul(true, false, out, rows, in, w, in, x, in, 0.0f, y, out, bf16,
-                   relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias);
+                   relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias, nullptr, residual);
 }
 
 std::shared_ptr<const void> pack_bf16(int64_t n, const float* w) {
@@ -558,11 +564,11 @@ std::shared_ptr<const void> pack_bf16(int64_t n, const float* w) {
 }
 
 bool linear_forward_packed(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, const float* bias,
-                           bool relu, float* y) {
+                           bool relu, float* y, const float* residual) {
   const cublasLtEpilogue_t epilogue = bias != nullptr ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                                       : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
   return lt_matmul(true, false, out, rows, in, nullptr, in, x, in, 0.0f, y, out, true, epilogue, bias,
-                   static_cast<const __nv_bfloat16*>(w16));
+                   static_cast<const __nv_bfloat16*>(w16), residual);
 }
 
 void gemm_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, float* y) {
