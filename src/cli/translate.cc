@@ -287,7 +287,8 @@ Action add_translate(CLI::App& app) {
   cmd->add_option("--max-length-b", s.max_length_b, "see --max-length-a")->capture_default_str();
   cmd->add_option("--min-length", s.min_length,
                   "no end of sentence before this many output tokens, end of sentence included (benchmarks "
-                  "force a length with --min-length = max length)")
+                  "force a length with --min-length = max length); where a sentence's maximum length is shorter, "
+                  "the maximum wins")
       ->capture_default_str();
   cmd->add_option("--n-best", s.n_best, "print this many hypotheses per line: 'i ||| text ||| score'")->capture_default_str();
   cmd->add_option("--sampling-topk", s.sampling_topk,
