@@ -87,6 +87,38 @@ nccl_one_rank() {
   echo "one rank through NCCL: the same model file as one process without it"
 }
 
+# The command itself on the GPU: the committed tiny model's translations with --device cuda (packed,
+# plain and bf16 weights) against the committed CPU outputs, and its scores against the CPU's.
+cli_translate_cuda() (  # a subshell: its stderr goes to a file of its own
+  local bin=$1 fix=$PWD/tests/fixtures/tiny_model work=/tmp/tfm-gpu-cli bad=0
+  rm -rf "$work" && mkdir -p "$work"
+  exec 2>>"$work/stderr"  # the tiny model's notes (no checksum, no vocabulary fingerprint), once per command
+  # (step runs this under ||, where set -e does not apply: each check records its own failure)
+  check() {  # check WHAT EXPECTED COMMAND...: the command's output against the file EXPECTED
+    local what=$1 expected=$2; shift 2
+    if "$@" | diff -q "$expected" - >/dev/null; then echo "$what: the committed output"
+    else echo "$what: DIFFERS from the committed output"; bad=1; fi
+  }
+  local tr=("$bin" translate -m "$fix/model.safetensors" --device cuda --input "$fix/input.en")
+  check "greedy on cuda" "$fix/expected.greedy.de" "${tr[@]}" --beam 1
+  check "beam 4 on cuda" "$fix/expected.beam4.de" "${tr[@]}" --beam 4
+  check "beam 4 on cuda, plain weights" "$fix/expected.beam4.de" "${tr[@]}" --beam 4 --no-packed-weights
+  "${tr[@]}" --beam 4 --bf16 > "$work/bf16.cuda" || bad=1
+  "$bin" translate -m "$fix/model.safetensors" --device cpu --input "$fix/input.en" --beam 4 --bf16 > "$work/bf16.cpu" ||
+    bad=1
+  echo "beam 4 --bf16 on cuda: $(paste -d '\t' "$work/bf16.cuda" "$work/bf16.cpu" | awk -F '\t' '$1 == $2' | wc -l)" \
+    "of $(wc -l < "$work/bf16.cpu") lines as the CPU's"
+  local sc=("$bin" score -m "$fix/model.safetensors" --source "$fix/input.en" --target "$fix/expected.beam4.de")
+  "${sc[@]}" --device cuda > "$work/score.cuda" || bad=1
+  "${sc[@]}" --device cpu > "$work/score.cpu" || bad=1
+  paste "$work/score.cuda" "$work/score.cpu" |  # each line: the scores on cuda, then the same columns on the cpu
+    awk -F '\t' '{ n = NF / 2; for (i = 1; i <= n; ++i) { d = $i - $(i + n); if (d < 0) d = -d; if (d > m) m = d } }
+      END { printf "score on cuda against the cpu: largest difference %.2e over %d lines\n", m, NR
+            exit !(NR > 0 && m < 1e-4) }' || bad=1
+  [[ $bad == 0 ]] || { echo "cli.translate_cuda: see above; stderr:"; tail -5 "$work/stderr"; }
+  return $bad
+)
+
 # The demo's loss records on the GPU and on the CPU, step by step: the relative difference.
 demo_curves() {
   python3 - "$1" "$2" <<'PY'
@@ -145,6 +177,7 @@ run() {
     step sanitizer.racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$root/bin/cuda_test" \
       --gtest_filter='Cuda.Attention*:Cuda.LayerNorm*:Cuda.LabelSmoothed*'
   fi
+  [[ ${GPU_CHECK_TESTS:-1} == 1 ]] && step cli.translate_cuda cli_translate_cuda "$root/bin/transformer"
   [[ ${GPU_CHECK_TESTS:-1} == 1 && -x $root/mpi/usr/bin/orterun ]] &&
     step mpi.nccl_one_rank nccl_one_rank "$root/bin/transformer" "$root/mpi/usr/bin/orterun"
   if [[ ${GPU_CHECK_BENCH:-1} == 1 ]]; then
@@ -190,6 +223,7 @@ run() {
   cat "$out"/bench.torch_*.log 2>/dev/null | grep '^{' || true
   [[ -f $out/profile.base_bf16.log ]] && sed -n '/TFM_PROFILE/,$p' "$out/profile.base_bf16.log"
   [[ -f $out/profile.greedy_bf16.log ]] && sed -n '/TFM_PROFILE/,$p' "$out/profile.greedy_bf16.log" | head -25
+  [[ -f $out/cli.translate_cuda.log ]] && cat "$out/cli.translate_cuda.log"
   [[ -f $out/demo300.compare.txt ]] && cat "$out/demo300.compare.txt"
   return $status
 }
