@@ -462,8 +462,9 @@ TEST(Cuda, RowMovesAndTopK) {
   for (size_t i = 0; i < parts.size(); ++i) expect_identical(parts[i], parts_gpu[i], cat("split_columns part ", i));
   // One kernel for up to 4 bands of whole words (an empty one among them); copies per band for 5
   // bands and for bands of single bytes.
-  for (const std::vector<int64_t>& widths : {std::vector<int64_t>{4, 0, 6}, std::vector<int64_t>{2, 2, 2, 2, 2},
-                                             std::vector<int64_t>{1, 6, 3}})
+  for (const std::vector<int64_t>& widths :
+       {std::vector<int64_t>{4, 0, 6}, std::vector<int64_t>{0, 4, 6}, std::vector<int64_t>{4, 6, 0},
+        std::vector<int64_t>{2, 2, 2, 2, 2}, std::vector<int64_t>{1, 6, 3}})
     for (const DType dtype : {DType::F32, DType::I8}) {
       const std::string what = cat("split_columns ", widths.size(), " bands ", name(dtype));
       const Tensor xt = dtype == DType::F32 ? x : Tensor::empty({7, 3, 10}, DType::I8);
@@ -478,6 +479,19 @@ TEST(Cuda, RowMovesAndTopK) {
       ops::split_columns(on_gpu(xt), gpu_parts);
       for (size_t i = 0; i < widths.size(); ++i) expect_identical(cpu_parts[i], gpu_parts[i], cat(what, " part ", i));
     }
+  // Into a decoding cache's slab position (decoding's keys and values): views at an offset, the rest
+  // of the slab untouched.
+  {
+    const Tensor qkv = random({5, 1, 24}, 605), slab = random({3, 6, 8}, 606), slab_gpu = on_gpu(slab);
+    auto position = [](const Tensor& t) { return t.view({18, 8}).rows(6, 5).view({5, 1, 8}); };  // position 1
+    const Tensor q = Tensor::empty({5, 1, 8}), q_gpu = Tensor::empty({5, 1, 8}, DType::F32, kGpu);
+    const Tensor v = Tensor::empty({5, 1, 8}), v_gpu = Tensor::empty({5, 1, 8}, DType::F32, kGpu);
+    ops::split_columns(qkv, {q, position(slab), v});
+    ops::split_columns(on_gpu(qkv), {q_gpu, position(slab_gpu), v_gpu});
+    expect_identical(slab, slab_gpu, "split_columns into a slab position");
+    expect_identical(q, q_gpu, "split_columns q beside a slab position");
+    expect_identical(v, v_gpu, "split_columns v beside a slab position");
+  }
   const Tensor cache = random({4, 6, 8}, 603), cache_gpu = on_gpu(cache), step = random({5, 1, 8}, 604);
   ops::write_position(cache, step, 2);
   ops::write_position(cache_gpu, on_gpu(step), 2);

@@ -15,7 +15,7 @@ namespace tfm {
 // r / kv_group, so the beams of a sentence share it. Rows can be reordered or dropped between
 // steps (Transformer::reorder).
 struct DecodeState {
-  Tensor src_lengths;                      // int32 [B']
+  Tensor src_lengths;                      // int32 [B'], on the host
   std::vector<Tensor> memory_k, memory_v;  // per decoder layer: the encoder output's keys, values [B_s, S, D]
   int64_t kv_group = 1;                    // B' / B_s
   // Per decoder layer: the keys, values of the tokens so far [L, R, D], a slab of R rows per position

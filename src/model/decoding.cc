@@ -91,7 +91,7 @@ DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory
   TFM_CHECK(max_length >= 1, "decoding needs a maximum length of at least 1, got ", max_length);
   TFM_CHECK(hypotheses >= 1, "decoding needs at least 1 hypothesis per sentence, got ", hypotheses);
   DecodeState state;
-  state.src_lengths = src_lengths.clone();
+  state.src_lengths = src_lengths.to_device(Device::CPU);  // a copy the host reads (decode_step's checks)
   state.record_attention = record_attention;
   const int64_t B = memory.size(0);
   for (const DecoderLayer& layer : decoder) {
@@ -123,6 +123,11 @@ Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Te
     for (int64_t i = 0; i < state.key_rows.numel(); ++i)
       TFM_CHECK(key_rows[i] >= 0 && key_rows[i] < slab_rows, "decode_step: key_rows[", i / state.key_rows.size(1),
                 ", ", i % state.key_rows.size(1), "] = ", key_rows[i], " is outside the slab's ", slab_rows, " rows");
+    const int64_t S = state.memory_k.empty() ? 0 : state.memory_k[0].size(1);
+    const int32_t* src_lengths = state.src_lengths.data<int32_t>();
+    for (int64_t b = 0; b < rows && !state.memory_k.empty(); ++b)
+      TFM_CHECK(src_lengths[b] >= 0 && src_lengths[b] <= S, "decode_step: src_lengths[", b, "] = ", src_lengths[b],
+                " is outside the encoder output's [0, ", S, "]");
   }
   auto there = [&](const Tensor& t) { return t.device() == device ? t : t.to_device(device); };
   state.step_lengths_there = there(state.step_lengths);

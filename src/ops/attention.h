@@ -16,8 +16,9 @@ struct AttentionArgs {
   bool causal = false;
   // Key padding: int32 [B], keys s ≥ key_lengths[b] get zero weight. Undefined: no padding.
   // key_lengths and key_rows may be on the host or on q's device; host values are checked at each
-  // call, a device's are not (that would wait for the device): their maker checks them
-  // (Transformer::decode_step), and the kernels take lengths beyond S as S.
+  // call, a device's are not (reading them back would wait for the device): their makers check them
+  // (make_batch's lengths are right by construction; Transformer::decode_step checks its own before
+  // each upload), and the kernels take lengths beyond S as S and below 0 as 0.
   Tensor key_lengths;
   // Query batch entries per key/value entry: k and v hold B / kv_group entries, entry b / kv_group
   // serving query entry b (the beams of a sentence share its encoder output). Forward only.

@@ -117,14 +117,16 @@ constexpr size_t kLtWorkspace = size_t{32} << 20;
 
 // Column-major D[m, n] = op(A) · op(B) (+ C with beta 1), the epilogue's vector of `m` (bias) or
 // `n` (BGRADB) at `vector`. Types: A and B bf16 or float32, C and D float32, float32 sums. `c` is
-// the least aligned of C and D (the same layout).
+// the least aligned of C and D (the same layout); out_of_place: C is not D, so the algorithm must
+// write D elsewhere (CUBLASLT_ALGO_CAP_OUT_OF_PLACE_RESULT_SUPPORT).
 const LtPlan& lt_plan(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
                       int64_t ldc, bool bf16, cublasLtEpilogue_t epilogue, const void* a, const void* b, const void* c,
-                      const void* vector) {
-  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int, int, int, int, int>;
+                      const void* vector, bool out_of_place) {
+  using Key =
+      std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int, int, int, int, int, bool>;
   static std::map<Key, LtPlan> plans;
   const Key key{trans_a, trans_b, m, n, k, lda, ldb, ldc, bf16, static_cast<int>(epilogue),
-                alignment(a), alignment(b), alignment(c), alignment(vector)};
+                alignment(a), alignment(b), alignment(c), alignment(vector), out_of_place};
   const auto it = plans.find(key);
   if (it != plans.end()) return it->second;
   LtPlan p;
@@ -155,13 +157,23 @@ const LtPlan& lt_plan(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
                                                   sizeof align_c), "MIN_ALIGNMENT_C");
   check_blas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c,
                                                   sizeof align_c), "MIN_ALIGNMENT_D");
-  cublasLtMatmulHeuristicResult_t result{};
+  // The heuristic's first choice; out of place, its first that can write D apart from C.
+  constexpr int kCandidates = 8;
+  cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
   int count = 0;
-  const cublasStatus_t rc =
-      cublasLtMatmulAlgoGetHeuristic(lt_handle(), p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &count);
+  const cublasStatus_t rc = cublasLtMatmulAlgoGetHeuristic(lt_handle(), p.op, p.a, p.b, p.c, p.c, pref,
+                                                           out_of_place ? kCandidates : 1, results, &count);
   cublasLtMatmulPreferenceDestroy(pref);
-  p.found = rc == CUBLAS_STATUS_SUCCESS && count > 0;
-  if (p.found) p.algo = result.algo;
+  for (int i = 0; rc == CUBLAS_STATUS_SUCCESS && i < count && !p.found; ++i) {
+    int32_t apart = 1;
+    size_t written = 0;
+    if (out_of_place && cublasLtMatmulAlgoCapGetAttribute(&results[i].algo, CUBLASLT_ALGO_CAP_OUT_OF_PLACE_RESULT_SUPPORT,
+                                                          &apart, sizeof apart, &written) != CUBLAS_STATUS_SUCCESS)
+      apart = 0;
+    if (apart == 0) continue;
+    p.found = true;
+    p.algo = results[i].algo;
+  }
   return plans.emplace(key, p).first->second;
 }
 
@@ -194,7 +206,8 @@ bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
   if (c_in != nullptr) beta = 1.0f;
   // The plan for the less aligned of C and D: both must meet the alignment it was chosen for.
   const float* c_align = alignment(c_read) < alignment(c) ? c_read : c;
-  const LtPlan& p = lt_plan(trans_a, trans_b, m, n, k, lda, ldb, ldc, bf16, epilogue, a_in, b_in, c_align, vector);
+  const LtPlan& p =
+      lt_plan(trans_a, trans_b, m, n, k, lda, ldb, ldc, bf16, epilogue, a_in, b_in, c_align, vector, c_read != c);
   if (!p.found) return false;
   check_blas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof vector),
              "BIAS_POINTER");
