@@ -143,7 +143,10 @@ struct Trainer::Impl {
   tfm::Rng rng;
   std::vector<int32_t> order;  // this epoch's batch order
   TrainResult result;
-  int64_t interval_src_tokens = 0, last_saved = 0, first_step = 0;
+  // The tokens (source and target) this process trained on since the last log line or its start: the
+  // speed's numerator. s.interval_tokens, the loss's denominator, is a checkpoint's too (a resumed
+  // run logs the loss an uninterrupted one does), so it counts steps from before a resume.
+  int64_t interval_speed_tokens = 0, last_saved = 0, first_step = 0;
   double elapsed_before = 0;
   Clock::time_point interval_start;
   bool done = false;
@@ -513,7 +516,7 @@ void Trainer::Impl::report_progress(double lr) {
   p.step = s.step;
   p.epoch = s.epoch;
   const double secs = std::chrono::duration<double>(Clock::now() - interval_start).count();
-  p.tokens_per_s = secs > 0 ? static_cast<double>(s.interval_tokens + interval_src_tokens) / secs : 0;
+  p.tokens_per_s = secs > 0 ? static_cast<double>(interval_speed_tokens) / secs : 0;
   p.log_step = s.step % o.log_every == 0;
   if (o.max_steps > 0)  // from this process's own pace
     p.eta_s = (elapsed() - elapsed_before) / static_cast<double>(s.step - first_step) *
@@ -528,7 +531,7 @@ void Trainer::Impl::report_progress(double lr) {
                 MetricsRecord::Kind::kTraining);
     s.interval_loss = 0;
     s.interval_tokens = 0;
-    interval_src_tokens = 0;
+    interval_speed_tokens = 0;
     interval_start = Clock::now();
   }
 }
@@ -662,7 +665,7 @@ StepResult Trainer::Impl::step() {
     for (const int32_t b : step_batches)
       for (const int32_t i : batches[static_cast<size_t>(b)]) {
         tokens += static_cast<int64_t>(examples[static_cast<size_t>(i)].tgt.size()) + 1;
-        interval_src_tokens += static_cast<int64_t>(examples[static_cast<size_t>(i)].src.size()) + 1;
+        interval_speed_tokens += static_cast<int64_t>(examples[static_cast<size_t>(i)].src.size()) + 1;
       }
     const double lr = tfm::learning_rate(o, config.d_model, s.step + 1);
     const double loss = optimize(step_batches, tokens, lr);
@@ -671,6 +674,7 @@ StepResult Trainer::Impl::step() {
     s.tokens_seen += tokens;
     s.interval_loss += loss;
     s.interval_tokens += tokens;
+    interval_speed_tokens += tokens;
     r.stepped = true;
     r.loss = result.last_loss;
     r.tokens = tokens;

@@ -57,6 +57,25 @@ a, b = losses(sys.argv[1]), losses(sys.argv[2])
 assert a == b, (a, b)
 PY
 
+# 2b. The speed logged after a resume counts only this process's steps: resumed at step 95 of a
+# 100-step log interval, the step-100 record's tokens_per_s is near run a's, not ~10× it (it once
+# divided the whole interval's tokens by the 5 steps' time).
+slow_log=("${common[@]}")
+for i in "${!slow_log[@]}"; do [ "${slow_log[$i]}" != --log-every ] || slow_log[$((i + 1))]=100; done
+"$bin" train "${data[@]}" "${slow_log[@]}" --max-steps 95 --run-dir "$work/s" >/dev/null 2>"$work/s.log" ||
+  { cat "$work/s.log"; fail "run s"; }
+"$bin" train "${data[@]}" "${slow_log[@]}" --max-steps 100 --run-dir "$work/s" --resume >/dev/null 2>>"$work/s.log" ||
+  { cat "$work/s.log"; fail "resume of run s"; }
+python3 - "$work/a/metrics.jsonl" "$work/s/metrics.jsonl" <<'PY' || fail "tokens_per_s after a resume"
+import json, statistics, sys
+def speeds(p):
+    return {r["step"]: r["tokens_per_s"] for r in map(json.loads, open(p)) if "tokens_per_s" in r}
+a, s = speeds(sys.argv[1]), speeds(sys.argv[2])
+assert 100 in s, s
+typical = statistics.median(a.values())
+assert s[100] < 4 * typical, f"tokens_per_s {s[100]:.0f} at step 100 after a resume at 95; uninterrupted runs log about {typical:.0f}"
+PY
+
 # 3. The model translates: line count kept, empty line gives an empty line, bad UTF-8 warned.
 printf 'one hundred two\n\nseventy-one\nbad \xff byte\n' > "$work/in.txt"
 "$bin" translate -m "$work/a/model.safetensors" --beam 4 --input "$work/in.txt" >"$work/out.txt" 2>"$work/tr.log"
