@@ -332,6 +332,13 @@ TEST_F(TrainerTest, BadOptionsAndABusyRunFolderAreErrors) {
   Trainer first(options("run", 4));
   expect_error([&] { Trainer second(options("run", 4)); }, {"another training is using the run folder"});
   expect_error([&] { first.validate(); }, {"no validation data"});
+  // A lock file that cannot be opened (here a folder in its place; a folder that is not writable
+  // alike) is not blamed on another training.
+  fs::create_directories(path("blocked/.lock"));
+  const std::string err = error_of([&] { Trainer t(options("blocked", 4)); });
+  EXPECT_NE(err.find("cannot lock the run folder"), std::string::npos) << err;
+  EXPECT_NE(err.find("Is a directory"), std::string::npos) << err;
+  EXPECT_EQ(err.find("another training"), std::string::npos) << err;
   first.step();
   EXPECT_EQ(first.save_checkpoint(), path("run/checkpoint-00000001.safetensors"));
   EXPECT_TRUE(fs::exists(path("run/checkpoint-00000001.safetensors")));

@@ -20,8 +20,9 @@ FileLock::FileLock(const std::string& path) {
     const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
     ::close(fd_);
     fd_ = -1;
-    TFM_CHECK(err != EWOULDBLOCK, "'", path, "' is locked by another process (pid ",
-              n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("unknown"), ")");
+    if (err == EWOULDBLOCK)
+      throw Held(cat("'", path, "' is locked by another process (pid ",
+                     n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("unknown"), ")"));
     throw Error(cat("cannot lock '", path, "': ", std::strerror(err)));
   }
   const std::string pid = std::to_string(::getpid());

@@ -6,13 +6,19 @@
 // (SIGKILL included): a lock file left behind is never stale.
 #include <string>
 
+#include "core/error.h"
+
 namespace tfm {
 
 class FileLock {
  public:
-  // Creates `path` if needed and locks it without waiting; throws tfm::Error naming the file and the
-  // holder's process id when another process holds it.
+  // Creates `path` if needed and locks it without waiting; throws FileLock::Held naming the file and
+  // the holder's process id when another process holds it, tfm::Error (with the system's reason)
+  // when the file cannot be made or locked at all (a folder that is not writable, say).
   explicit FileLock(const std::string& path);
+  struct Held : Error {
+    using Error::Error;
+  };
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;

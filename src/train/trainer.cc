@@ -208,8 +208,10 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
     // checkpoints and metrics. The kernel releases the lock however this process ends.
     try {
       lock = std::make_unique<tfm::FileLock>((fs::path(o.run_dir) / ".lock").string());
-    } catch (const Error& e) {
+    } catch (const tfm::FileLock::Held& e) {
       throw Error(cat("another training is using the run folder '", o.run_dir, "': ", e.what()));
+    } catch (const Error& e) {
+      throw Error(cat("cannot lock the run folder '", o.run_dir, "' for this training: ", e.what()));
     }
     // A new run in a folder of an earlier one would mix their checkpoints (and resume or average
     // would pick up the old ones).
