@@ -41,7 +41,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help: the usage, exit status 0
     // A wrong flag or value, worded and ended like every other error: "error: ...", status 1.
-    std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", e.what());
+    std::string message = e.what();
+    // A flag given twice: CLI11 says "--x: At Most 1 required but received 2".
+    const std::string twice = ": At Most 1 required but received ";
+    const size_t at = message.find(twice);
+    if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && at != std::string::npos)
+      message = message.substr(0, at) + " is given " + message.substr(at + twice.size()) +
+                " times; give it once (a later one does not replace an earlier one)";
+    std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", message.c_str());
     return 1;
   }
   try {

@@ -39,6 +39,9 @@ tr --ids < "$work/ids.txt" > "$work/ids.out"
 grep -qE '^[0-9 ]+$' <(sed -n 1p "$work/ids.out") || fail "--ids output is not ids"
 echo "5 x" | tr --ids 2>"$work/err" && fail "bad id accepted"
 grep -q "is not a token id" "$work/err" || fail "bad id message"
+# A flag given twice is named, with how often, not in the argument parser's own words.
+tr --beam 2 --beam 3 < "$fix/input.en" 2>"$work/err" && fail "a flag given twice accepted"
+grep -q "^error: --beam is given 2 times; give it once" "$work/err" || fail "flag given twice: $(cat "$work/err")"
 
 # Attention: JSON per line with [layer][head][target][source]; SVG heatmap.
 head -n 2 "$fix/input.en" | tr --attention "$work/att.jsonl" > /dev/null
