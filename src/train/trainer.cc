@@ -288,7 +288,9 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
     }
     examples.push_back(std::move(e));
   }
-  if (too_long) message(cat("skipped ", too_long, " pairs longer than ", o.max_tokens, " tokens"));
+  if (too_long)
+    message(cat("skipped ", too_long, too_long == 1 ? " pair" : " pairs", " longer than ", o.max_tokens,
+                " tokens (max_tokens) once split into pieces"));
   TFM_CHECK(!examples.empty(), "every training pair is longer than max_tokens ", o.max_tokens);
   for (const auto& p : valid_pairs) {
     valid.examples.push_back({vocab.encode(p.source), vocab.encode(p.target)});
