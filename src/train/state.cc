@@ -177,13 +177,21 @@ TrainState resume_from(const std::string& path, const TrainOptions& o, Transform
   const SafetensorsFile file = SafetensorsFile::read(path);
   *verified = file.has_checksum();
   const auto fp = file.metadata().find(kVocabFingerprintKey);  // absent in checkpoints of older versions
-  TFM_CHECK(fp == file.metadata().end() || fp->second == vocab.fingerprint(), path,
-            ": the checkpoint was trained with another vocabulary (fingerprint ", fp->second, ", this run's ",
-            vocab.fingerprint(), ")");
+  if (fp != file.metadata().end() && fp->second != vocab.fingerprint())
+    throw RunMismatch(cat(path, ": the checkpoint was trained with another vocabulary (fingerprint ", fp->second,
+                          ", this run's ", vocab.fingerprint(), ")"));
   const ModelConfig saved = read_model_config(file);
-  TFM_CHECK(nlohmann::json(saved) == nlohmann::json(model.config()), path,
-            ": the checkpoint's model configuration differs from this run's: ", nlohmann::json(saved).dump(), " vs ",
-            nlohmann::json(model.config()).dump());
+  const nlohmann::json was = saved, now = model.config();
+  if (was != now) {
+    std::string fields;
+    for (const auto& [key, value] : was.items())
+      if (!now.contains(key) || now[key] != value)
+        fields += cat(fields.empty() ? "" : ", ", key, " ", value.dump(), " vs ",
+                      now.contains(key) ? now[key].dump() : std::string("none"));
+    throw RunMismatch(cat(path, ": the checkpoint's model is not the one this run's options make (checkpoint vs "
+                          "options): ", fields, "; resume with the run's model options, e.g. --config ",
+                          (fs::path(path).parent_path() / "config.json").string()));
+  }
   // The state before the weights: a checkpoint without one fails before the model is touched.
   const CheckpointState recorded = read_checkpoint_state(file.metadata(), path);
   const auto loaded = load_model(file, model.params().values().dtype());

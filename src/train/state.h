@@ -74,8 +74,12 @@ std::string save_checkpoint(const Transformer& model, const TrainOptions& o, con
 std::string changed_options(const nlohmann::json& recorded, const TrainOptions& o);
 
 // Loads a checkpoint into `model`, `m` and `v` after checking that its vocabulary and model
-// configuration are this run's. `changed` receives changed_options(); `verified` whether the file
-// had a checksum to verify.
+// configuration are this run's (else RunMismatch, which names the differing fields: the options
+// are wrong, not the file). `changed` receives changed_options(); `verified` whether the file had a
+// checksum to verify.
+struct RunMismatch : Error {
+  using Error::Error;
+};
 TrainState resume_from(const std::string& path, const TrainOptions& o, Transformer& model, const Tensor& m,
                        const Tensor& v, const Vocab& vocab, std::string* changed, bool* verified);
 

@@ -303,12 +303,6 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
 
   // Model, optimizer state, batches.
   config = o.resolved_model(vocab.size());
-  if (root()) {
-    nlohmann::json resolved = o;
-    resolved["resolved_model"] = config;
-    tfm::write_file_atomic((fs::path(o.run_dir) / "config.json").string(),
-                           [&](std::ostream& out) { out << resolved.dump(2) << '\n'; });
-  }
   model = std::make_unique<tfm::Transformer>(config);
   model->init_parameters(o.seed);
   if (device != tfm::Device::CPU) {  // checked at the start
@@ -373,6 +367,8 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
       try {
         s = tfm::resume_from(*it, o, *model, m, v, vocab, &changed, &verified);
         path = *it;
+      } catch (const tfm::RunMismatch& e) {
+        throw Error(cat("--resume: ", e.what()));  // the options, not the file: every checkpoint would fail alike
       } catch (const Error& e) {
         TFM_CHECK(std::next(it) != all.rend(), "--resume: no checkpoint in '", o.run_dir,
                   "' can be read; the oldest: ", e.what());
@@ -388,6 +384,14 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
       message(cat("options changed since the checkpoint (the run continues with the new ones): ", changed));
   } else if (root() && fs::exists(metrics->path())) {
     fs::remove(metrics->path());
+  }
+  // The options, once a resume has found them fit for its checkpoint: a resume that fails (another
+  // model's options, say) leaves the run's record as it was.
+  if (root()) {
+    nlohmann::json resolved = o;
+    resolved["resolved_model"] = config;
+    tfm::write_file_atomic((fs::path(o.run_dir) / "config.json").string(),
+                           [&](std::ostream& out) { out << resolved.dump(2) << '\n'; });
   }
   if (o.resume && comm.size() > 1) {
     // Rank 0 read the checkpoint (possibly written by another number of ranks): its state, weights

@@ -76,6 +76,19 @@ typical = statistics.median(a.values())
 assert s[100] < 4 * typical, f"tokens_per_s {s[100]:.0f} at step 100 after a resume at 95; uninterrupted runs log about {typical:.0f}"
 PY
 
+# 2c. A resume with another model's options (the preset's defaults here: the model flags left out)
+# names the differing fields once, without trying older checkpoints, and leaves config.json as it
+# was; the run's config.json as --config resumes it.
+before=$(md5sum < "$work/s/config.json")
+"$bin" train "${data[@]}" --max-steps 102 --run-dir "$work/s" --resume >/dev/null 2>"$work/m.log" &&
+  fail "a resume with another model's options ran"
+grep -q "checkpoint's model is not the one this run's options make.*d_model 16 vs 512.*--config $work/s/config.json" \
+  "$work/m.log" || fail "model mismatch on resume: $(cat "$work/m.log")"
+! grep -q "trying the one before it" "$work/m.log" || fail "a model mismatch tried older checkpoints"
+[ "$(md5sum < "$work/s/config.json")" = "$before" ] || fail "a failed resume rewrote config.json"
+"$bin" train --config "$work/s/config.json" --max-steps 102 --run-dir "$work/s" --resume >/dev/null 2>"$work/m.log" ||
+  { cat "$work/m.log"; fail "resume with --config RUN/config.json"; }
+
 # 3. The model translates: line count kept, empty line gives an empty line, bad UTF-8 warned.
 printf 'one hundred two\n\nseventy-one\nbad \xff byte\n' > "$work/in.txt"
 "$bin" translate -m "$work/a/model.safetensors" --beam 4 --input "$work/in.txt" >"$work/out.txt" 2>"$work/tr.log"
