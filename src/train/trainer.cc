@@ -484,8 +484,22 @@ double Trainer::Impl::optimize(const std::vector<int32_t>& step_batches, int64_t
     // would wait for all the work queued before it, some forty times a step).
     const tfm::Batch batch =
         tfm::to_batch(examples, batches[static_cast<size_t>(step_batches[static_cast<size_t>(j)])], config);
-    losses[static_cast<size_t>(j)] =
-        tfm::batch_loss(*model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(tokens), true).loss;
+    // Which batch, for one too big for memory (a pair of 100,000 tokens with the limits off, say).
+    auto which = [&] {
+      const int64_t pairs = batch.src.size(0);
+      return cat("at step ", s.step + 1, " in a batch of ", pairs, pairs == 1 ? " pair" : " pairs", " of up to ",
+                 batch.src.size(1), " source and ", batch.tgt_in.size(1), " target tokens: lower max_tokens (",
+                 o.max_tokens, ") or batch_tokens (", o.batch_tokens, ")");
+    };
+    try {
+      losses[static_cast<size_t>(j)] =
+          tfm::batch_loss(*model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(tokens), true).loss;
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("out of memory") == std::string::npos) throw;
+      throw Error(cat(e.what(), ", ", which()));
+    } catch (const std::bad_alloc&) {
+      throw Error(cat("out of memory ", which()));
+    }
     TFM_CHECK(rng.counter() - streams <= kStreamsPerBatch, "a batch drew ", rng.counter() - streams,
               " random streams, more than the ", kStreamsPerBatch, " kept for each");
     if (!last) grad_sum.push(params.grads());
