@@ -344,8 +344,15 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
                           o.allreduce_bucket_mb > 0 ? "this MPI allows no other thread" : "allreduce_bucket_mb 0", ")"));
   }
   batches = tfm::plan_batches(examples, o.batch_tokens);
+  // A pair longer than batch_tokens on a side (with its end token) is a batch of its own, over the limit.
+  int64_t over = 0;
+  for (const tfm::Example& e : examples)
+    over += static_cast<int64_t>(std::max(e.src.size(), e.tgt.size())) + 1 > o.batch_tokens;
   message(cat("model: ", model->params().parameter_count(), " parameters; ", examples.size(), " pairs in ",
-              batches.size(), " batches of up to ", o.batch_tokens, " tokens"));
+              batches.size(), " batches of up to ", o.batch_tokens, " tokens",
+              over == 0 ? std::string()
+                        : cat(" (", over, over == 1 ? " pair is" : " pairs are",
+                              " longer than that on a side: each is a batch of its own, over the limit)")));
   if (o.bf16 && device != tfm::Device::CPU)
     message("bf16: weight products in bfloat16 with float32 sums, on the GPU's tensor cores");
   else if (o.bf16)

@@ -89,6 +89,14 @@ grep -q "checkpoint's model is not the one this run's options make.*d_model 16 v
 "$bin" train --config "$work/s/config.json" --max-steps 102 --run-dir "$work/s" --resume >/dev/null 2>"$work/m.log" ||
   { cat "$work/m.log"; fail "resume with --config RUN/config.json"; }
 
+# 2d. Pairs longer than batch_tokens are batches of their own, over the limit: the log says how many.
+tiny_batches=("${common[@]}")
+for i in "${!tiny_batches[@]}"; do [ "${tiny_batches[$i]}" != --batch-tokens ] || tiny_batches[$((i + 1))]=5; done
+"$bin" train "${data[@]}" "${tiny_batches[@]}" --max-steps 1 --run-dir "$work/bt" >/dev/null 2>"$work/bt.log" ||
+  { cat "$work/bt.log"; fail "run with batches of 5 tokens"; }
+grep -qE "batches of up to 5 tokens \([0-9]+ pairs are longer than that on a side: each is a batch of its own" \
+  "$work/bt.log" || fail "pairs over batch_tokens not reported: $(grep 'model:' "$work/bt.log")"
+
 # 3. The model translates: line count kept, empty line gives an empty line, bad UTF-8 warned.
 printf 'one hundred two\n\nseventy-one\nbad \xff byte\n' > "$work/in.txt"
 "$bin" translate -m "$work/a/model.safetensors" --beam 4 --input "$work/in.txt" >"$work/out.txt" 2>"$work/tr.log"
