@@ -92,5 +92,22 @@ TEST(Vocab, TrainsEncodesDecodesAndRoundTrips) {
   EXPECT_THROW(v.piece(1000), Error);
 }
 
+// A vocabulary smaller than the text's distinct characters: the size and the count, in this
+// project's words (not SentencePiece's "Vocabulary size is smaller than required_chars").
+TEST(Vocab, TooSmallForTheCharactersSaysSo) {
+  const std::vector<std::string> sentences = {"abcdefghijklmnopqrstuvwxyz", "the quick brown fox"};
+  VocabOptions o;
+  o.size = 10;
+  try {
+    Vocab::train(sentences, o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("vocabulary size 10 is too small for the training text's"), std::string::npos) << m;
+    EXPECT_NE(m.find("distinct characters"), std::string::npos) << m;
+    EXPECT_EQ(m.find("required_chars"), std::string::npos) << m;
+  }
+}
+
 }  // namespace
 }  // namespace tfm

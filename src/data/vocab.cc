@@ -59,7 +59,22 @@ Vocab Vocab::train(const std::vector<std::string>& sentences, const VocabOptions
   Sentences it(sentences);
   Vocab v;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &v.serialized_);
-  TFM_CHECK(status.ok(), "training the SentencePiece vocabulary failed: ", status.ToString());
+  if (!status.ok()) {
+    // SentencePiece's "Vocabulary size is smaller than required_chars. 10 vs 30": in this project's words.
+    const std::string why = status.ToString();
+    const std::string marker = "Vocabulary size is smaller than required_chars. ";
+    const size_t at = why.find(marker);
+    if (at != std::string::npos) {
+      const std::string counts = why.substr(at + marker.size());  // "10 vs 30"
+      const size_t vs = counts.find(" vs ");
+      if (vs != std::string::npos)
+        throw Error(cat("vocabulary size ", o.size, " is too small for the training text's ",
+                        counts.substr(vs + 4, counts.find_first_not_of("0123456789", vs + 4) - (vs + 4)),
+                        " distinct characters, each of which needs a piece besides the special ones: give a larger "
+                        "vocabulary size"));
+    }
+    throw Error(cat("training the SentencePiece vocabulary failed: ", why));
+  }
   const auto loaded = v.sp_->LoadFromSerializedProto(v.serialized_);
   TFM_CHECK(loaded.ok(), "loading the trained vocabulary failed: ", loaded.ToString());
   return v;
