@@ -376,28 +376,6 @@ TEST(Dropout, TheMaskIsTheStreamsUniformsElementByElement) {
   }
 }
 
-// write_position puts a step's B rows into rows 0..B-1 of one slab of a cache [L, R, D] and leaves
-// every other row and slab as it was.
-TEST(Copy, WritePositionFillsOneSlabsFirstRows) {
-  constexpr int64_t L = 4, R = 5, D = 3, B = 3;
-  Tensor cache = testing::random_tensor({L, R, D}, 31).to(DType::F32);
-  const std::vector<double> before = cache.to_doubles();
-  const Tensor x = testing::random_tensor({B, 1, D}, 32).to(DType::F32);
-  ops::write_position(cache, x, 2);
-  const std::vector<double> after = cache.to_doubles(), xs = x.to_doubles();
-  for (int64_t l = 0; l < L; ++l)
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t d = 0; d < D; ++d) {
-        const int64_t i = (l * R + r) * D + d;
-        EXPECT_EQ(after[i], l == 2 && r < B ? xs[r * D + d] : before[i]) << l << "," << r << "," << d;
-      }
-  testing::expect_error([&] { ops::write_position(cache, x, 4); }, {"position 4", "4 positions"});
-  const Tensor too_many = Tensor::zeros({R + 1, 1, D});
-  testing::expect_error([&] { ops::write_position(cache, too_many, 0); }, {"x has 6 rows", "more than the 5"});
-  const Tensor wide = Tensor::zeros({B, 1, D + 1});
-  testing::expect_error([&] { ops::write_position(cache, wide, 0); }, {"not one position of width 3"});
-}
-
 // split_columns gives each part its columns of every row of x (a fused Q·K·V product's outputs);
 // 2 × 3 rows of 2 + 3 + 1 columns.
 TEST(Copy, SplitColumnsGivesEachPartItsColumns) {

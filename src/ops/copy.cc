@@ -68,22 +68,5 @@ void split_columns(const Tensor& x, const std::vector<Tensor>& parts) {
   }
 }
 
-void write_position(const Tensor& cache, const Tensor& x, int64_t position) {
-  check_rank("write_position", "cache", cache, 3);
-  check_rank("write_position", "x", x, 3);
-  TFM_CHECK(x.size(1) == 1 && x.size(2) == cache.size(2), "write_position: x ", x.shape(),
-            " is not one position of width ", cache.size(2), " as cache ", cache.shape(), " needs");
-  TFM_CHECK(x.size(0) <= cache.size(1), "write_position: x has ", x.size(0), " rows, more than the ", cache.size(1),
-            " of a slab of cache ", cache.shape());
-  TFM_CHECK(position >= 0 && position < cache.size(0), "write_position: position ", position,
-            " is outside the cache's ", cache.size(0), " positions");
-  TFM_CHECK(x.dtype() == cache.dtype() && x.device() == cache.device(), "write_position: x and cache differ in dtype or device");
-  const int64_t slab = cache.size(1) * cache.size(2) * static_cast<int64_t>(size_of(x.dtype()));
-  const int64_t bytes = x.numel() * static_cast<int64_t>(size_of(x.dtype()));
-  const auto* from = static_cast<const char*>(x.raw());
-  auto* to = static_cast<char*>(cache.raw()) + position * slab;
-  if (x.device() == Device::CUDA) cuda_kernels("write_position").copy_bytes(bytes, from, to);
-  else cpu::copy_bytes(bytes, from, to);
-}
 
 }  // namespace tfm::ops

@@ -1,5 +1,6 @@
 #pragma once
-// Moving rows: gathering hypotheses' rows and writing decoding caches.
+// Moving rows: gathering hypotheses' rows and splitting a fused product's columns (decoding's
+// keys and values go from it straight into their cache).
 #include <cstdint>
 #include <vector>
 
@@ -17,8 +18,5 @@ void index_select(const Tensor& src, const Tensor& indices, const Tensor& dst, i
 // → each part [..., W_i] with x's rows (a fused Q·K·V product's three outputs, each contiguous).
 void split_columns(const Tensor& x, const std::vector<Tensor>& parts);
 
-// cache[position, b, :] = x[b, 0, :] for every b: a decoding step's keys or values into its slab
-// (ops::AttentionArgs::key_rows). cache: [L, R, D], x: [B, 1, D] with B ≤ R, 0 ≤ position < L.
-void write_position(const Tensor& cache, const Tensor& x, int64_t position);
 
 }  // namespace tfm::ops

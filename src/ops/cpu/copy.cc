@@ -11,14 +11,6 @@ void copy_rows(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* 
     std::memcpy(dst + i * row_bytes, src + static_cast<int64_t>(indices[i]) * row_bytes, static_cast<size_t>(copy_bytes));
 }
 
-void copy_bytes(int64_t n, const char* src, char* dst) {
-  // Above 256 KB on every thread (a decoding step's keys for 256 hypotheses are 512 KB).
-  const int64_t chunk = 1 << 16, chunks = (n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (n >= (1 << 18))
-  for (int64_t c = 0; c < chunks; ++c)
-    std::memcpy(dst + c * chunk, src + c * chunk, static_cast<size_t>(std::min(chunk, n - c * chunk)));
-}
-
 void copy_columns(int64_t rows, int64_t row_bytes, int64_t offset_bytes, int64_t width_bytes, const char* src,
                   char* dst) {
 #pragma omp parallel for schedule(static) if (rows * width_bytes >= (1 << 18))

@@ -46,7 +46,6 @@ const char* bf16_path();  // how they run here, in a sentence
 // Byte copies (any dtype): the first copy_bytes of dst row i = those of src row indices[i] (rows
 // row_bytes apart).
 void copy_rows(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, const char* src, char* dst);
-void copy_bytes(int64_t n, const char* src, char* dst);  // memcpy, on every thread when large
 // dst row r (width_bytes, rows contiguous) = width_bytes of src row r from offset_bytes (rows
 // row_bytes apart), for `rows` rows.
 void copy_columns(int64_t rows, int64_t row_bytes, int64_t offset_bytes, int64_t width_bytes, const char* src,

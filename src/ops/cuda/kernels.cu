@@ -695,10 +695,6 @@ class CudaKernels final : public Kernels {
         rows, row_bytes / 4, reinterpret_cast<const uint32_t*>(src), bands);
     launched("split_columns");
   }
-  void copy_bytes(int64_t n, const char* src, char* dst) override {
-    if (n <= 0) return;
-    check(cudaMemcpyAsync(dst, src, static_cast<size_t>(n), cudaMemcpyDeviceToDevice), "copy_bytes");
-  }
 };
 
 }  // namespace

@@ -121,7 +121,7 @@ class Kernels {
   virtual bool top_k_logprobs(int64_t rows, int64_t V, int64_t k, const float* logits, const int32_t* banned_ids,
                               int64_t n_banned, double* logp, int32_t* ids, double* lse) = 0;
 
-  // Byte moves (ops/copy.h): rows picked by device int32 indices; a column band of each row; bytes.
+  // Byte moves (ops/copy.h): rows picked by device int32 indices; a column band of each row.
   virtual void copy_rows(int64_t n, int64_t row_bytes, int64_t copy_bytes, const int32_t* indices, const char* src,
                          char* dst) = 0;
   virtual void copy_columns(int64_t rows, int64_t row_bytes, int64_t offset_bytes, int64_t width_bytes,
@@ -132,7 +132,6 @@ class Kernels {
   static constexpr int kMaxBands = 4;
   virtual void split_columns(int64_t rows, int64_t row_bytes, const std::vector<int64_t>& width_bytes,
                              const std::vector<char*>& dst, const char* src) = 0;
-  virtual void copy_bytes(int64_t n, const char* src, char* dst) = 0;
 };
 
 // The build's CUDA kernels, or nullptr (no CUDA in this build, or no CUDA device on this machine).
