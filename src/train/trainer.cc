@@ -149,6 +149,7 @@ struct Trainer::Impl {
   int64_t interval_speed_tokens = 0, last_saved = 0, first_step = 0;
   double elapsed_before = 0;
   Clock::time_point interval_start;
+  Clock::time_point steps_start;  // when this process's first step began: the ETA's pace, without start-up
   bool done = false;
   std::string failure;  // the error that ended the training, if one did
 };
@@ -416,7 +417,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   order = tfm::epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
   last_saved = first_step = s.step;
   elapsed_before = s.elapsed_s;
-  interval_start = Clock::now();
+  interval_start = steps_start = Clock::now();
 }
 
 std::optional<std::string> Trainer::Impl::limit_reached() const {
@@ -548,7 +549,8 @@ void Trainer::Impl::report_progress(double lr) {
   p.tokens_per_s = secs > 0 ? static_cast<double>(interval_speed_tokens) / secs : 0;
   p.log_step = s.step % o.log_every == 0;
   if (o.max_steps > 0)  // from this process's own pace
-    p.eta_s = (elapsed() - elapsed_before) / static_cast<double>(s.step - first_step) *
+    p.eta_s = std::chrono::duration<double>(Clock::now() - steps_start).count() /
+              static_cast<double>(s.step - first_step) *
               static_cast<double>(o.max_steps - s.step);
   p.loss = s.interval_loss / static_cast<double>(std::max<int64_t>(1, s.interval_tokens));
   p.learning_rate = lr;
