@@ -13,6 +13,12 @@ namespace tfm {
 // The public API's exception type (include/transformer/error.h), thrown by the whole library.
 using Error = transformer::Error;
 
+// Host memory that could not be had (a tensor's allocation): callers that know what the memory was
+// for add it (the trainer names the batch and the limits to lower).
+struct OutOfMemory : Error {
+  using Error::Error;
+};
+
 // Concatenates any streamable values into one string: cat("shape ", s, " has ", n, " dims").
 template <class... Args>
 std::string cat(const Args&... args) {

@@ -136,14 +136,14 @@ std::shared_ptr<void> allocate(size_t bytes, Device device) {
   size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded < kMediumBlock) {
     void* p = std::aligned_alloc(kAlignment, rounded);
-    TFM_CHECK(p != nullptr, "out of memory allocating ", bytes, " bytes");
+    if (p == nullptr) throw OutOfMemory(cat("out of memory allocating ", bytes, " bytes"));
     return std::shared_ptr<void>(p, std::free);
   }
   BlockCache& cache = rounded < kLargeBlock ? medium_blocks() : large_blocks();
   if (&cache == &medium_blocks()) rounded = (rounded + 4095) / 4096 * 4096;  // whole pages when mapped
   void* p = cache.take(rounded, &rounded);
   if (p == nullptr) p = cache.make(rounded);
-  TFM_CHECK(p != nullptr, "out of memory allocating ", bytes, " bytes");
+  if (p == nullptr) throw OutOfMemory(cat("out of memory allocating ", bytes, " bytes"));
   return std::shared_ptr<void>(p, [&cache, rounded](void* q) { cache.give(q, rounded); });
 }
 

@@ -502,8 +502,7 @@ double Trainer::Impl::optimize(const std::vector<int32_t>& step_batches, int64_t
     try {
       losses[static_cast<size_t>(j)] =
           tfm::batch_loss(*model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(tokens), true).loss;
-    } catch (const Error& e) {
-      if (std::string(e.what()).find("out of memory") == std::string::npos) throw;
+    } catch (const tfm::OutOfMemory& e) {
       throw Error(cat(e.what(), ", ", which()));
     } catch (const std::bad_alloc&) {
       throw Error(cat("out of memory ", which()));
