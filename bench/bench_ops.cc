@@ -19,6 +19,7 @@
 #include "ops/attention.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
+#include "ops/int8.h"
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
@@ -144,6 +145,23 @@ void BM_DecodeProductPanels(benchmark::State& state) {
   }
   set_gflops(state, 2.0 * M * N * K);
 }
+// The int8 product `translate --int8` runs (ops/int8.h): the weight quantized once, x quantized per
+// row at each call, the integer products, dequantized with the bias. GOP/s counts the products' 2·M·N·K.
+// BM_DecodeProductInt8OneDnn: the same without the project's own panels (ops/cpu/int8.cc), oneDNN's
+// u8 × s8 gemm at every shape.
+void decode_product_int8(benchmark::State& state, bool panels) {
+  const int64_t M = state.range(0), K = state.range(1), N = state.range(2);
+  const Tensor x = uniform({M, K}, 1), w = uniform({N, K}, 2), bias = uniform({N}, 3), y = Tensor::zeros({M, N});
+  tfm::ops::QuantizedMatrix q = tfm::ops::quantize_rows(w);
+  if (!panels) q.panels = nullptr;
+  for (auto _ : state) {
+    tfm::ops::matmul_int8(x, q, y, bias);
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, 2.0 * M * N * K);
+}
+void BM_DecodeProductInt8(benchmark::State& state) { decode_product_int8(state, true); }
+void BM_DecodeProductInt8OneDnn(benchmark::State& state) { decode_product_int8(state, false); }
 void decode_shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"rows", "in", "out"});
   for (int64_t rows : {64, 256})
@@ -155,6 +173,8 @@ void decode_shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_LinearForward)->Name("BM_DecodeProduct")->Apply(decode_shapes);
 BENCHMARK(BM_DecodeProductPacked)->Apply(decode_shapes);
 BENCHMARK(BM_DecodeProductPanels)->Apply(decode_shapes);
+BENCHMARK(BM_DecodeProductInt8)->Apply(decode_shapes);
+BENCHMARK(BM_DecodeProductInt8OneDnn)->Apply(decode_shapes);
 
 // ---- Linear layers, weights stored [out, in] (PyTorch's layout): y = x · Wᵀ.
 // Args: rows, in, out.

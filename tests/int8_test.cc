@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
 #include "decode/search.h"
 #include "model/checkpoint.h"
+#include "ops/cpu/kernels.h"
 #include "ops/int8.h"
 #include "ops/matmul.h"
 #include "testing/gradcheck.h"
@@ -144,6 +146,65 @@ TEST(Int8, LargestProductsDoNotSaturate) {
     expect_definition(x, q, Tensor(), y, m);
     // Where the sign patterns line up (row r, column j with r ≡ j mod 3), every term is 2.5 · 0.75.
     EXPECT_NEAR(y.data<float>()[0], k * 2.5 * 0.75, 1e-3 * k);
+  }
+}
+
+// The project's own int8 kernel (ops/cpu/simd/int8_panels.cc) against the integer sums by their
+// definition, in 64 bits, on this level's build (the generic build's scalar loop at the generic
+// level): rows that fill the 6-row tiles and leave each remainder, columns past a whole panel,
+// column ranges starting inside the matrix, and depths across the kernel's blocks of 1,024.
+TEST(Int8, PanelKernelGivesTheExactIntegerSums) {
+  for (const int64_t k : {4, 12, 64, 1028, 2052}) {
+    for (const int64_t n : {1, 16, 37}) {
+      SCOPED_TRACE(::testing::Message() << "k " << k << ", n " << n);
+      std::vector<int8_t> w(static_cast<size_t>(n * k));
+      uint32_t s = 12345u + static_cast<uint32_t>(k * 131 + n);
+      auto next = [&s] { return s = s * 1664525u + 1013904223u, s >> 24; };
+      for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int32_t>(next() % 255) - 127);  // [-127, 127]
+      w[0] = 127, w[static_cast<size_t>(n * k - 1)] = -127;
+      constexpr int32_t kOffset = 64;  // 7-bit activations: bytes in [1, 127]
+      std::vector<char> storage(static_cast<size_t>(cpu::int8_panel_bytes(n, k)) + 64);
+      void* packed = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+      cpu::pack_int8_panels(n, k, w.data(), kOffset, packed);
+      const int64_t m = 13;
+      std::vector<uint8_t> xq(static_cast<size_t>(m * k));
+      for (uint8_t& v : xq) v = static_cast<uint8_t>(1 + next() % 127);
+      xq[0] = 127;
+      for (const int64_t c0 : {int64_t{0}, int64_t{16}}) {
+        if (c0 >= n) continue;
+        const int64_t nc = n - c0;
+        for (const int64_t rows : {1, 5, 6, 7, 13}) {
+          std::vector<int32_t> acc(static_cast<size_t>(rows * nc), -1);
+          cpu::matmul_int8_panels(rows, c0, nc, k, xq.data(), packed, n, acc.data());
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < nc; ++j) {
+              int64_t want = 0;
+              for (int64_t i = 0; i < k; ++i)
+                want += (int64_t{xq[r * k + i]} - kOffset) * w[static_cast<size_t>((c0 + j) * k + i)];
+              ASSERT_EQ(acc[r * nc + j], want) << rows << " rows, c0 " << c0 << ": " << r << "," << j;
+            }
+        }
+      }
+    }
+  }
+}
+
+// Where the panels serve (int8_panels_serve), translate's products give the same bits with them as
+// through oneDNN's gemm without them: the same integer sums, dequantized by the same pass.
+TEST(Int8, PanelsGiveTheSameProductsAsOneDnn) {
+  const int64_t k = 512, n = 1536;
+  const ops::QuantizedMatrix w = ops::quantize_rows(testing::random_tensor({n, k}, 21).to(DType::F32));
+  if (!w.panels) GTEST_SKIP() << "the int8 panels do not serve at this level (" << ops::int8_activation_levels()
+                              << " activation levels)";
+  ops::QuantizedMatrix plain = w;
+  plain.panels = nullptr;
+  const Tensor bias = testing::random_tensor({n}, 22).to(DType::F32);
+  for (const int64_t m : {1, 64, 256}) {
+    const Tensor x = testing::random_tensor({m, k}, 23 + m, -4, 4).to(DType::F32);
+    Tensor a = Tensor::zeros({m, n}), b = Tensor::zeros({m, n});
+    ops::matmul_int8(x, w, a, bias, ops::Activation::kRelu);
+    ops::matmul_int8(x, plain, b, bias, ops::Activation::kRelu);
+    for (int64_t i = 0; i < m * n; ++i) ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << m << " rows: " << i;
   }
 }
 

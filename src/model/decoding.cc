@@ -72,7 +72,8 @@ void Transformer::restrict_output(const Context& ctx, DecodeState& state, const 
   // the selected rows of the full matrix), or E[ids] [V', D] in float32, packed anew for each batch
   // when the full projection is packed (a copy of V' rows, small beside a batch's decoding).
   if (const ops::QuantizedMatrix* q = ctx.int8_weight(output_weight)) {
-    ops::QuantizedMatrix rows{Tensor::empty({n, config_.d_model}, DType::I8), Tensor::empty({n}), Tensor()};
+    ops::QuantizedMatrix rows{Tensor::empty({n, config_.d_model}, DType::I8), Tensor::empty({n}), Tensor(), nullptr,
+                              config_.d_model};
     ops::index_select(q->q, state.output_ids, rows.q);
     ops::index_select(q->scale, state.output_ids, rows.scale);
     state.output_int8 = std::make_shared<const ops::QuantizedMatrix>(std::move(rows));

@@ -67,12 +67,17 @@ void Transformer::quantize_int8(PlainWeights plain) {
     auto [w, b] = fused_qkv(l.self_attn);
     ops::QuantizedMatrix q = ops::quantize_rows(w);  // per row: the same as each layer's own
     q.bias = b;
+    ops::release_unpacked(q);
     int8_.emplace(fused_key(l.self_attn.q_proj.weight), std::move(q));
     release_fused_parts(l.self_attn, plain);
   }
   for (int id : product_weights()) {
     if (params_.released(id)) continue;  // a fused copy's part, kept only there
-    int8_.emplace(id, ops::quantize_rows(params_.value(id)));
+    ops::QuantizedMatrix q = ops::quantize_rows(params_.value(id));
+    // One copy of each: the panels where they serve, but for the output projection, whose rows a
+    // shortlist selects from q (decoding.cc).
+    if (id != output_weight) ops::release_unpacked(q);
+    int8_.emplace(id, std::move(q));
     if (plain == PlainWeights::kRelease && only_in_products(id)) params_.release(id);
   }
 }

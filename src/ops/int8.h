@@ -3,19 +3,33 @@
 // channel (symmetric, w ≈ q · scale[row]), activations per row on the fly; the products run on
 // the CPU's integer dot products through oneDNN (u8 × s8 → s32), 4–5× the float32 rate on CPUs with
 // VNNI (docs/performance.md).
+#include <memory>
+
 #include "core/tensor.h"
 #include "ops/activation.h"
 
 namespace tfm::ops {
 
 struct QuantizedMatrix {
-  Tensor q;      // int8 [out, in]
+  Tensor q;      // int8 [out, in]; undefined once `panels` holds the only copy (release_unpacked)
   Tensor scale;  // float32 [out]
   Tensor bias;   // float32 [out] added by every product (a fused product's own), or undefined
+  // q packed once for the project's own int8 kernel, where it beats oneDNN's gemm at decoding's few
+  // rows (ops/cpu/int8.cc: 7-bit activations, outputs below 8,192); null elsewhere. The same
+  // integer sums either way.
+  std::shared_ptr<const void> panels;
+  int64_t in = 0;  // q's columns (the product's depth), kept when q goes
+
+  int64_t out() const { return scale.numel(); }
 };
 
-// w: float32 [out, in] → its per-row quantization (scale = max |w_row| / 127).
+// w: float32 [out, in] → its per-row quantization (scale = max |w_row| / 127), packed too where that
+// pays.
 QuantizedMatrix quantize_rows(const Tensor& w);
+
+// Gives back w.q where w.panels holds the weight for every product (inference's int8 weights keep one
+// copy); a matrix without panels keeps q.
+void release_unpacked(QuantizedMatrix& w);
 
 // y = act(x · ŵᵀ + bias) with ŵ the dequantized weight; x: float32 [..., in] → y: float32 [..., out];
 // bias: float32 [out], the caller's or w.bias (not both), or none; added in the same pass as the

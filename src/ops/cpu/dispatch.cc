@@ -164,6 +164,15 @@ void matmul_panels(int64_t m, int64_t n, int64_t k, const float* x, const float*
   TFM_SIMD_CALL(matmul_panels, m, n, k, x, panels, bias, act, y);
 }
 
+int64_t int8_panel_bytes(int64_t n, int64_t k) { TFM_SIMD_CALL(int8_panel_bytes, n, k); }
+void pack_int8_panels(int64_t n, int64_t k, const int8_t* w, int32_t offset, void* out) {
+  TFM_SIMD_CALL(pack_int8_panels, n, k, w, offset, out);
+}
+void matmul_int8_panels(int64_t m, int64_t c0, int64_t nc, int64_t k, const uint8_t* xq, const void* packed, int64_t n,
+                        int32_t* acc) {
+  TFM_SIMD_CALL(matmul_int8_panels, m, c0, nc, k, xq, packed, n, acc);
+}
+
 #define INSTANTIATE(T)                                                                                 \
   TFM_INSTANTIATE_ELEMENTWISE(T) TFM_INSTANTIATE_LAYER_NORM(T) TFM_INSTANTIATE_SOFTMAX(T)                \
   TFM_INSTANTIATE_ATTENTION(T) TFM_INSTANTIATE_EMBEDDING(T)                                           \

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "core/error.h"
@@ -45,8 +47,32 @@ int int8_activation_levels() {
 #endif
 }
 
+namespace {
+// Where the project's own int8 panels (simd/int8_panels.cc) serve: 7-bit activations (oneDNN's
+// products there have no VNNI, and its gemm packs the weight again at every call) in the AVX2 and
+// AVX-512 builds, k a multiple of the panels' 4-byte groups, but for wide outputs (the output
+// projection: oneDNN's gemm per block of columns was as fast, 286–361 GOP/s against 293–364).
+// 2 threads, AMD EPYC Zen 4 at the avx2 level, GOP/s, panels against oneDNN: 64 rows 302–371 /
+// 281–337, 256 rows 318–388 / 323–376 (BM_DecodeProductInt8*, docs/performance.md).
+constexpr int64_t kWideColumns = 8192;
+}  // namespace
+
+bool int8_panels_serve(int64_t n, int64_t k) {
+  return int8_activation_levels() == 63 && simd_build(isa()) != SimdBuild::kGeneric && k % 4 == 0 && n > 0 &&
+         n < kWideColumns;
+}
+
+std::shared_ptr<const void> pack_int8(int64_t n, int64_t k, const int8_t* w) {
+  if (!int8_panels_serve(n, k)) return nullptr;
+  const size_t bytes = static_cast<size_t>(int8_panel_bytes(n, k));
+  std::shared_ptr<void> out(std::aligned_alloc(64, (std::max<size_t>(bytes, 64) + 63) / 64 * 64), std::free);
+  TFM_CHECK(out != nullptr, "packing a [", n, ", ", k, "] int8 weight matrix: out of memory (", bytes, " bytes)");
+  pack_int8_panels(n, k, w, int8_activation_levels() + 1, out.get());
+  return out;
+}
+
 void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
-                 const float* bias, ops::Activation act, float* y) {
+                 const float* bias, ops::Activation act, float* y, const void* panels) {
   // Scratch reused across calls (decoding calls this thousands of times): grown, never cleared.
   if (m == 0 || n == 0) return;
   thread_local std::vector<uint8_t> xq;
@@ -60,12 +86,14 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
   const int levels = int8_activation_levels();
   const auto offset = static_cast<uint8_t>(levels + 1);
   quantize_activations(m, k, x, levels, xq_data, scale_data);
-  if (m <= 256) {
+  if (m <= 256 || panels) {
     // Few rows (decoding): the columns in blocks, each thread computing its blocks' int32 products
     // alone and dequantizing each while it is in its cache (acc ≤ 512 KB). One product over all
     // columns would leave the int32 result (32 MB for 256 × 32,000 logits) in memory for a second
     // pass: 256 × 32,000 × 512 took 11–16 ms blocked against 18–20 ms whole, the output identical
-    // (docs/performance.md). Beyond 256 rows (the encoder) the whole product was faster.
+    // (docs/performance.md). Beyond 256 rows (the encoder) oneDNN's whole product was faster; the
+    // project's panels take every row count in blocks (at 1,664 rows 330–375 GOP/s against oneDNN's
+    // 275–366, AMD EPYC Zen 4 at the avx2 level).
     // Blocks of whole 16-column units, a multiple of the thread count (nearly equal shares).
     const int64_t threads = omp_get_max_threads(), units = (n + 15) / 16;
     int64_t blocks = std::max<int64_t>(1, (m * n + (1 << 17) - 1) >> 17);
@@ -77,6 +105,11 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
       thread_local std::vector<int32_t> acc;  // this thread's block
       if (acc.size() < static_cast<size_t>(m * nb_max)) acc.resize(static_cast<size_t>(m * nb_max));
       const int64_t c0 = 16 * (units * b / blocks), nc = std::min(n, 16 * (units * (b + 1) / blocks)) - c0;
+      if (panels) {
+        matmul_int8_panels(m, c0, nc, k, xq_data, panels, n, acc.data());
+        dequantize_rows(m, c0, nc, acc.data(), scale_data, w_scale, bias, act, y, n);
+        continue;
+      }
       const dnnl_status_t status = product_columns(m, c0, nc, k, xq_data, offset, w, acc.data());
       if (status != dnnl_success) {
 #pragma omp critical(int8_failure)

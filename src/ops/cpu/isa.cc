@@ -196,7 +196,10 @@ std::string cpu_report() {
     out += cat("           (OpenBLAS chose its core when it was loaded: OPENBLAS_CORETYPE=", level(current).openblas,
                " gives it the ", name(current), " level's)\n");
   const char* int8 = "8-bit activations: oneDNN's u8 x s8 products sum in 32 bits here";
-  if (int8_activation_levels() != 127)
+  if (int8_activation_levels() != 127 && int8_panels_serve(1, 4))
+    int8 = "7-bit activations (no AVX-512 VNNI: u8 x s8 pairs add in 16 bits here); weights packed once into the "
+           "project's own int8 panels (AVX2), outputs of 8192 columns and more through oneDNN's gemm";
+  else if (int8_activation_levels() != 127)
     int8 = "7-bit activations: oneDNN's u8 x s8 products add pairs in 16 bits here (no AVX-512 VNNI)";
   else if (x86())
     int8 = "8-bit activations: oneDNN's u8 x s8 products run on VNNI or AMX (32-bit sums)";

@@ -56,8 +56,13 @@ void copy_columns(int64_t rows, int64_t row_bytes, int64_t offset_bytes, int64_t
 // of zero: oneDNN's u8 × s8 products add pairs of them in 16 bits on CPUs without VNNI, where
 // 8-bit activations could overflow (saturate) and 7-bit ones cannot; with VNNI the sums are 32-bit.
 int int8_activation_levels();  // 127 (8 bits) where oneDNN's products run on VNNI, else 63 (7 bits)
+// panels: w packed once by pack_int8 (or null): the same integer sums through the project's own
+// kernel (simd/int8_panels.cc), which pack_int8 uses where it beats oneDNN's gemm (int8_panels_serve;
+// null elsewhere).
 void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
-                 const float* bias, ops::Activation act, float* y);
+                 const float* bias, ops::Activation act, float* y, const void* panels = nullptr);
+bool int8_panels_serve(int64_t n, int64_t k);
+std::shared_ptr<const void> pack_int8(int64_t n, int64_t k, const int8_t* w);
 
 // Packed float32 weights (ops/packed.h): w [n, k] reordered once, into oneDNN's layout for a matmul
 // primitive with a run-time row count (wide outputs: one primitive per thread over its block of
