@@ -62,6 +62,23 @@ TEST(AtomicFile, StaleTemporariesAreRemovedAndNothingElse) {
   fs::remove_all(dir);
 }
 
+// A folder is refused by name, with nothing created in its parent; a device is written in place and
+// stays a device (a temporary file renamed over /dev/null would replace it, as root, with a plain
+// file); a failed write to a device names it and the reason.
+TEST(AtomicFile, FoldersAreRefusedAndDevicesWrittenInPlace) {
+  const fs::path dir = testing::temp_path("atomic_target");
+  fs::create_directories(dir / "sub");
+  testing::expect_error([&] { write_file_atomic((dir / "sub").string(), [](std::ostream& out) { out << "x"; }); },
+                        {"sub': it is a folder"});
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // only sub
+  write_file_atomic("/dev/null", [](std::ostream& out) { out << "into the device"; });
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  testing::expect_error([] { write_file_atomic("/dev/full", [](std::ostream& out) { out << std::string(1 << 17, 'x'); }); },
+                        {"cannot write '/dev/full'", "No space left on device"});
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  fs::remove_all(dir);
+}
+
 // A failed append is an error naming the file (here /dev/full: no space), not a lost record.
 TEST(MetricsLog, FailedAppendIsAnError) {
   const MetricsLog full("/dev/full");

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "core/error.h"
 
@@ -53,6 +55,21 @@ void check_stream(std::ostream& out, const std::string& what) {
     err = errno;
   }
   TFM_CHECK(out.good(), "cannot write ", what, ": ", err ? std::strerror(err) : "a write to it failed");
+}
+
+}  // namespace tfm::cli
+
+namespace tfm::cli {
+
+void check_not_an_input(const std::string& path, const char* flag,
+                        std::initializer_list<std::pair<const char*, std::string>> inputs) {
+  namespace fs = std::filesystem;
+  for (const auto& [input_flag, input] : inputs) {
+    if (input.empty()) continue;
+    std::error_code ec;
+    TFM_CHECK(!fs::equivalent(path, input, ec), flag, " '", path, "' is the file given to ", input_flag, " ('", input,
+              "'): writing it would destroy what is read; give another file");
+  }
 }
 
 }  // namespace tfm::cli

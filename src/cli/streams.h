@@ -6,8 +6,10 @@
 // the file behind standard output and the reason, and the program ends with status 1. A reader that
 // went away (EPIPE, as in `| head` with SIGPIPE ignored) ends the program quietly with status 141,
 // as if SIGPIPE had ended it, which is what other Unix tools do.
+#include <initializer_list>
 #include <ostream>
 #include <string>
+#include <utility>
 
 namespace tfm::cli {
 
@@ -25,5 +27,11 @@ void close_stdout();
 // "--attention 'a.jsonl'") if a write to it failed. Called right after a write that failed, it
 // reports that write's reason.
 void check_stream(std::ostream& out, const std::string& what);
+
+// Throws tfm::Error when the file a command writes (`path`, given by `flag`) is one of the files it
+// reads (each given by its flag; empty paths and files that do not exist yet are skipped): the
+// output would replace, or first truncate, an input.
+void check_not_an_input(const std::string& path, const char* flag,
+                        std::initializer_list<std::pair<const char*, std::string>> inputs);
 
 }  // namespace tfm::cli

@@ -13,6 +13,7 @@
 #include "cli/model_io.h"
 #include "cli/streams.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "transformer/text.h"
 #include "transformer/translator.h"
 
@@ -133,6 +134,10 @@ int run(Options o) {
   lo.shortlist = o.shortlist_path;
   lo.threads = static_cast<int>(o.threads);
   lo.device = o.device;
+  if (!o.attention_path.empty())
+    check_not_an_input(o.attention_path, "--attention",
+                       {{"--input", o.input}, {"--model", o.paths.model}, {"--vocab", o.paths.vocab},
+                        {"--target-prefix", o.prefix_path}, {"--shortlist", o.shortlist_path}});
   const transformer::Translator translator(o.paths.model, lo);
   print_notes(translator.load_notes());
   std::ifstream file;
@@ -163,17 +168,14 @@ int run(Options o) {
     const int64_t input_lines = count_lines(count);
     if (input_lines != prefix_count) throw mismatch(input_lines);
   }
-  std::ofstream attention;
-  if (!o.attention_path.empty()) {
-    attention.open(o.attention_path);
-    TFM_CHECK(attention, "cannot write --attention '", o.attention_path, "'");
-  }
   transformer::TranslateOptions to = o.translate;
   to.search.record_attention = !o.attention_path.empty();
   std::vector<std::string> lines;
   int64_t line_number = 0, output_tokens = 0;
   double seconds = 0;  // in the translator: loading, reading and writing excluded
   bool input_ended = false;
+  // Translates everything, streaming the attention records into `attention` (or nowhere).
+  auto translate_all = [&](std::ostream* attention) {
   while (read_chunk(in, o.chunk_lines, lines)) {
     const int64_t first = line_number + 1;
     line_number += static_cast<int64_t>(lines.size());
@@ -238,19 +240,20 @@ int run(Options o) {
         if (o.scores) std::printf("%s\t%.6f\n", best.c_str(), t.hypotheses.empty() ? 0.0 : t.hypotheses[0].normalized);
         else std::printf("%s\n", best.c_str());
       }
-      if (attention.is_open()) {
-        attention << attention_record(translator, t, n, o.ids).dump() << '\n';
-        if (!attention.good()) check_stream(attention, cat("--attention '", o.attention_path, "'"));
+      if (attention) {
+        *attention << attention_record(translator, t, n, o.ids).dump() << '\n';
+        if (!attention->good()) check_stream(*attention, cat("--attention '", o.attention_path, "'"));
       }
     }
     check_stdout();  // a full disk stops the run here, not after translating everything
-    if (attention.is_open()) check_stream(attention, cat("--attention '", o.attention_path, "'"));
+    if (attention) check_stream(*attention, cat("--attention '", o.attention_path, "'"));
   }
   if (with_prefixes && line_number != prefix_count) throw mismatch(line_number);  // an input shorter than the prefixes
-  if (attention.is_open()) {
-    attention.close();
-    TFM_CHECK(!attention.fail(), "cannot write --attention '", o.attention_path, "': closing it failed");
-  }
+  };
+  // The attention records go to a temporary file beside --attention, renamed over it once every
+  // line is translated: a run that fails leaves an earlier file of that name as it was.
+  if (o.attention_path.empty()) translate_all(nullptr);
+  else write_file_atomic(o.attention_path, [&](std::ostream& out) { translate_all(&out); });
   if (o.stats)
     std::fprintf(stderr, "translated %lld sentences, %lld tokens in %.3f s: %.0f tokens/s\n",
                  static_cast<long long>(line_number), static_cast<long long>(output_tokens), seconds,

@@ -59,6 +59,28 @@ class FdBuf : public std::streambuf {
 
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
   namespace fs = std::filesystem;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    TFM_CHECK(!S_ISDIR(st.st_mode), "cannot write '", path, "': it is a folder; give a file name");
+    if (!S_ISREG(st.st_mode)) {
+      // A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written in place: a temporary file
+      // renamed over it would replace the device itself (as root) with a plain file.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+      TFM_CHECK(fd >= 0, "cannot open '", path, "' for writing: ", reason());
+      try {
+        FdBuf buf(fd);
+        std::ostream out(&buf);
+        write(out);
+        out.flush();
+        TFM_CHECK(!buf.failed() && out.good(), "cannot write '", path, "': ", reason());
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+      TFM_CHECK(::close(fd) == 0, "cannot close '", path, "': ", reason());
+      return;
+    }
+  }
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::string tmp = (dir / cat(".", target.filename().string(), ".tmp-XXXXXX")).string();

@@ -11,7 +11,8 @@ namespace tfm {
 
 // Calls write(out) on a stream to the temporary file, then commits it as `path`. On any error
 // (the callback's, a full disk, a failed rename) the temporary file is removed and tfm::Error
-// thrown with the path and the system's reason.
+// thrown with the path and the system's reason. A path that names a device or a pipe (/dev/null,
+// /dev/stdout) is written in place instead; one that names a folder is an error.
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 // Removes the temporary files that write_file_atomic leaves in `dir` when its process is killed

@@ -55,6 +55,18 @@ for r in rows:
     for row in a[0][0]:
         assert abs(sum(row) - 1) < 1e-4
 PY
+# --attention never destroys an input: the same file as --input is refused with the input intact,
+# and a run that fails leaves an earlier file of that name as it was (written only at the end).
+head -n 2 "$fix/input.en" > "$work/in2.en"
+cp "$work/in2.en" "$work/in2.copy"
+tr --input "$work/in2.en" --attention "$work/in2.en" > /dev/null 2>"$work/err" && fail "--attention onto --input accepted"
+grep -q "^error: --attention '.*in2.en' is the file given to --input" "$work/err" || fail "--attention onto --input: $(cat "$work/err")"
+cmp -s "$work/in2.en" "$work/in2.copy" || fail "--attention onto --input changed the input"
+cp "$work/att.jsonl" "$work/att.copy"
+printf 'one\ntwo\nthree\n' > "$work/three.en"; printf 'a\n' > "$work/one.prefix"
+tr --target-prefix "$work/one.prefix" --attention "$work/att.jsonl" < "$work/three.en" > /dev/null 2>&1 &&
+  fail "a prefix count mismatch accepted"
+cmp -s "$work/att.jsonl" "$work/att.copy" || fail "a failed run changed the earlier --attention file"
 "$bin" attention -m "$model" "three hundred forty-two" -o "$work/att.svg" --grid > /dev/null
 grep -c "<rect" "$work/att.svg" | awk '$1 < 20 { exit 1 }' || fail "attention SVG has no cells"
 
