@@ -12,6 +12,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,9 +32,10 @@ using namespace transformer;
 
 namespace {
 
-// str or os.PathLike → a path string.
+// str, bytes or os.PathLike → a path string: the file system's own bytes (os.fsencode), so that a
+// bytes path stays itself (not "b'...'") and a str one undecodable bytes came from is given back.
 std::string fspath(const py::handle& path) {
-  return py::str(py::module_::import("os").attr("fspath")(path)).cast<std::string>();
+  return py::bytes(py::module_::import("os").attr("fsencode")(path)).cast<std::string>();
 }
 std::optional<std::string> fspath_or_none(const py::handle& path) {
   if (path.is_none()) return std::nullopt;
@@ -200,8 +202,18 @@ struct PyTrainer {
   std::unique_ptr<Trainer*> self = std::make_unique<Trainer*>(nullptr);
 };
 
+// The keywords as the JSON train_options_from_json reads: paths (os.PathLike, bytes) as str, a float
+// that is not finite refused by its keyword (JSON has no NaN).
 TrainOptions options_from_kwargs(const py::kwargs& kwargs) {
-  const std::string json = py::module_::import("json").attr("dumps")(kwargs).cast<std::string>();
+  for (const auto& [key, value] : kwargs)
+    if (py::isinstance<py::float_>(value) && !std::isfinite(value.cast<double>()))
+      throw Error("training option '" + key.cast<std::string>() + "' must be a finite number, got " +
+                  py::repr(value).cast<std::string>());
+  const py::module_ os = py::module_::import("os");
+  const std::string json = py::module_::import("json")
+                               .attr("dumps")(kwargs, py::arg("default") = os.attr("fsdecode"),
+                                              py::arg("allow_nan") = false)
+                               .cast<std::string>();
   return train_options_from_json(json);
 }
 
@@ -219,6 +231,14 @@ PYBIND11_MODULE(_transformer, m) {
   m.attr("__version__") = TFM_VERSION;
 #endif
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
+  // Registered after Error, so tried first: an allocation that failed is Python's MemoryError.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const OutOfMemory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    }
+  });
   m.attr("MAX_BEAM_SIZE") = kMaxBeamSize;
   m.attr("MAX_BATCH_SENTENCES") = kMaxBatchSentences;
   m.attr("MAX_INPUT_TOKENS") = kMaxInputTokens;

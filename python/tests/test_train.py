@@ -92,6 +92,14 @@ def test_options_errors_name_the_field(data, tmp_path):
         transformer.Trainer(**options(data, tmp_path / "x", max_steps="three"))
     with pytest.raises(transformer.Error, match="missing.en"):
         transformer.Trainer(**dict(options(data, tmp_path / "x"), train_source=str(tmp_path / "missing.en")))
+    with pytest.raises(transformer.Error, match="'label_smoothing' must be a finite number, got nan"):
+        transformer.Trainer(**options(data, tmp_path / "x", label_smoothing=float("nan")))
+    # Paths may be os.PathLike or bytes here too, as everywhere in the API.
+    paths = transformer.Trainer(**dict(options(data, tmp_path / "paths", max_steps=1), train_source=data / "train.en",
+                                       train_target=bytes(data / "train.de"), run_dir=tmp_path / "paths"))
+    assert paths.options["train_source"] == str(data / "train.en")
+    assert paths.options["train_target"] == str(data / "train.de")
+    del paths
     t = transformer.Trainer(**options(data, tmp_path / "busy", max_steps=1))
     with pytest.raises(transformer.Error, match="busy"):
         transformer.Trainer(**options(data, tmp_path / "busy", max_steps=1))

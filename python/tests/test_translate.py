@@ -219,6 +219,18 @@ def test_model_info_and_averaging(tmp_path):
     assert b.load_notes.notes == []
     with pytest.raises(transformer.Error, match="at least one"):
         transformer.average_checkpoints([], out)
+    # A bytes path is the file system's bytes, not the text "b'...'".
+    transformer.average_checkpoints([os.fsencode(MODEL)], os.fsencode(tmp_path / "bytes.safetensors"))
+    assert (tmp_path / "bytes.safetensors").is_file() and not list(tmp_path.glob("b'*"))
+    assert transformer.Translator(os.fsencode(MODEL)).translate(["seventy-one"])[0].best.ids == \
+        a.translate(["seventy-one"])[0].best.ids
+
+
+def test_running_out_of_memory_is_a_memory_error(translator):
+    with pytest.raises(MemoryError, match="out of memory allocating"):
+        translator.translate(["one"], beam=1, max_length_b=9e15, max_memory=0)
+    with pytest.raises(transformer.Error, match="finite"):
+        translator.translate(["one"], max_length_b=float("inf"))
 
 
 def test_sampling_is_seeded_and_prefixes_are_forced(translator, plain):

@@ -15,9 +15,7 @@ using Error = transformer::Error;
 
 // Host memory that could not be had (a tensor's allocation): callers that know what the memory was
 // for add it (the trainer names the batch and the limits to lower).
-struct OutOfMemory : Error {
-  using Error::Error;
-};
+using OutOfMemory = transformer::OutOfMemory;
 
 // Concatenates any streamable values into one string: cat("shape ", s, " has ", n, " dims").
 template <class... Args>

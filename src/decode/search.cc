@@ -15,8 +15,9 @@ void transformer::SearchOptions::validate() const {
   TFM_CHECK(n_best >= 1 && n_best <= beam_size, "n-best must be in [1, beam size ", beam_size, "], got ", n_best);
   TFM_CHECK(std::isfinite(length_penalty), "length penalty must be finite, got ", length_penalty);
   TFM_CHECK(min_length >= 0, "the minimum output length must be >= 0, got ", min_length);
-  TFM_CHECK(max_length_a >= 0 && max_length_b >= 0 && max_length_a + max_length_b >= 1,
-            "the maximum output length a * source + b needs a, b >= 0 and a + b >= 1, got a = ", max_length_a,
+  TFM_CHECK(std::isfinite(max_length_a) && std::isfinite(max_length_b) && max_length_a >= 0 && max_length_b >= 0 &&
+                max_length_a + max_length_b >= 1,
+            "the maximum output length a * source + b needs finite a, b >= 0 and a + b >= 1, got a = ", max_length_a,
             ", b = ", max_length_b);
   TFM_CHECK(sampling_topk >= -1,
             "sampling top-k must be -1 (the whole vocabulary), 0 (no sampling) or a number of tokens >= 1, got ",
@@ -127,7 +128,10 @@ Encoded encode_batch(const Transformer& model, const Context& ctx, const std::ve
     const double limit = o.max_length_a * static_cast<double>(sources[b].size()) + o.max_length_b;
     // A prefix is output whole: one that reaches the limit is followed by EOS.
     const int64_t forced = static_cast<int64_t>(prefix_of(prefixes, b).size()) + 1;
-    e.max_length.push_back(std::max<int64_t>(forced, static_cast<int64_t>(std::floor(limit))));
+    // Capped before the conversion (a limit past int64 would be undefined): the memory check or the
+    // allocation refuses a length anywhere near it.
+    const double capped = std::min(std::floor(limit), 4.0e18);
+    e.max_length.push_back(std::max<int64_t>(forced, static_cast<int64_t>(capped)));
     e.capacity = std::max(e.capacity, e.max_length.back());
   }
   return e;

@@ -32,7 +32,14 @@ void transformer::TranslateOptions::validate() const {
 namespace tfm {
 
 namespace {
-double gib(double bytes) { return bytes / (1 << 30); }
+// Bytes for people: GiB with two decimals, MiB below a tenth of a GiB, plain bytes below a MiB.
+std::string amount(double bytes) {
+  char text[48];
+  if (bytes >= 0.1 * (1 << 30)) std::snprintf(text, sizeof text, "%.2f GiB", bytes / (1 << 30));
+  else if (bytes >= (1 << 20)) std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1 << 20));
+  else std::snprintf(text, sizeof text, "%.0f bytes", bytes);
+  return text;
+}
 
 // Refuses, before any work, a translation whose decoding is estimated (estimate_search_bytes) to
 // need more memory than the limit: the worst batch, times the batches decoded at once.
@@ -55,16 +62,18 @@ void check_memory(const ModelConfig& c, Device device, const TranslateOptions& o
     if (bytes > worst) worst = bytes, worst_sentences = static_cast<int64_t>(end - begin), worst_tokens = tokens;
   }
   const double need = worst * static_cast<double>(in_flight);
-  char text[64];
-  std::snprintf(text, sizeof text, "%.2f GiB, more than the limit of %.2f GiB", gib(need), gib(static_cast<double>(limit)));
-  TFM_CHECK(need <= static_cast<double>(limit), "translating would need about ", text,
+  const auto longest = static_cast<int64_t>(
+      std::min(std::floor(o.search.max_length_a * static_cast<double>(worst_tokens) + o.search.max_length_b), 4.0e18));
+  TFM_CHECK(need <= static_cast<double>(limit), "translating would need about ", amount(need),
+            ", more than the limit of ", amount(static_cast<double>(limit)),
             o.max_memory > 0              ? " (max_memory)"
             : device == Device::CPU       ? " (80% of the memory available now)"
                                           : cat(" (80% of the ", name(device), " device's memory available now)"),
             ": a batch of ",
-            worst_sentences, " sentences of up to ", worst_tokens, " tokens with beam ", o.search.beam_size,
-            in_flight > 1 ? cat(", ", in_flight, " batches at a time") : std::string(),
-            ". Lower the beam size or the batch size, or raise the limit (0: none)");
+            worst_sentences, " sentences of up to ", worst_tokens, " tokens, outputs of up to ", longest,
+            " tokens (max length a ", o.search.max_length_a, ", b ", o.search.max_length_b, ") with beam ",
+            o.search.beam_size, in_flight > 1 ? cat(", ", in_flight, " batches at a time") : std::string(),
+            ". Lower the beam size, the batch size or the maximum output length, or raise the limit (0: none)");
 }
 }  // namespace
 

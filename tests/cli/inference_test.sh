@@ -181,11 +181,13 @@ expect_error "beam size must be in \\[1, 1024\\], got 10000" "$bin" translate -m
 expect_error "batch size must be in \\[1, 4096\\] sentences, got 5000" "$bin" translate -m "$model" --batch-size 5000
 expect_error "max-input-tokens must be in \\[1, 16384\\], got 20000" "$bin" score -m "$model" --max-input-tokens 20000
 expect_error "max-memory must be a number of GiB" "$bin" translate -m "$model" --max-memory -3
+# An infinite maximum length is refused by name (it used to overflow into a limit of one token: empty output).
+expect_error "needs finite a, b >= 0.*b = inf" "$bin" translate -m "$model" --max-length-b inf --max-memory 0
 rc=0
 "$bin" translate -m "$model" --vocab "$fix/vocab.model" --beam 1000 --max-memory 0.05 --input "$fix/input.en" \
   > "$work/mem.out" 2> "$work/err" || rc=$?
 [ "$rc" -eq 1 ] && [ ! -s "$work/mem.out" ] || fail "--max-memory 0.05 with beam 1000: status $rc, output $(wc -c < "$work/mem.out")"
-grep -qE "translating would need about [0-9.]+ GiB, more than the limit of 0.05 GiB \(max_memory\): a batch of [0-9]+ sentences of up to [0-9]+ tokens with beam 1000" \
+grep -qE "translating would need about [0-9.]+ GiB, more than the limit of 51.2 MiB \(max_memory\): a batch of [0-9]+ sentences of up to [0-9]+ tokens, outputs of up to [0-9]+ tokens \(max length a 1, b 50\) with beam 1000" \
   "$work/err" || fail "memory estimate message: $(cat "$work/err")"
 tr --beam 4 --max-memory 0.05 < "$fix/input.en" | diff "$fix/expected.beam4.de" - || fail "a small beam under the limit"
 # --min-length: no end of sentence before 8 tokens + EOS, so exactly 8 tokens when max is 9.
