@@ -255,6 +255,19 @@ TEST(Import, BadInputIsRefusedAndNothingIsWritten) {
                     rewrite(d / "config.json", [](json& j) { j["model_type"] = "bart"; });
                   })); },
                  "model_type 'bart' is not supported");
+  expect_refused([] { return import_hf(hf_copy("eos", [](const fs::path& d) {
+                    rewrite(d / "tokenizer_config.json", [](json& j) { j["eos_token"] = {{"content", 5}}; });
+                  })); },
+                 "'eos_token'.content must be a string, got 5");
+  expect_refused([] { return import_hf(hf_copy("pad", [](const fs::path& d) {
+                    rewrite(d / "config.json", [](json& j) { j["pad_token_id"] = (int64_t{1} << 32) + 314; });
+                  })); },
+                 "'pad_token_id' is out of range (-2147483648 to 2147483647), got 4294967610");
+  {
+    MarianImport o = marian_files("marian");
+    o.source_spm = o.vocab;  // a YAML file
+    expect_refused([&] { return import_marian(o); }, "--source-spm '" + o.vocab + "' is not a SentencePiece model");
+  }
   // A truncated .npz, cut at several places.
   const std::string npz = read_file(marian_files("marian").npz);
   for (size_t cut : {npz.size() / 3, npz.size() / 2, npz.size() - 10}) {

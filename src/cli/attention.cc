@@ -33,6 +33,9 @@ int run(const Options& o) {
   to.search.beam_size = o.beam;
   to.search.record_attention = true;
   const transformer::Translation t = translator.translate({clean.text}, to)[0];
+  if (t.truncated)
+    std::fprintf(stderr, "warning: the sentence has more than %lld tokens; translated and drawn its first %lld\n",
+                 static_cast<long long>(to.max_input_tokens), static_cast<long long>(to.max_input_tokens));
   const transformer::Hypothesis& h = t.best();
   const std::string svg = transformer::attention_svg(translator, t, h, {o.layer, o.head, o.grid});
   write_file_atomic(o.output, [&](std::ostream& out) { out << svg; });

@@ -83,9 +83,10 @@ Vocab Vocab::train(const std::vector<std::string>& sentences, const VocabOptions
 namespace {
 constexpr const char* kPieceFormat = "tfm-piece-vocab";
 
-void load_spm(sentencepiece::SentencePieceProcessor& sp, const std::string& bytes, const std::string& path) {
+// `what` names the bytes in the error ("--source-spm 'x.spm'").
+void load_spm(sentencepiece::SentencePieceProcessor& sp, const std::string& bytes, const std::string& what) {
   const auto status = sp.LoadFromSerializedProto(bytes);
-  TFM_CHECK(status.ok(), "'", path, "' is not a SentencePiece model: ", status.ToString());
+  TFM_CHECK(status.ok(), what, " is not a SentencePiece model: ", status.ToString());
 }
 }  // namespace
 
@@ -98,7 +99,8 @@ std::string default_vocab_path(const std::string& model_path) {
 }
 
 Vocab Vocab::from_pieces(std::vector<std::string> pieces, const std::string& source_spm, const std::string& target_spm,
-                         int32_t unk_id, const std::vector<int32_t>& skipped) {
+                         int32_t unk_id, const std::vector<int32_t>& skipped, const std::string& source_name,
+                         const std::string& target_name) {
   Vocab v;
   TFM_CHECK(!pieces.empty(), "a piece vocabulary needs at least one piece");
   const int64_t n = static_cast<int64_t>(pieces.size());
@@ -117,8 +119,8 @@ Vocab Vocab::from_pieces(std::vector<std::string> pieces, const std::string& sou
   v.serialized_ = source_spm;
   v.target_serialized_ = target_spm;
   v.target_sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  load_spm(*v.sp_, v.serialized_, "the source SentencePiece model");
-  load_spm(*v.target_sp_, v.target_serialized_, "the target SentencePiece model");
+  load_spm(*v.sp_, v.serialized_, source_name);
+  load_spm(*v.target_sp_, v.target_serialized_, target_name);
   return v;
 }
 
@@ -175,7 +177,7 @@ Vocab Vocab::load(const std::string& path) {
     const std::filesystem::path dir = std::filesystem::path(path).parent_path();
     try {
       return from_pieces(std::move(pieces), read_file((dir / source).string()), read_file((dir / target).string()),
-                         unk, skipped);
+                         unk, skipped, cat("'", (dir / source).string(), "'"), cat("'", (dir / target).string(), "'"));
     } catch (const Error& e) {
       throw Error(cat("'", path, "': ", e.what()));
     }

@@ -47,9 +47,12 @@ class Vocab {
   // SentencePiece models are named relative to its folder.
   static Vocab load(const std::string& path);
   // A piece vocabulary: `pieces` in id order, the SentencePiece models' bytes, the <unk> id, and the
-  // ids decoding skips (end of sentence, padding, unknown). Throws naming a duplicate piece.
+  // ids decoding skips (end of sentence, padding, unknown). Throws naming a duplicate piece, or the
+  // SentencePiece model that is not one by its name (its file, say).
   static Vocab from_pieces(std::vector<std::string> pieces, const std::string& source_spm,
-                           const std::string& target_spm, int32_t unk_id, const std::vector<int32_t>& skipped);
+                           const std::string& target_spm, int32_t unk_id, const std::vector<int32_t>& skipped,
+                           const std::string& source_name = "the source SentencePiece model",
+                           const std::string& target_name = "the target SentencePiece model");
   // A SentencePiece model from its bytes (what save writes); `what` names them in errors.
   static Vocab from_serialized(std::string bytes, const std::string& what);
   // The SentencePiece model's bytes (the source's, for a piece vocabulary).

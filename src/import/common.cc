@@ -1,5 +1,6 @@
 // What both importers share: writing the converted model and its vocabulary.
 #include <filesystem>
+#include <system_error>
 
 #include "import/import.h"
 #include "import/tensors.h"
@@ -45,11 +46,24 @@ std::string write_imported(const ImportedModel& imported, const std::string& dir
   }
   TFM_CHECK(imported.vocab.size() == imported.config.vocab_size, "import: the vocabulary has ", imported.vocab.size(),
             " pieces but the embedding has ", imported.config.vocab_size, " rows");
+  // The folders this import makes go again when a write fails (a full disk between the vocabulary
+  // and the model): no folder with a vocabulary but no model is left behind.
+  fs::path made;  // the outermost folder create_directories makes, if any
+  for (fs::path p = fs::absolute(dir); !p.empty() && !fs::exists(p); p = p.parent_path()) {
+    made = p;
+    if (p == p.parent_path()) break;
+  }
   fs::create_directories(dir);
-  imported.vocab.save_pieces(dir);
   const std::string path = (fs::path(dir) / "model.safetensors").string();
-  save_model(model, path,
-             {{kVocabFingerprintKey, imported.vocab.fingerprint()}, {kImportedFromKey, imported.provenance.dump()}});
+  try {
+    imported.vocab.save_pieces(dir);
+    save_model(model, path,
+               {{kVocabFingerprintKey, imported.vocab.fingerprint()}, {kImportedFromKey, imported.provenance.dump()}});
+  } catch (...) {
+    std::error_code ec;
+    if (!made.empty()) fs::remove_all(made, ec);
+    throw;
+  }
   return path;
 }
 

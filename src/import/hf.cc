@@ -1,7 +1,9 @@
 // Hugging Face MarianMT folders (transformers' MarianMTModel, as converted from OPUS-MT by
 // transformers' convert_marian_to_pytorch or trained with transformers): config.json, the weights
 // in model.safetensors, vocab.json, source.spm and target.spm.
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 
 #include "core/error.h"
 #include "import/import.h"
@@ -33,6 +35,12 @@ T field(const json& config, const char* key, const T& fallback, const fs::path& 
       TFM_CHECK(it->is_boolean(), "must be true or false");
     } else if constexpr (std::is_integral_v<T>) {
       TFM_CHECK(it->is_number_integer(), "must be an integer");
+      // nlohmann's get<T> wraps what T cannot hold (2^32 + 314 read as 314).
+      const bool fits = it->is_number_unsigned()
+                            ? it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                            : it->get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                  it->get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max());
+      TFM_CHECK(fits, "is out of range (", std::numeric_limits<T>::min(), " to ", std::numeric_limits<T>::max(), ")");
     } else if constexpr (std::is_floating_point_v<T>) {
       TFM_CHECK(it->is_number(), "must be a number");
     } else {
@@ -128,9 +136,14 @@ ImportedModel import_hf(const std::string& dir_name) {
             pieces.size(), " pieces but config.json's vocab_size is ", c.vocab_size);
   auto special = [&](const char* key, const char* fallback) -> int32_t {
     std::string name = fallback;
-    if (tokenizer.contains(key) && tokenizer[key].is_string()) name = tokenizer[key].get<std::string>();
-    else if (tokenizer.contains(key) && tokenizer[key].is_object() && tokenizer[key].contains("content"))
-      name = tokenizer[key]["content"].get<std::string>();
+    if (tokenizer.contains(key) && tokenizer[key].is_string()) {
+      name = tokenizer[key].get<std::string>();
+    } else if (tokenizer.contains(key) && tokenizer[key].is_object() && tokenizer[key].contains("content")) {
+      const json& content = tokenizer[key]["content"];
+      TFM_CHECK(content.is_string(), "import hf: ", (dir / "tokenizer_config.json").string(), ": '", key,
+                "'.content must be a string, got ", content.dump());
+      name = content.get<std::string>();
+    }
     const auto it = vocab.find(name);
     TFM_CHECK(it != vocab.end(), "import hf: ", vocab_path.string(), " has no piece '", name, "' (the ", key, ")");
     return it->get<int32_t>();
@@ -146,7 +159,8 @@ ImportedModel import_hf(const std::string& dir_name) {
     TFM_CHECK(fs::exists(dir / spm), "import hf: '", (dir / spm).string(), "' does not exist");
   try {
     m.vocab = Vocab::from_pieces(pieces, read_file((dir / "source.spm").string()), read_file((dir / "target.spm").string()),
-                                 c.unk_id, {c.eos_id, c.unk_id, c.pad_id});
+                                 c.unk_id, {c.eos_id, c.unk_id, c.pad_id}, cat("'", (dir / "source.spm").string(), "'"),
+                                 cat("'", (dir / "target.spm").string(), "'"));
   } catch (const Error& e) {
     throw Error(cat("import hf: ", dir_name, ": ", e.what()));
   }

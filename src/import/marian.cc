@@ -95,7 +95,8 @@ ImportedModel import_marian(const MarianImport& o) {
               "' has ", c.vocab_size, " pieces");
   try {
     m.vocab = Vocab::from_pieces(std::move(pieces), read_file(o.source_spm), read_file(o.target_spm), c.unk_id,
-                                 {c.eos_id, c.unk_id});
+                                 {c.eos_id, c.unk_id}, cat("--source-spm '", o.source_spm, "'"),
+                                 cat("--target-spm '", o.target_spm, "'"));
   } catch (const Error& e) {
     throw Error(cat("import marian: ", e.what()));
   }

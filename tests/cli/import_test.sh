@@ -64,4 +64,10 @@ grep -q "model.npz" "$work/err" || fail "the error does not name the file: $(cat
 [ ! -e "$work/out-cut" ] || fail "a failed import wrote its output folder"
 if "$bin" import hf "$fix/hf" -o "$fix/hf" 2> "$work/err"; then fail "import hf into its own folder was allowed"; fi
 grep -q "is the input folder" "$work/err" || fail "import into the input folder: $(cat "$work/err")"
+# A write that fails part way (files capped at 230 KB: the SentencePiece models are larger) leaves
+# none of the folders the import made, not a vocabulary without its model.
+rc=0
+( trap '' XFSZ; ulimit -f 230; "$bin" import hf "$fix/hf" -o "$work/capped/out" ) 2> "$work/err" || rc=$?
+[ "$rc" -ne 0 ] && grep -q "File too large" "$work/err" || fail "a capped write: status $rc, $(cat "$work/err")"
+[ ! -e "$work/capped" ] || fail "a failed write left $(find "$work/capped")"
 echo "import_test: ok"

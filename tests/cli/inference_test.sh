@@ -67,6 +67,10 @@ printf 'one\ntwo\nthree\n' > "$work/three.en"; printf 'a\n' > "$work/one.prefix"
 tr --target-prefix "$work/one.prefix" --attention "$work/att.jsonl" < "$work/three.en" > /dev/null 2>&1 &&
   fail "a prefix count mismatch accepted"
 cmp -s "$work/att.jsonl" "$work/att.copy" || fail "a failed run changed the earlier --attention file"
+"$bin" attention -m "$model" "$(for i in $(seq 1100); do printf 'one '; done)" -o "$work/long.svg" > /dev/null \
+  2> "$work/err" || fail "attention on a long sentence: $(cat "$work/err")"
+grep -q "^warning: the sentence has more than 1024 tokens; translated and drawn its first 1024" "$work/err" ||
+  fail "attention cut a long sentence without a word: $(cat "$work/err")"
 "$bin" attention -m "$model" "three hundred forty-two" -o "$work/att.svg" --grid > /dev/null
 grep -c "<rect" "$work/att.svg" | awk '$1 < 20 { exit 1 }' || fail "attention SVG has no cells"
 
