@@ -391,6 +391,21 @@ TEST(Api, InitModelAndPlotErrors) {
   tfm::testing::expect_error([&] { init_model(c, 3, out); }, {"heads"});
   EXPECT_FALSE(std::filesystem::exists(out));
   tfm::testing::expect_error([&] { plot_training("/nonexistent-run"); }, {"/nonexistent-run/metrics.jsonl"});
+  // A log with nothing to draw says which way it has nothing, and no picture is written.
+  const std::string run = (std::filesystem::temp_directory_path() / ("api_test_plot-" + std::to_string(::getpid()))).string();
+  std::filesystem::create_directories(run);
+  const std::string log = run + "/metrics.jsonl", svg = run + "/training.svg";
+  std::ofstream(log) << "";
+  tfm::testing::expect_error([&] { plot_training(run); }, {"holds no records yet"});
+  std::ofstream(log) << "garbage\n{\"loss\": NaN}\n";
+  tfm::testing::expect_error([&] { plot_training(run); }, {"has 2 lines and none is a metrics record"});
+  std::ofstream(log) << "{\"step\": 1}\n";
+  tfm::testing::expect_error([&] { plot_training(run); }, {"holds 1 records but no loss or validation values"});
+  EXPECT_FALSE(std::filesystem::exists(svg));
+  std::ofstream(log) << "{\"step\": 1, \"loss\": 2.5}\n";
+  EXPECT_EQ(plot_training(run), svg);
+  EXPECT_TRUE(std::filesystem::exists(svg));
+  std::filesystem::remove_all(run);
 }
 
 TEST(Api, Metrics) {

@@ -223,7 +223,7 @@ class Translator {
 
   // The vocabulary (throws Error when the translator was loaded without one).
   std::vector<int32_t> encode(std::string_view text) const;
-  std::string decode(const std::vector<int32_t>& ids) const;
+  std::string decode(const std::vector<int32_t>& ids) const;  // an id outside [0, vocab_size()) is an Error
   std::string piece(int32_t id) const;  // one token's piece, as the vocabulary spells it
   bool has_vocab() const;
 

@@ -119,6 +119,9 @@ def test_input_policy_repairs_and_reports(translator, plain):
 def test_vocabulary(translator):
     ids = translator.encode("three hundred")
     assert ids and translator.decode(ids) == "three hundred"
+    for bad in (translator.vocab_size, -5):
+        with pytest.raises(transformer.Error, match=f"token id {bad} .at 1. is outside the vocabulary"):
+            translator.decode([ids[0], bad])
     assert all(isinstance(translator.piece(i), str) for i in ids)
     assert translator.parse_ids(" 5  6\t7 ", 3) == [5, 6, 7]
     assert translator.has_vocab and translator.vocab_size == transformer.model_info(MODEL).config["vocab_size"]

@@ -283,7 +283,13 @@ std::vector<Score> Translator::score_ids(const std::vector<std::vector<int32_t>>
 std::vector<int32_t> Translator::encode(std::string_view text) const {
   return impl_->need_vocab().encode(std::string(text));
 }
-std::string Translator::decode(const std::vector<int32_t>& ids) const { return impl_->need_vocab().decode(ids); }
+std::string Translator::decode(const std::vector<int32_t>& ids) const {
+  const tfm::Vocab& vocab = impl_->need_vocab();
+  for (size_t i = 0; i < ids.size(); ++i)
+    TFM_CHECK(ids[i] >= 0 && ids[i] < vocab.size(), "decode: token id ", ids[i], " (at ", i,
+              ") is outside the vocabulary [0, ", vocab.size(), ")");
+  return vocab.decode(ids);
+}
 std::string Translator::piece(int32_t id) const { return impl_->need_vocab().piece(id); }
 bool Translator::has_vocab() const { return impl_->has_vocab; }
 int64_t Translator::vocab_size() const { return impl_->model->config().vocab_size; }

@@ -49,8 +49,8 @@ Action add_attention(CLI::App& app) {
   add_model_options(*cmd, o->paths);
   cmd->add_option("sentence", o->sentence, "the source sentence")->required();
   cmd->add_option("-o,--output", o->output, "SVG file")->capture_default_str();
-  cmd->add_option("--layer", o->layer, "decoder layer, from 0 (default: the last)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--head", o->head, "one head, from 0 (default: the average of all heads)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--layer", o->layer, "decoder layer, from 0 (default: the last)")->check(non_negative());
+  cmd->add_option("--head", o->head, "one head, from 0 (default: the average of all heads)")->check(non_negative());
   cmd->add_flag("--grid", o->grid, "all heads of the layer in a grid");
   cmd->add_option("-b,--beam", o->beam, "beam size")->capture_default_str();
   return [cmd, o] { return *cmd ? run(*o) : -1; };

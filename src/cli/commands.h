@@ -5,6 +5,7 @@
 // where add_info registers the subcommand's options on the app and returns the action to run after
 // parsing (which returns -1 when its subcommand was not the one given). `order` sorts --help.
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -20,5 +21,17 @@ struct Command {
 
 // Every registered command, sorted by order.
 std::vector<AddCommand> registered_commands();
+
+// An option's check that its number is >= 0, in the project's words ("must be a number >= 0, got -1"; CLI11's
+// NonNegativeNumber prints its range up to the largest double, 309 digits).
+inline CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(value, v) || !(v >= 0)) return "must be a number >= 0, got " + value;
+        return {};
+      },
+      "NONNEGATIVE");
+}
 
 }  // namespace tfm::cli

@@ -346,7 +346,7 @@ Action add_translate(CLI::App& app) {
   cmd->add_option("--max-memory", o->max_memory_gib,
                   "refuse, before starting, a translation whose decoding is estimated to need more than this many "
                   "GiB (default: 80% of the memory available at the start, the GPU's with --device cuda; 0: no limit)");
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(non_negative());
   cmd->add_option("--device", o->device,
                   "where to translate: cpu, or cuda (cuda:0), the first NVIDIA GPU, in a build with the CUDA backend "
                   "(packed float32 weights there, plain with --no-packed-weights, or --bf16; no --int8)")

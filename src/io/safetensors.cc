@@ -152,6 +152,9 @@ namespace {
 // The first 8 bytes give the header's length n; checks it against the limit and the file's size.
 uint64_t header_length(const char* first8, uint64_t size, const std::string& source) {
   TFM_CHECK(size >= 8, source, ": not a safetensors file: ", size, " bytes, too short for the 8-byte header length");
+  TFM_CHECK(std::memcmp(first8, "PK\x03\x04", 4) != 0, source,
+            ": a zip archive, not a safetensors file: a Marian model (.npz) is converted first with `transformer "
+            "import marian`, a Hugging Face folder with `transformer import hf` (docs/import.md)");
   const uint64_t n = read_u64_le(first8);
   TFM_CHECK(n <= kMaxSafetensorsHeader, source, ": header length ", n, " exceeds the limit of ", kMaxSafetensorsHeader,
             " bytes (corrupt or not a safetensors file)");

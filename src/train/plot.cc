@@ -91,6 +91,7 @@ bool write_training_plot(const MetricsLog& metrics, const std::string& svg_path)
     if (r.fields.contains("valid_bleu")) bleu.points.emplace_back(step, number_at("valid_bleu"));
     if (r.fields.contains("valid_exact")) exact.points.emplace_back(step, 100 * number_at("valid_exact"));
   }
+  if (train.points.empty() && valid.points.empty() && bleu.points.empty() && exact.points.empty()) return false;
   std::ostringstream svg;
   const double width = 900, height = 380;
   svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << width << "' height='" << height

@@ -7,7 +7,8 @@
 
 namespace tfm {
 
-// Writes the picture atomically; returns false (writing nothing) if the log has no records.
+// Writes the picture atomically; returns false (writing nothing) if the log has no records, or none
+// with a value to draw.
 bool write_training_plot(const MetricsLog& metrics, const std::string& svg_path);
 
 }  // namespace tfm

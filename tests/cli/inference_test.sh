@@ -127,7 +127,9 @@ expect_error() {  # expect_error PATTERN COMMAND...: the command fails and stder
   "$@" < /dev/null 2>"$work/err" > /dev/null && fail "accepted: $*"
   grep -qE -- "$pattern" "$work/err" || fail "message of '$*': $(cat "$work/err")"
 }
-expect_error "threads.*-1" "$bin" translate -m "$model" --threads -1
+expect_error "threads: must be a number >= 0, got -1" "$bin" translate -m "$model" --threads -1
+expect_error "model.npz: a zip archive, not a safetensors file: .*transformer import marian" "$bin" translate \
+  -m "$here/fixtures/import/marian/model.npz"
 expect_error "parallel batches must be >= 0.*-1" "$bin" translate -m "$model" --parallel-batches -1
 expect_error "head.*-5" "$bin" attention -m "$model" "one" -o "$work/x.svg" --head -5
 expect_error "layer.*-1" "$bin" attention -m "$model" "one" -o "$work/x.svg" --layer -1
