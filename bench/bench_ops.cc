@@ -145,6 +145,25 @@ void BM_DecodeProductPanels(benchmark::State& state) {
   }
   set_gflops(state, 2.0 * M * N * K);
 }
+// The same with the weights cold, as in decoding, where a step's weights (154 MB for the base model's
+// decoder and output projection in float32) pass through the caches once per step: the product
+// cycles over copies of the weight that together exceed the last-level cache (64 MB or more).
+void BM_DecodeProductPanelsCold(benchmark::State& state) {
+  const int64_t M = state.range(0), K = state.range(1), N = state.range(2);
+  const Tensor x = uniform({M, K}, 1), w = uniform({N, K}, 2), y = Tensor::zeros({M, N});
+  const int64_t floats = tfm::cpu::panel_floats(N, K);
+  const int64_t copies = std::max<int64_t>(2, (int64_t{64} << 20) / (4 * floats) + 1);
+  std::vector<float> panels(static_cast<size_t>(floats * copies));
+  for (int64_t c = 0; c < copies; ++c) tfm::cpu::pack_panels(N, K, w.data<float>(), panels.data() + c * floats);
+  int64_t next = 0;
+  for (auto _ : state) {
+    tfm::cpu::matmul_panels(M, N, K, x.data<float>(), panels.data() + next * floats, nullptr,
+                            tfm::ops::Activation::kNone, y.data<float>());
+    next = (next + 1) % copies;
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, 2.0 * M * N * K);
+}
 // The int8 product `translate --int8` runs (ops/int8.h): the weight quantized once, x quantized per
 // row at each call, the integer products, dequantized with the bias. GOP/s counts the products' 2·M·N·K.
 // BM_DecodeProductInt8OneDnn: the same without the project's own panels (ops/cpu/int8.cc), oneDNN's
@@ -173,6 +192,7 @@ void decode_shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_LinearForward)->Name("BM_DecodeProduct")->Apply(decode_shapes);
 BENCHMARK(BM_DecodeProductPacked)->Apply(decode_shapes);
 BENCHMARK(BM_DecodeProductPanels)->Apply(decode_shapes);
+BENCHMARK(BM_DecodeProductPanelsCold)->Apply(decode_shapes);
 BENCHMARK(BM_DecodeProductInt8)->Apply(decode_shapes);
 BENCHMARK(BM_DecodeProductInt8OneDnn)->Apply(decode_shapes);
 

@@ -112,18 +112,22 @@ void expect_definition(const Tensor& x, const ops::QuantizedMatrix& w, const Ten
   }
 }
 
-// 300 rows take the one-product path, 150 rows the per-thread column blocks (3,001 columns: with
-// 2 threads four blocks, the last one shorter).
+// Through oneDNN (panels dropped) 300 rows take the one-product path, 150 rows the per-thread
+// column blocks (3,001 columns: with 2 threads four blocks, the last one shorter); with the
+// project's panels, where they serve, both row counts take the blocks.
 TEST(Int8, BothProductPathsMatchTheDefinition) {
   const int64_t k = 64, n = 3001;
   const Tensor x = testing::random_tensor({300, k}, 7, -3, 3).to(DType::F32);
-  const ops::QuantizedMatrix w = ops::quantize_rows(testing::random_tensor({n, k}, 8).to(DType::F32));
+  const ops::QuantizedMatrix packed = ops::quantize_rows(testing::random_tensor({n, k}, 8).to(DType::F32));
+  ops::QuantizedMatrix plain = packed;
+  plain.panels = nullptr;
   const Tensor bias = testing::random_tensor({n}, 9).to(DType::F32);
-  for (const int64_t m : {300, 150}) {
-    Tensor y = Tensor::zeros({m, n});
-    ops::matmul_int8(x.rows(0, m), w, y, bias);
-    expect_definition(x, w, bias, y, m);
-  }
+  for (const ops::QuantizedMatrix* w : {static_cast<const ops::QuantizedMatrix*>(&plain), &packed})
+    for (const int64_t m : {300, 150}) {
+      Tensor y = Tensor::zeros({m, n});
+      ops::matmul_int8(x.rows(0, m), *w, y, bias);
+      expect_definition(x, *w, bias, y, m);
+    }
 }
 
 // The worst case for 16-bit pair sums: every activation at ±max and every weight at ±127 with the
@@ -199,12 +203,19 @@ TEST(Int8, PanelsGiveTheSameProductsAsOneDnn) {
   ops::QuantizedMatrix plain = w;
   plain.panels = nullptr;
   const Tensor bias = testing::random_tensor({n}, 22).to(DType::F32);
-  for (const int64_t m : {1, 64, 256}) {
+  ops::QuantizedMatrix alone = w;  // the panels without q, as Transformer::quantize_int8 keeps them
+  ops::release_unpacked(alone);
+  ASSERT_FALSE(alone.q.defined());
+  for (const int64_t m : {1, 64, 256, 300, 1100}) {
     const Tensor x = testing::random_tensor({m, k}, 23 + m, -4, 4).to(DType::F32);
-    Tensor a = Tensor::zeros({m, n}), b = Tensor::zeros({m, n});
+    Tensor a = Tensor::zeros({m, n}), b = Tensor::zeros({m, n}), c = Tensor::zeros({m, n});
     ops::matmul_int8(x, w, a, bias, ops::Activation::kRelu);
     ops::matmul_int8(x, plain, b, bias, ops::Activation::kRelu);
-    for (int64_t i = 0; i < m * n; ++i) ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << m << " rows: " << i;
+    ops::matmul_int8(x, alone, c, bias, ops::Activation::kRelu);
+    for (int64_t i = 0; i < m * n; ++i) {
+      ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << m << " rows: " << i;
+      ASSERT_EQ(c.data<float>()[i], b.data<float>()[i]) << m << " rows: " << i;
+    }
   }
 }
 

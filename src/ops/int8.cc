@@ -27,12 +27,13 @@ void matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& y, con
   if (w.q.defined()) {
     check_rank("matmul_int8", "weight", w.q, 2);
     check_dtype("matmul_int8", "weight", w.q, DType::I8);
-    TFM_CHECK(w.q.size(0) == w.out() && w.q.size(1) == w.in, "matmul_int8: weight ", w.q.shape(), " with ",
-              w.out(), " scales and depth ", w.in);
+    TFM_CHECK(w.q.size(0) == w.out() && (w.in == 0 || w.q.size(1) == w.in), "matmul_int8: weight ", w.q.shape(),
+              " with ", w.out(), " scales and depth ", w.in);
   }
+  TFM_CHECK(w.in > 0 || w.q.defined(), "matmul_int8: a weight of panels alone needs its depth");
   check_dtype("matmul_int8", "x", x, DType::F32);
   check_dtype("matmul_int8", "y", y, DType::F32);
-  const int64_t out = w.out(), in = w.in;
+  const int64_t out = w.out(), in = w.q.defined() ? w.q.size(1) : w.in;
   TFM_CHECK(x.rank() >= 1 && x.size(-1) == in, "matmul_int8: x ", x.shape(), " does not fit a weight of [", out,
             ", ", in, "]");
   TFM_CHECK(y.size(-1) == out && y.shape().rows() == x.shape().rows(), "matmul_int8: y has shape ", y.shape(),

@@ -170,6 +170,8 @@ void pack_int8_panels(int64_t n, int64_t k, const int8_t* w, int32_t offset, voi
 }
 void matmul_int8_panels(int64_t m, int64_t c0, int64_t nc, int64_t k, const uint8_t* xq, const void* packed, int64_t n,
                         int32_t* acc) {
+  TFM_CHECK(c0 % 16 == 0 && c0 >= 0 && nc >= 0 && c0 + nc <= n && k % 4 == 0, "matmul_int8_panels: columns [", c0,
+            ", ", c0 + nc, ") of ", n, " at depth ", k, ": c0 must be a multiple of 16 and k of 4");
   TFM_SIMD_CALL(matmul_int8_panels, m, c0, nc, k, xq, packed, n, acc);
 }
 

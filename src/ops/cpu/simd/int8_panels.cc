@@ -105,13 +105,14 @@ inline void tile(int64_t g0, int64_t g1, const uint8_t* x, int64_t ldx, const in
 #else
   for (int r = 0; r < R; ++r)
     for (int64_t j = 0; j < cols; ++j) {
-      int32_t s = first ? 0 : acc[r * ldacc + j];
+      // Wrapping 32-bit sums, as the vector lanes add: the result is exact wherever it fits.
+      uint32_t s = first ? 0u : static_cast<uint32_t>(acc[r * ldacc + j]);
       const int64_t lane = j < 8 ? 4 * j : 32 + 4 * (j - 8);
       for (int64_t g = g0; g < g1; ++g)
         for (int64_t t = 0; t < kGroup; ++t)
-          s += static_cast<int32_t>(x[r * ldx + g * kGroup + t]) * panel[g * kGroupBytes + lane + t];
-      if (last) s -= comp16[j];
-      acc[r * ldacc + j] = s;
+          s += static_cast<uint32_t>(static_cast<int32_t>(x[r * ldx + g * kGroup + t]) * panel[g * kGroupBytes + lane + t]);
+      if (last) s -= static_cast<uint32_t>(comp16[j]);
+      acc[r * ldacc + j] = static_cast<int32_t>(s);
     }
 #endif
 }
@@ -164,7 +165,7 @@ void pack_int8_panels(int64_t n, int64_t k, const int8_t* w, int32_t offset, voi
           panel[g * kGroupBytes + lane + t] = v;
           sum += v;
         }
-      comp[c] = offset * sum;
+      comp[c] = static_cast<int32_t>(int64_t{offset} * sum);  // fits for any k below 2^31 / (64 · 127)
     }
   }
 }
