@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "io/half.h"
 
 namespace tfm {
 
@@ -235,26 +236,6 @@ NpyHeader parse_npy_header(std::string_view header, uint64_t entry_size, const s
   return h;
 }
 
-// float16 (IEEE binary16) bits to float32, exactly: subnormals, infinities and NaNs included.
-float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
-  if (exp == 0 && mant == 0) {
-    bits = sign;
-  } else if (exp == 0) {  // subnormal: mant · 2^-24, normalized for float32
-    exp = 127 - 15 + 1;
-    while (!(mant & 0x400u)) {
-      mant <<= 1;
-      --exp;
-    }
-    bits = sign | exp << 23 | (mant & 0x3ffu) << 13;
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | mant << 13;
-  } else {
-    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
-  }
-  return std::bit_cast<float>(bits);
-}
 
 }  // namespace
 

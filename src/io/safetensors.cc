@@ -12,6 +12,7 @@
 
 #include "io/atomic_file.h"
 #include "io/checksum.h"
+#include "io/half.h"
 
 namespace tfm {
 
@@ -28,12 +29,18 @@ const char* dtype_code(DType t) {
   return "?";
 }
 
-DType parse_dtype(const std::string& code, const std::string& tensor, const std::string& source) {
-  if (code == "F32") return DType::F32;
-  if (code == "F64") return DType::F64;
-  if (code == "I32") return DType::I32;
-  if (code == "I8") return DType::I8;
-  throw Error(cat(source, ": tensor '", tensor, "' has dtype '", code, "', which is not supported (F32, F64, I32, I8)"));
+// The dtype a tensor reads as, and how it is stored.
+std::pair<DType, SafetensorsFile::Stored> parse_dtype(const std::string& code, const std::string& tensor,
+                                                      const std::string& source) {
+  using Stored = SafetensorsFile::Stored;
+  if (code == "F32") return {DType::F32, Stored::kAsDtype};
+  if (code == "F64") return {DType::F64, Stored::kAsDtype};
+  if (code == "I32") return {DType::I32, Stored::kAsDtype};
+  if (code == "I8") return {DType::I8, Stored::kAsDtype};
+  if (code == "F16") return {DType::F32, Stored::kF16};
+  if (code == "BF16") return {DType::F32, Stored::kBf16};
+  throw Error(cat(source, ": tensor '", tensor, "' has dtype '", code,
+                  "', which is not supported (F32, F64, I32, I8; F16 and BF16 read as F32)"));
 }
 
 uint64_t read_u64_le(const char* p) {
@@ -233,12 +240,13 @@ void SafetensorsFile::index(const char* header_text, uint64_t n, uint64_t size, 
     for (const char* field : {"dtype", "shape", "data_offsets"})
       TFM_CHECK(value.contains(field), source, ": tensor '", key, "' has no '", field, "'");
     TFM_CHECK(value["dtype"].is_string(), source, ": tensor '", key, "': dtype must be a string");
-    const DType dtype = parse_dtype(value["dtype"].get<std::string>(), key, source);
+    const auto [dtype, stored] = parse_dtype(value["dtype"].get<std::string>(), key, source);
+    const Entry kind{key, dtype, Shape(), 0, 0, stored};
     const nlohmann::json& shape = value["shape"];
     TFM_CHECK(shape.is_array() && shape.size() <= static_cast<size_t>(Shape::kMaxRank), source, ": tensor '", key,
               "': shape must be an array of at most ", Shape::kMaxRank, " dimensions, got ", shape.dump());
     std::vector<int64_t> dims;
-    uint64_t bytes = size_of(dtype);
+    uint64_t bytes = kind.element_bytes();
     for (const auto& d : shape) {
       TFM_CHECK(d.is_number_unsigned(), source, ": tensor '", key, "': dimension ", d.dump(),
                 " is not a non-negative integer");
@@ -255,9 +263,10 @@ void SafetensorsFile::index(const char* header_text, uint64_t n, uint64_t size, 
     TFM_CHECK(begin <= end && end <= data_size, source, ": tensor '", key, "': data_offsets [", begin, ", ", end,
               "] lie outside the data (", data_size, " bytes): truncated?");
     TFM_CHECK(end - begin == bytes, source, ": tensor '", key, "': data_offsets [", begin, ", ", end, "] hold ",
-              end - begin, " bytes, but dtype ", name(dtype), " and shape ", shape.dump(), " need ", bytes);
+              end - begin, " bytes, but dtype ", value["dtype"].get<std::string>(), " and shape ", shape.dump(),
+              " need ", bytes);
     f.index_[key] = f.entries_.size();
-    f.entries_.push_back({key, dtype, Shape(dims), begin, end});
+    f.entries_.push_back({key, dtype, Shape(dims), begin, end, stored});
   }
 
   // The tensors must tile the data exactly: no overlaps, no gaps, nothing left over.
@@ -311,14 +320,16 @@ void SafetensorsFile::read_into(const std::string& name, const Tensor& t) const 
 void SafetensorsFile::stream(const Entry& e, char* dst, Checksum* sum, std::string* non_finite) const {
   const uint64_t len = e.end - e.begin;
   if (len == 0) return;
-  std::vector<char> scratch(dst ? 0 : std::min(len, kPiece));
+  // 16-bit floats are read into scratch and widened into dst (twice the bytes) piece by piece.
+  const bool widen = e.stored != Stored::kAsDtype && dst;
+  std::vector<char> scratch(dst && !widen ? 0 : std::min(len, kPiece));
   if (file_) {
     file_->clear();
     file_->seekg(static_cast<std::streamoff>(data_start_ + e.begin));
   }
   for (uint64_t off = 0; off < len; off += kPiece) {
     const uint64_t n = std::min(kPiece, len - off);
-    char* piece = dst ? dst + off : scratch.data();
+    char* piece = dst && !widen ? dst + off : scratch.data();
     if (file_) {
       file_->read(piece, static_cast<std::streamsize>(n));
       TFM_CHECK(file_->good() && static_cast<uint64_t>(file_->gcount()) == n, source_, ": could not read tensor '",
@@ -328,10 +339,22 @@ void SafetensorsFile::stream(const Entry& e, char* dst, Checksum* sum, std::stri
       std::memcpy(piece, bytes_.data() + data_start_ + e.begin + off, n);
     }
     if (sum) sum->update(piece, n);
-    if (!dst || (non_finite && !non_finite->empty())) continue;
-    const int64_t bad = first_non_finite(piece, n, e.dtype);
+    if (!dst) continue;
+    const uint64_t first = off / e.element_bytes();  // the piece's first value
+    if (widen) {
+      float* out = reinterpret_cast<float*>(dst) + first;
+      for (uint64_t i = 0; i < n / 2; ++i) {
+        uint16_t h;
+        std::memcpy(&h, piece + 2 * i, 2);
+        out[i] = e.stored == Stored::kF16 ? half_to_float(h) : bf16_to_float(h);
+      }
+      piece = reinterpret_cast<char*>(out);
+    }
+    const uint64_t values = n / e.element_bytes();
+    if (non_finite && !non_finite->empty()) continue;
+    const int64_t bad = first_non_finite(piece, values * size_of(e.dtype), e.dtype);
     if (bad < 0) continue;
-    const int64_t index = static_cast<int64_t>(off / size_of(e.dtype)) + bad;
+    const int64_t index = static_cast<int64_t>(first) + bad;
     std::string what = cat(source_, ": tensor '", e.name, "' holds ",
                            non_finite_name(piece + static_cast<size_t>(bad) * size_of(e.dtype), e.dtype), " at index ",
                            index, position(index, e.shape), " of its ", e.shape.numel(),

@@ -10,6 +10,8 @@
 // checksum.h): XXH3-64 of the whole file, read with those 16 digits as '0's, so that it covers the
 // header length, every byte of the header (the checksum's own digits aside) and every byte of data.
 // Every float tensor read is checked for NaN and infinities, which no file of this program holds.
+// Tensors stored as F16 or BF16 (Hugging Face files saved in half precision) read as float32, each
+// value exactly; files written here hold F32, F64, I32 and I8 only.
 #include <cstdint>
 #include <fstream>
 #include <functional>
@@ -43,6 +45,9 @@ void write_safetensors(const std::string& path, const std::map<std::string, std:
 
 class SafetensorsFile {
  public:
+  // How a tensor's values are stored: as its dtype, or as 16-bit floats that reading widens to
+  // float32 (dtype then F32).
+  enum class Stored : uint8_t { kAsDtype, kF16, kBf16 };
   // Reads and validates a file's header (the tensors' bytes are read by tensor(), from the file
   // kept open); `parse` validates a buffer in memory (`source` names it in errors).
   static SafetensorsFile read(const std::string& path);
@@ -81,6 +86,8 @@ class SafetensorsFile {
     DType dtype;
     Shape shape;
     uint64_t begin, end;  // into data
+    Stored stored = Stored::kAsDtype;
+    uint64_t element_bytes() const { return stored == Stored::kAsDtype ? size_of(dtype) : 2; }
   };
   const Entry& entry(const std::string& name) const;
   // Validates the JSON header (n bytes) of a file of `size` bytes and fills the index.
