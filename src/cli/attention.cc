@@ -2,6 +2,7 @@
 // SVG heatmap (source across, target down): one head, the heads' average, or all heads in a grid.
 #include "cli/commands.h"
 #include "cli/model_io.h"
+#include "cli/streams.h"
 #include "core/error.h"
 #include "transformer/text.h"
 #include "transformer/translator.h"
@@ -23,6 +24,7 @@ int run(const Options& o) {
   transformer::TranslatorOptions lo;
   lo.vocab = o.paths.vocab;
   lo.verify = !o.paths.no_verify;
+  check_not_an_input(o.output, "-o", {{"--model", o.paths.model}, {"--vocab", o.paths.vocab}});
   const transformer::Translator translator(o.paths.model, lo);
   print_notes(translator.load_notes());
   const transformer::CleanText clean = transformer::clean_input(o.sentence);

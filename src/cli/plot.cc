@@ -1,7 +1,9 @@
 // transformer plot RUN: the training and validation loss and the BLEU curve of a run, as SVG.
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/streams.h"
 #include "transformer/trainer.h"
 
 namespace tfm::cli {
@@ -18,6 +20,8 @@ Action add_plot(CLI::App& app) {
   cmd->add_option("-o,--output", o->output, "SVG file (default: RUN/training.svg)");
   return [cmd, o] {
     if (!*cmd) return -1;
+    if (!o->output.empty())
+      check_not_an_input(o->output, "-o", {{"the run's metrics", (std::filesystem::path(o->run) / "metrics.jsonl").string()}});
     std::printf("%s\n", transformer::plot_training(o->run, o->output).c_str());
     return 0;
   };

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/streams.h"
 #include "transformer/shortlist.h"
 
 namespace tfm::cli {
@@ -27,6 +28,7 @@ Action add_shortlist(CLI::App& app) {
       ->capture_default_str();
   return [cmd, o] {
     if (!*cmd) return -1;
+    check_not_an_input(o->output, "-o", {{"--source", o->source}, {"--target", o->target}, {"--vocab", o->vocab}});
     const transformer::ShortlistSummary s =
         transformer::build_shortlist(o->source, o->target, o->vocab, o->output, o->shortlist);
     std::fprintf(stderr, "%s\nwrote %s: %lld frequent target tokens, up to %lld per source token\n",

@@ -67,7 +67,7 @@ void check_not_an_input(const std::string& path, const char* flag,
   for (const auto& [input_flag, input] : inputs) {
     if (input.empty()) continue;
     std::error_code ec;
-    TFM_CHECK(!fs::equivalent(path, input, ec), flag, " '", path, "' is the file given to ", input_flag, " ('", input,
+    TFM_CHECK(!fs::equivalent(path, input, ec), flag, " '", path, "' is also ", input_flag, " ('", input,
               "'): writing it would destroy what is read; give another file");
   }
 }

@@ -60,7 +60,7 @@ PY
 head -n 2 "$fix/input.en" > "$work/in2.en"
 cp "$work/in2.en" "$work/in2.copy"
 tr --input "$work/in2.en" --attention "$work/in2.en" > /dev/null 2>"$work/err" && fail "--attention onto --input accepted"
-grep -q "^error: --attention '.*in2.en' is the file given to --input" "$work/err" || fail "--attention onto --input: $(cat "$work/err")"
+grep -q "^error: --attention '.*in2.en' is also --input" "$work/err" || fail "--attention onto --input: $(cat "$work/err")"
 cmp -s "$work/in2.en" "$work/in2.copy" || fail "--attention onto --input changed the input"
 cp "$work/att.jsonl" "$work/att.copy"
 printf 'one\ntwo\nthree\n' > "$work/three.en"; printf 'a\n' > "$work/one.prefix"
@@ -127,6 +127,13 @@ expect_error() {  # expect_error PATTERN COMMAND...: the command fails and stder
   "$@" < /dev/null 2>"$work/err" > /dev/null && fail "accepted: $*"
   grep -qE -- "$pattern" "$work/err" || fail "message of '$*': $(cat "$work/err")"
 }
+# The same for the other commands that write a file: never over one they read.
+cp "$model" "$work/m.safetensors"
+expect_error "^error: -o '.*m.safetensors' is also a checkpoint to average" "$bin" average "$work/m.safetensors" "$model" \
+  -o "$work/m.safetensors"
+expect_error "^error: -o '.*m.safetensors' is also --model" "$bin" attention -m "$work/m.safetensors" --vocab \
+  "$fix/vocab.model" one -o "$work/m.safetensors"
+cmp -s "$work/m.safetensors" "$model" || fail "average or attention wrote over their input"
 expect_error "threads: must be a number >= 0, got -1" "$bin" translate -m "$model" --threads -1
 expect_error "model.npz: a zip archive, not a safetensors file: .*transformer import marian" "$bin" translate \
   -m "$here/fixtures/import/marian/model.npz"
