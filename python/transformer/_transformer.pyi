@@ -93,7 +93,7 @@ class Translator:
         *,
         need_vocab: bool = True,
         verify: bool = True,
-        weights: Literal["packed", "int8", "plain"] = "packed",
+        weights: Literal["packed", "int8", "plain", "bf16"] = "packed",
         shortlist: Optional[_Path] = None,
         threads: int = 0,
         device: str = "cpu",

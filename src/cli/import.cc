@@ -45,12 +45,12 @@ Action add_import(CLI::App& app) {
                      "the sinusoids' rates: marian (as Marian trained the model) or paper (as Hugging Face's and "
                      "CTranslate2's converters compute them)")
       ->capture_default_str();
-  marian->add_option("-o,--output", o->output, "the folder to write model.safetensors and vocabulary.json into")
+  marian->add_option("-o,--output", o->output, "the folder to write model.safetensors, vocabulary.json, source.spm and target.spm into")
       ->required();
   CLI::App* hf = cmd->add_subcommand("hf", "a Hugging Face MarianMT folder (config.json, model.safetensors, vocab.json, "
                                            "source.spm, target.spm)");
   hf->add_option("folder", o->hf_dir, "the Hugging Face model's folder")->required();
-  hf->add_option("-o,--output", o->output, "the folder to write model.safetensors and vocabulary.json into")->required();
+  hf->add_option("-o,--output", o->output, "the folder to write model.safetensors, vocabulary.json, source.spm and target.spm into")->required();
   return [cmd, marian, hf, o] {
     if (!*cmd) return -1;
     if (*marian) return finish(import_marian(o->marian), o->output);
