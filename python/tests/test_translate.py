@@ -222,6 +222,9 @@ def test_model_info_and_averaging(tmp_path):
     assert b.load_notes.notes == []
     with pytest.raises(transformer.Error, match="at least one"):
         transformer.average_checkpoints([], out)
+    with pytest.raises(transformer.Error, match="is also a checkpoint to average"):
+        transformer.average_checkpoints([MODEL, out], out)
+    assert transformer.model_info(out).checksum == avg.checksum  # untouched
     # A bytes path is the file system's bytes, not the text "b'...'".
     transformer.average_checkpoints([os.fsencode(MODEL)], os.fsencode(tmp_path / "bytes.safetensors"))
     assert (tmp_path / "bytes.safetensors").is_file() and not list(tmp_path.glob("b'*"))

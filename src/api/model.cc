@@ -2,6 +2,7 @@
 #include "transformer/model.h"
 
 #include <filesystem>
+#include <system_error>
 #include <nlohmann/json.hpp>
 
 #include "api/loading.h"
@@ -73,6 +74,11 @@ int64_t init_model(const ModelConfig& config, uint64_t seed, const std::string& 
 
 LoadNotes average_checkpoints(const std::vector<std::string>& inputs, const std::string& output, bool verify) {
   TFM_CHECK(!inputs.empty(), "average: give at least one model or checkpoint file");
+  for (const std::string& input : inputs) {  // the output would replace a checkpoint being averaged
+    std::error_code ec;
+    TFM_CHECK(!std::filesystem::equivalent(output, input, ec), "average: the output '", output,
+              "' is also a checkpoint to average ('", input, "'); give another file");
+  }
   LoadNotes notes;
   // Summed in double, one checkpoint at a time, so memory stays at one model plus the sum.
   // The vocabulary fingerprint, if recorded, must be the same in every input; the output keeps it.

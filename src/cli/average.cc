@@ -3,7 +3,6 @@
 // configurations are refused.
 #include "cli/commands.h"
 #include "cli/model_io.h"
-#include "cli/streams.h"
 #include "transformer/model.h"
 
 namespace tfm::cli {
@@ -23,7 +22,6 @@ Action add_average(CLI::App& app) {
   add_no_verify_flag(*cmd, o->no_verify);
   return [cmd, o] {
     if (!*cmd) return -1;
-    for (const std::string& input : o->inputs) check_not_an_input(o->output, "-o", {{"a checkpoint to average", input}});
     print_notes(transformer::average_checkpoints(o->inputs, o->output, !o->no_verify));
     std::printf("averaged %zu checkpoints into %s\n", o->inputs.size(), o->output.c_str());
     return 0;

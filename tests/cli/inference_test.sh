@@ -129,7 +129,7 @@ expect_error() {  # expect_error PATTERN COMMAND...: the command fails and stder
 }
 # The same for the other commands that write a file: never over one they read.
 cp "$model" "$work/m.safetensors"
-expect_error "^error: -o '.*m.safetensors' is also a checkpoint to average" "$bin" average "$work/m.safetensors" "$model" \
+expect_error "^error: average: the output '.*m.safetensors' is also a checkpoint to average" "$bin" average "$work/m.safetensors" "$model" \
   -o "$work/m.safetensors"
 expect_error "^error: -o '.*m.safetensors' is also --model" "$bin" attention -m "$work/m.safetensors" --vocab \
   "$fix/vocab.model" one -o "$work/m.safetensors"
