@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <mutex>
+#include <set>
 #include <vector>
 
 namespace tfm::testing {
@@ -53,8 +55,33 @@ bool Fixture::boolean(const std::string& name) const {
   return e.get<bool>();
 }
 
+namespace {
+// The paths temp_path has named, removed (files and folders) when the test program exits normally.
+class TempPaths {
+ public:
+  ~TempPaths() {
+    for (const std::filesystem::path& p : paths_) {
+      std::error_code ignored;
+      std::filesystem::remove_all(p, ignored);
+    }
+  }
+  void add(const std::filesystem::path& p) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    paths_.insert(p);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<std::filesystem::path> paths_;
+};
+}  // namespace
+
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("tfm-test-" + std::to_string(::getpid()) + "-" + name)).string();
+  static TempPaths named;
+  const std::filesystem::path p =
+      std::filesystem::temp_directory_path() / ("tfm-test-" + std::to_string(::getpid()) + "-" + name);
+  named.add(p);
+  return p.string();
 }
 
 Fixture load_fixture(const std::string& file) {

@@ -34,7 +34,8 @@ class Fixture {
 };
 
 // A path in the temporary folder for a test's file, unique to this process: ctest runs the same
-// test at several instruction-set levels side by side, so fixed names would collide.
+// test at several instruction-set levels side by side, so fixed names would collide. Whatever is
+// left at the path (a file or a folder) is removed when the test program exits.
 std::string temp_path(const std::string& name);
 
 // Reads TFM_FIXTURE_DIR/<file>, e.g. load_fixture("attention.json").
