@@ -344,6 +344,24 @@ TEST_F(TrainerTest, BadOptionsAndABusyRunFolderAreErrors) {
   EXPECT_TRUE(fs::exists(path("run/checkpoint-00000001.safetensors")));
 }
 
+// The library's messages name an option by its field (TrainOptions, Python's keyword, the config
+// file) and by the command line's flag: a C++ or Python user has no flags to give.
+TEST_F(TrainerTest, MessagesNameTheOptionFieldAndTheFlag) {
+  TrainOptions o = options("run", 4);
+  o.valid_source = path("data/train.en");  // and no valid_target
+  expect_error([&] { Trainer t(o); }, {"valid_source and valid_target (--valid-source, --valid-target)"});
+  o = options("run", 4);
+  o.resume = true;
+  expect_error([&] { Trainer t(o); }, {"resume (--resume): no checkpoint in '", "run'"});
+  {
+    Trainer first(options("run", 4));
+    first.step();
+    first.save_checkpoint();
+  }
+  expect_error([&] { Trainer t(options("run", 4)); },
+               {"continue it with resume (--resume), or give another run_dir (--run-dir)"});
+}
+
 TEST(TrainState, IsOneJsonRecordWithStrictFields) {
   TrainState s;
   s.step = 800;

@@ -116,7 +116,7 @@ Translator::Translator(const std::string& model_path, const TranslatorOptions& o
   m.fingerprint = api::vocab_fingerprint(file);
   if (options.need_vocab) {
     const std::string vocab = options.vocab.empty() ? tfm::default_vocab_path(model_path) : options.vocab;
-    TFM_CHECK(std::filesystem::exists(vocab), "no vocabulary: '", vocab, "' does not exist (give --vocab)");
+    TFM_CHECK(std::filesystem::exists(vocab), "no vocabulary: '", vocab, "' does not exist (give vocab, --vocab)");
     m.vocab = tfm::Vocab::load(vocab);
     m.has_vocab = true;
     TFM_CHECK(m.vocab.size() == m.model->config().vocab_size, "the vocabulary '", vocab, "' has ", m.vocab.size(),
@@ -135,7 +135,7 @@ Translator::Translator(const std::string& model_path, const TranslatorOptions& o
   const tfm::Device device = tfm::parse_device(options.device, "device");
   if (device != tfm::Device::CPU) {
     TFM_CHECK(options.weights != W::kInt8, "int8 weights are for the CPU; on ", options.device,
-              " the model runs in float32 (leave out --int8)");
+              " the model runs in float32 (leave out the int8 weights, --int8)");
     tfm::require_device_memory(device, "translating");
     m.model->params().to_device(device, /*gradients=*/false);  // translation and scoring need none
     // Packed there too (ops/packed.h): each decoder self-attention's Q, K and V as one product, the

@@ -21,9 +21,9 @@ ModelConfig TrainOptions::resolved_model(int64_t vocab_size) const {
 }
 
 void TrainOptions::validate() const {
-  TFM_CHECK(!train_source.empty() && !train_target.empty(), "train: --train-source and --train-target are required");
+  TFM_CHECK(!train_source.empty() && !train_target.empty(), "train: train_source and train_target (--train-source, --train-target) are required");
   TFM_CHECK(valid_source.empty() == valid_target.empty(),
-            "train: give both --valid-source and --valid-target, or neither");
+            "train: give both valid_source and valid_target (--valid-source, --valid-target), or neither");
   TFM_CHECK(batch_tokens >= 1, "train: batch_tokens must be >= 1, got ", batch_tokens);
   TFM_CHECK(accumulate >= 1, "train: accumulate must be >= 1, got ", accumulate);
   TFM_CHECK(allreduce_bucket_mb >= 0 && allreduce_bucket_mb <= 1e6, "train: allreduce_bucket_mb must be in [0, 1e6], got ",

@@ -189,8 +189,8 @@ TrainState resume_from(const std::string& path, const TrainOptions& o, Transform
         fields += cat(fields.empty() ? "" : ", ", key, " ", value.dump(), " vs ",
                       now.contains(key) ? now[key].dump() : std::string("none"));
     throw RunMismatch(cat(path, ": the checkpoint's model is not the one this run's options make (checkpoint vs "
-                          "options): ", fields, "; resume with the run's model options, e.g. --config ",
-                          (fs::path(path).parent_path() / "config.json").string()));
+                          "options): ", fields, "; resume with the run's model options, e.g. those of its config file (--config ",
+                          (fs::path(path).parent_path() / "config.json").string(), ")"));
   }
   // The state before the weights: a checkpoint without one fails before the model is touched.
   const CheckpointState recorded = read_checkpoint_state(file.metadata(), path);

@@ -169,7 +169,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
       // shows each rank one GPU, CUDA_VISIBLE_DEVICES or Slurm's --gpus-per-task, each takes its
       // own; two ranks on one GPU are refused by NCCL, saying so).
       const int gpus = tfm::device_count(device);
-      TFM_CHECK(gpus > 0, "train: --device ", o.device, " under ", comm.size(), " processes: ",
+      TFM_CHECK(gpus > 0, "train: device (--device) ", o.device, " under ", comm.size(), " processes: ",
                 tfm::builtin_device_absence(device));
       tfm::select_device(device, comm.local_rank() % gpus);
     }
@@ -181,7 +181,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   if (root()) {
     for (const std::string& f : {o.valid_source, o.valid_target})
       TFM_CHECK(f.empty() || fs::is_regular_file(f), "'", f, "' is not a readable file");
-    TFM_CHECK(o.vocab.empty() || fs::is_regular_file(o.vocab), "--vocab '", o.vocab, "' is not a readable file");
+    TFM_CHECK(o.vocab.empty() || fs::is_regular_file(o.vocab), "vocab (--vocab) '", o.vocab, "' is not a readable file");
   }
   if (comm.size() > 1) {
     // Every rank trains with rank 0's options but those that are each rank's own: where its files
@@ -203,7 +203,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   }
   // The run folder is rank 0's (the other ranks may run on machines that do not see it).
   if (root()) {
-    TFM_CHECK(!o.resume || fs::is_directory(o.run_dir), "--resume: no checkpoint in '", o.run_dir, "'");
+    TFM_CHECK(!o.resume || fs::is_directory(o.run_dir), "resume (--resume): no checkpoint in '", o.run_dir, "'");
     fs::create_directories(o.run_dir);
     // One training per run folder at a time, for the whole run: two would mix their vocabularies,
     // checkpoints and metrics. The kernel releases the lock however this process ends.
@@ -217,10 +217,10 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
     // A new run in a folder of an earlier one would mix their checkpoints (and resume or average
     // would pick up the old ones).
     if (o.resume)
-      TFM_CHECK(!tfm::newest_checkpoint(o.run_dir).empty(), "--resume: no checkpoint in '", o.run_dir, "'");
+      TFM_CHECK(!tfm::newest_checkpoint(o.run_dir).empty(), "resume (--resume): no checkpoint in '", o.run_dir, "'");
     else
       TFM_CHECK(tfm::newest_checkpoint(o.run_dir).empty(), "the run folder '", o.run_dir,
-                "' already holds checkpoints of an earlier run: continue it with --resume, or give another --run-dir");
+                "' already holds checkpoints of an earlier run: continue it with resume (--resume), or give another run_dir (--run-dir)");
     for (const std::string& name : tfm::remove_stale_temporaries(o.run_dir))
       message(cat("removed '", name, "', left in the run folder by a save that was interrupted"));
   }
@@ -229,7 +229,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
                 " batch", o.accumulate == 1 ? "" : "es", " per rank (", o.accumulate * comm.size(), " in all)"));
     if (o.threads == 0)
       message(cat("note: threads 0 gives each rank all of its machine's cores; with several ranks on one machine, "
-                  "give --threads (its cores / its ranks)"));
+                  "give threads (--threads): its cores / its ranks"));
   }
 
   // Data and vocabulary.
@@ -368,7 +368,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
     // The newest checkpoint that loads: one cut short (a full disk, a file copied in part) or
     // damaged (its checksum) is passed over, saying so, for the one before it.
     const std::vector<std::string> all = tfm::checkpoints(o.run_dir);
-    TFM_CHECK(!all.empty(), "--resume: no checkpoint in '", o.run_dir, "'");
+    TFM_CHECK(!all.empty(), "resume (--resume): no checkpoint in '", o.run_dir, "'");
     std::string changed, path;
     bool verified = false;
     for (auto it = all.rbegin(); it != all.rend() && path.empty(); ++it) {
@@ -376,9 +376,9 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
         s = tfm::resume_from(*it, o, *model, m, v, vocab, &changed, &verified);
         path = *it;
       } catch (const tfm::RunMismatch& e) {
-        throw Error(cat("--resume: ", e.what()));  // the options, not the file: every checkpoint would fail alike
+        throw Error(cat("resume (--resume): ", e.what()));  // the options, not the file: every checkpoint would fail alike
       } catch (const Error& e) {
-        TFM_CHECK(std::next(it) != all.rend(), "--resume: no checkpoint in '", o.run_dir,
+        TFM_CHECK(std::next(it) != all.rend(), "resume (--resume): no checkpoint in '", o.run_dir,
                   "' can be read; the oldest: ", e.what());
         message(cat("warning: cannot resume from ", *it, " (", e.what(), "); trying the one before it"));
       }
@@ -575,7 +575,7 @@ void Trainer::Impl::log_metrics(const nlohmann::json& record, MetricsRecord::Kin
     std::string saved;
     try {
       checkpoint();
-      saved = cat("; a checkpoint of step ", s.step, " was saved (continue with --resume once there is room)");
+      saved = cat("; a checkpoint of step ", s.step, " was saved (continue with resume, --resume, once there is room)");
     } catch (const Error& e2) {
       saved = cat("; saving a checkpoint failed too (", e2.what(), "); ", kept());
     }

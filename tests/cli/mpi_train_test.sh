@@ -154,7 +154,7 @@ if ! "$bin" info --cpu | grep -q '^cuda  *NVIDIA'; then
   mpi 2 "$bin" train "${common[@]}" --max-steps 5 --device cuda --run-dir "$work/g" >/dev/null 2>"$work/g.log" ||
     status=$?
   [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "2 ranks, --device cuda, no GPU: status $status"
-  grep -qE "error: rank [01] of 2: train: --device cuda under 2 processes: (no CUDA device found|this build has no backend for cuda)" \
+  grep -qE "error: rank [01] of 2: train: device \(--device\) cuda under 2 processes: (no CUDA device found|this build has no backend for cuda)" \
     "$work/g.log" || fail "no error about the missing GPU: $(cat "$work/g.log")"
 fi
 echo "ok"
