@@ -15,6 +15,8 @@
 #include <string>
 
 #include "core/device.h"
+#include "decode/search.h"
+#include "decode/shortlist.h"
 #include "dist/communicator.h"
 #include "dist/device_communicator.h"
 #include "model/transformer.h"
@@ -32,6 +34,7 @@
 #include "ops/positional.h"
 #include "ops/softmax.h"
 #include "ops/top_k.h"
+#include "testing/decoding.h"
 #include "testing/gradcheck.h"
 
 namespace tfm {
@@ -201,8 +204,16 @@ TEST(Cuda, LinearLayersThroughCuBlasLtEpilogues) {
         if (act == ops::Activation::kNone) {  // a residual as the product's C (beta 1)
           const Tensor r = random(y_shape, ++seed, -4.0, 4.0);
           ops::linear(x, w, bias, act, y_cpu, precision, r);
+          const int64_t before = cuda::kernels()->residual_products();
           ops::linear(on_gpu(x), on_gpu(w), on_gpu(bias), act, y_gpu, precision, on_gpu(r));
           expect_close(y_cpu, y_gpu, what + " + residual");
+          // The fallback (product, bias, add) gives the same values: that the one call ran is
+          // checked where decoding's shapes meet it (a float32 layer of 512 inputs).
+          const bool one_call = cuda::kernels()->residual_products() > before;
+          std::printf("%s + residual: %s\n", what.c_str(), one_call ? "one cuBLASLt call" : "the fallback");
+          if (c.x[1] == 512 && precision == ops::Precision::kFloat32) {
+            EXPECT_TRUE(one_call) << what;
+          }
         }
         const Tensor dy = random(y_shape, ++seed), dx = random(c.x, ++seed), dw = random(c.w, ++seed),
                      db = random({out}, ++seed);
@@ -252,8 +263,14 @@ TEST(Cuda, PackedWeightsAsTheirDefinition) {
           if (act == ops::Activation::kNone) {  // a residual: the product's C with a bias, added after without
             const Tensor r = random({c.rows, c.out}, ++seed, -4.0, 4.0);
             ops::add(r, y_cpu, y_cpu);
+            const int64_t before = cuda::kernels()->residual_products();
             ops::matmul_packed(on_gpu(x), p, y_gpu, on_gpu(r));
             expect_close(y_cpu, y_gpu, what + " + residual");
+            const bool one_call = cuda::kernels()->residual_products() > before;
+            std::printf("%s + residual: %s\n", what.c_str(), one_call ? "one cuBLASLt call" : "the fallback");
+            if (bf16 && with_bias && c.in == 512) {
+              EXPECT_TRUE(one_call) << what;
+            }
           }
         }
   EXPECT_TRUE(ops::packs_bf16(kGpu));
@@ -350,6 +367,14 @@ TEST(Cuda, AttentionOverADecodingCache) {
   ops::attention(on_gpu(q), on_gpu(k), on_gpu(v), gpu_args, probs_gpu, out_gpu);
   expect_close(probs, probs_gpu, "cached probs");
   expect_close(out, out_gpu, "cached out");
+  // Lengths on the device are not read back to be checked (that would wait for the GPU): beyond S
+  // they count as S, below 0 as 0 (no keys: zero probabilities and output), as the CPU's S and 0.
+  args.key_lengths = Tensor::from<int32_t>({B}, {6, 0, 6, 2, 0});
+  gpu_args.key_lengths = on_gpu(Tensor::from<int32_t>({B}, {S + 3, -1, 6, 2, -7}));
+  ops::attention(q, k, v, args, probs, out);
+  ops::attention(on_gpu(q), on_gpu(k), on_gpu(v), gpu_args, probs_gpu, out_gpu);
+  expect_close(probs, probs_gpu, "cached probs, lengths beyond [0, S]", 1e-5, 1.0);
+  expect_close(out, out_gpu, "cached out, lengths beyond [0, S]", 1e-5, 1.0);
 }
 
 TEST(Cuda, LayerNormAndSoftmax) {
@@ -464,10 +489,13 @@ TEST(Cuda, RowMovesAndTopK) {
   // bands and for bands of single bytes.
   for (const std::vector<int64_t>& widths :
        {std::vector<int64_t>{4, 0, 6}, std::vector<int64_t>{0, 4, 6}, std::vector<int64_t>{4, 6, 0},
-        std::vector<int64_t>{2, 2, 2, 2, 2}, std::vector<int64_t>{1, 6, 3}})
+        std::vector<int64_t>{2, 2, 2, 2, 2}, std::vector<int64_t>{1, 6, 3}, std::vector<int64_t>{2, 3, 1, 4},
+        std::vector<int64_t>{4, 4, 8, 4}})
     for (const DType dtype : {DType::F32, DType::I8}) {
       const std::string what = cat("split_columns ", widths.size(), " bands ", name(dtype));
-      const Tensor xt = dtype == DType::F32 ? x : Tensor::empty({7, 3, 10}, DType::I8);
+      int64_t row = 0;
+      for (const int64_t w : widths) row += w;
+      const Tensor xt = dtype == DType::F32 ? (row == 10 ? x : random({7, 3, row}, 607)) : Tensor::empty({7, 3, row}, DType::I8);
       if (dtype == DType::I8)
         for (int64_t i = 0; i < xt.numel(); ++i) xt.data<int8_t>()[i] = static_cast<int8_t>(i * 7 % 251 - 125);
       std::vector<Tensor> cpu_parts, gpu_parts;
@@ -598,7 +626,10 @@ TEST(Cuda, TopKSelectsAsTheCpu) {
 // dropout on (the same streams, so the same masks), for both layer-norm placements.
 TEST(Cuda, WholeModelForwardAndBackward) {
   REQUIRE_GPU();
-  for (const bool pre_norm : {false, true}) {
+  // Without dropout, each sublayer's residual goes into its last product's call (ops::linear's
+  // residual) and Residual::backward takes its gradient; with dropout, the sum comes after it.
+  for (const auto& [pre_norm, dropout] : {std::pair{false, 0.1}, std::pair{true, 0.1}, std::pair{false, 0.0},
+                                          std::pair{true, 0.0}}) {
     ModelConfig c = model_preset("tiny");
     c.vocab_size = 50;
     c.d_model = 32;
@@ -607,7 +638,8 @@ TEST(Cuda, WholeModelForwardAndBackward) {
     c.encoder_layers = 2;
     c.decoder_layers = 2;
     c.pre_norm = pre_norm;
-    c.dropout = 0.1;
+    c.dropout = dropout;
+    const std::string what = cat(pre_norm ? "pre-norm" : "post-norm", dropout > 0 ? ", dropout" : ", no dropout");
     Transformer model(c);
     model.init_parameters(11);
     const Batch batch = make_batch({{4, 5, 6, 7, 8, 9, 10}, {9, 4}, {10, 5, 7, 30, 31}},
@@ -637,7 +669,10 @@ TEST(Cuda, WholeModelForwardAndBackward) {
     };
     const Result cpu = run(batch);
     model.params().to_device(kGpu);
+    const int64_t residuals_before = cuda::kernels()->residual_products();
     const Result gpu = run(to_device(batch, kGpu));
+    const int64_t residuals = cuda::kernels()->residual_products() - residuals_before;
+    std::printf("%s: %lld products took their residual in the call\n", what.c_str(), static_cast<long long>(residuals));
     EXPECT_EQ(gpu.logits.device(), kGpu);
     // The batch left on the host (as training passes it: each op copies its ids, lengths and
     // targets over): the same kernels on the same values, so the same bits.
@@ -645,7 +680,7 @@ TEST(Cuda, WholeModelForwardAndBackward) {
     expect_identical(gpu.logits.to_device(Device::CPU), host_batch.logits, "logits from a batch on the host");
     expect_identical(gpu.grads, host_batch.grads, "gradients from a batch on the host");
     EXPECT_EQ(host_batch.loss, gpu.loss);
-    expect_close(cpu.logits, gpu.logits, cat(pre_norm ? "pre-norm" : "post-norm", " logits"));
+    expect_close(cpu.logits, gpu.logits, what + " logits");
     EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * std::abs(cpu.loss));
     // Each parameter's gradient relative to its own largest element, or to 1e-3 of the model's
     // largest where a gradient is (mathematically) zero: the keys' biases, which softmax ignores.
@@ -655,11 +690,10 @@ TEST(Cuda, WholeModelForwardAndBackward) {
       const int64_t off = model.params().offset(id), n = model.params().shape(id).numel();
       worst = std::max(worst, expect_close(cpu.grads.view({cpu.grads.numel()}).rows(off, n),
                                            gpu.grads.view({gpu.grads.numel()}).rows(off, n),
-                                           cat(pre_norm ? "pre-norm" : "post-norm", " gradient of ", model.params().name(id)),
+                                           cat(what, " gradient of ", model.params().name(id)),
                                            1e-4, 1e-3 * largest));
     }
-    std::printf("%s: largest gradient difference %.2e of the parameter's largest\n", pre_norm ? "pre-norm" : "post-norm",
-                worst);
+    std::printf("%s: largest gradient difference %.2e of the parameter's largest\n", what.c_str(), worst);
   }
 }
 
@@ -739,6 +773,51 @@ TEST(Cuda, TranslatesTheCommittedModelAsTheCpu) {
   const auto cpu16 = bf16_on_cpu.score(sources, targets), gpu16 = bf16_on_gpu.score(sources, targets);
   ASSERT_EQ(cpu16.size(), gpu16.size());
   for (size_t i = 0; i < cpu16.size(); ++i) EXPECT_NEAR(gpu16[i].total, cpu16[i].total, 1e-4);
+}
+
+// A model with an output projection of its own (tie_output false: imported Marian and Hugging Face
+// models) on a GPU with its weights packed in bf16 and the float32 ones given back (translate
+// --device cuda --bf16): the output projection's float32 weight stays (a shortlist selects its rows
+// from it), and greedy and beam 3, with and without a shortlist, give the tokens of the same model
+// kept whole on the GPU, and the CPU's plain bf16 products' (the same definition) within 1e-4.
+TEST(Cuda, UntiedOutputProjectionWithBf16WeightsAndAShortlist) {
+  REQUIRE_GPU();
+  ModelConfig c = testing::tiny_decoding_config(13);
+  c.tie_output = false;
+  Transformer cpu(c), kept(c), released(c);
+  for (Transformer* m : {&cpu, &kept, &released}) m->init_parameters(7);
+  ASSERT_NE(cpu.output_weight, cpu.tgt_embedding);
+  cpu.set_inference_products(ops::Precision::kBf16);
+  using P = Transformer::PlainWeights;
+  for (auto& [model, plain] : {std::pair{&kept, P::kKeep}, std::pair{&released, P::kRelease}}) {
+    model->params().to_device(kGpu, /*gradients=*/false);
+    model->pack_weights(plain, ops::Precision::kBf16);
+  }
+  EXPECT_FALSE(released.params().released(released.output_weight));
+  const Shortlist shortlist = Shortlist::build({{4}}, {{4, 6, 9, 11}}, 13, {.per_source = 0, .frequent = 4}, "");
+  const std::vector<std::vector<int32_t>> src = {{4, 5, 6, 7}, {8, 9}, {10, 4, 11, 5, 12, 6}, {7}};
+  for (const int64_t beam : {int64_t{1}, int64_t{3}})
+    for (const Shortlist* listed : {static_cast<const Shortlist*>(nullptr), &shortlist}) {
+      SCOPED_TRACE(cat("beam ", beam, listed != nullptr ? ", shortlist" : ""));
+      SearchOptions o;
+      o.beam_size = beam;
+      const auto a = beam_search(cpu, src, o, listed), b = beam_search(kept, src, o, listed),
+                 r = beam_search(released, src, o, listed);
+      ASSERT_EQ(a.size(), src.size());
+      ASSERT_EQ(b.size(), src.size());
+      ASSERT_EQ(r.size(), src.size());
+      for (size_t i = 0; i < src.size(); ++i) {
+        ASSERT_FALSE(a[i].empty() || b[i].empty() || r[i].empty()) << "sentence " << i;
+        EXPECT_EQ(r[i][0].tokens, b[i][0].tokens) << "sentence " << i << ": released against kept";
+        EXPECT_EQ(r[i][0].score, b[i][0].score) << "sentence " << i << ": released against kept";
+        EXPECT_EQ(r[i][0].tokens, a[i][0].tokens) << "sentence " << i << ": GPU against CPU";
+        EXPECT_NEAR(r[i][0].score, a[i][0].score, 1e-4) << "sentence " << i << ": GPU against CPU";
+        if (listed == nullptr) continue;
+        for (int32_t id : r[i][0].tokens) {
+          EXPECT_TRUE(id == 4 || id == 6 || id == 9 || id == 11) << id;
+        }
+      }
+    }
 }
 
 // NCCL (several GPUs, issue 25) with the one rank a machine with one GPU can run: its send and

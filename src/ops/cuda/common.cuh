@@ -94,6 +94,8 @@ std::shared_ptr<const void> pack_bf16(int64_t n, const float* w);
 bool linear_forward_packed(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, const float* bias,
                            bool relu, float* y, const float* residual = nullptr);
 void gemm_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const void* w16, float* y);
+// How many cuBLASLt products have run with a residual as C (c_in) since the program started.
+int64_t residual_products();
 // dx[rows, in] += dy[rows, out] · w[out, in] (dx may be null) and dw[out, in] += dy[rows, out]ᵀ · x[rows, in]
 // with dy already rounded to bfloat16 (dy16), w and x rounded once for both products, float32 sums
 // (products.cu).

@@ -463,6 +463,7 @@ class CudaKernels final : public Kernels {
     if (residual != nullptr && act != Activation::kNone) return false;
     return cuda::linear_forward(rows, in, out, x, w, bias, act == Activation::kRelu, y, bf16, residual);
   }
+  int64_t residual_products() const override { return cuda::residual_products(); }
   std::shared_ptr<const void> pack_bf16(int64_t out, int64_t in, const float* w) override {
     return cuda::pack_bf16(out * in, w);
   }

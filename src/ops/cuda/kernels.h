@@ -65,6 +65,9 @@ class Kernels {
                       ops::Activation act, float* y, bool bf16, const float* residual = nullptr) = 0;
   virtual void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
                                float* dx, float* dw, float* dbias, bool bf16) = 0;
+  // How many products so far took a residual as their C in the one cuBLASLt call (linear's and
+  // linear_packed_bf16's), not through the fallback's separate add: for the tests.
+  virtual int64_t residual_products() const = 0;
 
   // Inference's packed weights (ops/packed.h) on the device: pack_bf16 rounds w [out, in] to bfloat16
   // once, into device memory of its own (2 · out · in bytes, freed with the pointer);

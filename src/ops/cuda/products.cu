@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -177,6 +178,8 @@ const LtPlan& lt_plan(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   return plans.emplace(key, p).first->second;
 }
 
+std::atomic<int64_t> residual_count{0};  // products with a residual as C (residual_products)
+
 // a16: with bf16, A already rounded to bfloat16 (inference's packed weights), used instead of a.
 // c_in: the product's C when it is not D (c), then with beta 1 (a residual connection's input).
 bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
@@ -217,6 +220,7 @@ bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
                                            p.c, &p.algo, workspace.get(), kLtWorkspace, nullptr);
   if (rc == CUBLAS_STATUS_NOT_SUPPORTED) return false;  // the caller's plain product then
   check_blas(rc, "cublasLtMatmul");
+  if (c_in != nullptr) residual_count.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -568,6 +572,8 @@ bool linear_forward(int64_t rows, int64_t in, int64_t out, const float* x, const
   return lt_matmul(true, false, out, rows, in, w, in, x, in, 0.0f, y, out, bf16,
                    relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias, nullptr, residual);
 }
+
+int64_t residual_products() { return residual_count.load(std::memory_order_relaxed); }
 
 std::shared_ptr<const void> pack_bf16(int64_t n, const float* w) {
   std::shared_ptr<void> memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(std::max<int64_t>(n, 1)));
