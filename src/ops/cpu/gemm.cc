@@ -7,6 +7,7 @@
 
 #include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/signal_shield.h"
 
 namespace tfm::cpu {
 
@@ -44,6 +45,7 @@ bool large_float_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float*
   // OpenBLAS does there: still the faster of the two at these shapes.
   if (m < kOneDnnMinRows || n < 64 || k < 64 || blas_wins_at_avx2(ta, n)) return false;
   isa();  // a forced level caps oneDNN before its first product
+  const SignalShield shield;  // its kernels point the stack pointer at the heap (ops/cpu/signal_shield.h)
   return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
 }
 bool large_float_gemm(int64_t, int64_t, int64_t, double, const double*, int64_t, bool, const double*, int64_t, bool,
@@ -65,7 +67,10 @@ bool widening_weight_gradient(int64_t m, int64_t n, int64_t k, float alpha, cons
   thread_local std::vector<float> scratch;
   scratch.resize(static_cast<size_t>(m * n));
   float* t = scratch.data();  // [n, m] = alpha · Bᵀ · A
-  if (dnnl_sgemm('T', 'N', n, m, k, alpha, b, ldb, a, lda, 0.0f, t, m) != dnnl_success) return false;
+  {
+    const SignalShield shield;
+    if (dnnl_sgemm('T', 'N', n, m, k, alpha, b, ldb, a, lda, 0.0f, t, m) != dnnl_success) return false;
+  }
   constexpr int64_t kTile = 32;
 #pragma omp parallel for schedule(static)
   for (int64_t i0 = 0; i0 < m; i0 += kTile)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/cpu/signal_shield.h"
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
@@ -126,6 +127,7 @@ void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                                            {DNNL_ARG_DST, memory(p.c, dnnl_engine(), c + i * stride_c)}};
       if (p.scratchpad.get_size() > 0)
         args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, dnnl_engine(), scratch.data()));
+      const SignalShield shield;  // every oneDNN kernel runs shielded (ops/cpu/signal_shield.h)
       p.product.execute(dnnl_stream(), args);
       dnnl_stream().wait();
     }

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/signal_shield.h"
 
 namespace tfm::cpu {
 
@@ -21,6 +22,7 @@ namespace {
 dnnl_status_t product_columns(int64_t m, int64_t c0, int64_t nc, int64_t k, const uint8_t* xq, uint8_t offset,
                               const int8_t* w, int32_t* acc) {
   const int32_t co = 0;
+  const SignalShield shield;  // every oneDNN kernel runs shielded (ops/cpu/signal_shield.h)
   return dnnl_gemm_u8s8s32('N', 'T', 'F', m, nc, k, 1.0f, xq, k, offset, w + c0 * k, k, 0, 0.0f, acc, nc, &co);
 }
 

@@ -13,6 +13,7 @@
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/signal_shield.h"
 
 namespace tfm::cpu {
 
@@ -112,8 +113,11 @@ Block pack_block(int64_t c0, int64_t n, int64_t k, int64_t ldy, const float* w, 
                     : memory(memory::desc({k, n}, dt::f32, memory::format_tag::ba), dnnl_engine(),
                              const_cast<float*>(w + c0 * k));
   b.weights = memory(pd.weights_desc(), dnnl_engine());
-  dnnl::reorder(user, b.weights).execute(dnnl_stream(), user, b.weights);
-  dnnl_stream().wait();
+  {
+    const SignalShield shield;  // every oneDNN kernel runs shielded (ops/cpu/signal_shield.h)
+    dnnl::reorder(user, b.weights).execute(dnnl_stream(), user, b.weights);
+    dnnl_stream().wait();
+  }
   b.product = dnnl::matmul(pd);
   return b;
 }
@@ -129,6 +133,7 @@ void run_block(const Block& b, int64_t m, int64_t k, int64_t ldy, const void* x,
     if (scratch.size() < bytes) scratch.resize(bytes);
     args.emplace(DNNL_ARG_SCRATCHPAD, memory(b.scratchpad, dnnl_engine(), scratch.data()));
   }
+  const SignalShield shield;  // its "gemm:jit" kernels point the stack pointer at the heap
   b.product.execute(dnnl_stream(), args);
   dnnl_stream().wait();
 }
