@@ -119,6 +119,7 @@ void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
     a16.resize(static_cast<size_t>(m * k));
     b16.resize(static_cast<size_t>(k * n));
     if (scratch.size() < p.scratchpad.get_size()) scratch.resize(p.scratchpad.get_size());
+    const SignalShield shield;  // around oneDNN's kernels (ops/cpu/signal_shield.h)
     for (int64_t i = 0; i < batch; ++i) {
       to_bf16(m * k, a + i * stride_a, a16.data());
       to_bf16(k * n, b + i * stride_b, b16.data());
@@ -127,7 +128,6 @@ void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                                            {DNNL_ARG_DST, memory(p.c, dnnl_engine(), c + i * stride_c)}};
       if (p.scratchpad.get_size() > 0)
         args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, dnnl_engine(), scratch.data()));
-      const SignalShield shield;  // every oneDNN kernel runs shielded (ops/cpu/signal_shield.h)
       p.product.execute(dnnl_stream(), args);
       dnnl_stream().wait();
     }

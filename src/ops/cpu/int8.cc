@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/error.h"
@@ -22,7 +23,6 @@ namespace {
 dnnl_status_t product_columns(int64_t m, int64_t c0, int64_t nc, int64_t k, const uint8_t* xq, uint8_t offset,
                               const int8_t* w, int32_t* acc) {
   const int32_t co = 0;
-  const SignalShield shield;  // every oneDNN kernel runs shielded (ops/cpu/signal_shield.h)
   return dnnl_gemm_u8s8s32('N', 'T', 'F', m, nc, k, 1.0f, xq, k, offset, w + c0 * k, k, 0, 0.0f, acc, nc, &co);
 }
 
@@ -88,6 +88,8 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
   const int levels = int8_activation_levels();
   const auto offset = static_cast<uint8_t>(levels + 1);
   quantize_activations(m, k, x, levels, xq_data, scale_data);
+  std::optional<SignalShield> shield;  // around oneDNN's kernels (ops/cpu/signal_shield.h); the panels need none
+  if (panels == nullptr) shield.emplace();
   if (m <= 256 || panels) {
     // Few rows (decoding): the columns in blocks, each thread computing its blocks' int32 products
     // alone and dequantizing each while it is in its cache (acc ≤ 512 KB). One product over all

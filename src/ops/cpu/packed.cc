@@ -133,7 +133,6 @@ void run_block(const Block& b, int64_t m, int64_t k, int64_t ldy, const void* x,
     if (scratch.size() < bytes) scratch.resize(bytes);
     args.emplace(DNNL_ARG_SCRATCHPAD, memory(b.scratchpad, dnnl_engine(), scratch.data()));
   }
-  const SignalShield shield;  // its "gemm:jit" kernels point the stack pointer at the heap
   b.product.execute(dnnl_stream(), args);
   dnnl_stream().wait();
 }
@@ -188,6 +187,7 @@ void matmul_packed(const void* packed, int64_t m, const float* x, float* y) {
   }
   // One block: its product runs on every thread (inside a parallel region, as in translate's
   // parallel batches, oneDNN runs it on the calling thread alone).
+  const SignalShield shield;  // its "gemm:jit" kernels point the stack pointer at the heap
   std::string failure;
   if (blocks == 1) {
     try {

@@ -3,8 +3,7 @@
 #include <omp.h>
 #include <pthread.h>
 
-#include <atomic>
-#include <memory>
+#include <initializer_list>
 
 namespace tfm::cpu {
 
@@ -20,44 +19,25 @@ const sigset_t& asynchronous_signals() {
   return set;
 }
 
-// Each thread that starts parallel regions has a pool of OpenMP worker threads of its own (the
-// main thread, each of the server's or a program's threads); `shielded` counts that pool's
-// workers that block the signals. A worker that exits (a smaller team) takes itself off the count
-// of its pool, which the shared pointer keeps alive for it.
-struct Pool {
-  std::atomic<int> shielded{0};
-};
-thread_local std::shared_ptr<Pool> my_pool;  // as the master of teams
-struct Worker {
-  std::shared_ptr<Pool> pool;  // set once this worker blocks the signals
-  ~Worker() {
-    if (pool) pool->shielded.fetch_sub(1, std::memory_order_relaxed);
-  }
-};
-thread_local Worker me_as_worker;
-
-// The workers this thread's next team will have, each made to block the signals once. Inside a
-// parallel region a product runs on its thread alone (nested regions have one thread).
-void shield_workers() {
-  if (omp_in_parallel()) return;
-  if (!my_pool) my_pool = std::make_shared<Pool>();
-  if (my_pool->shielded.load(std::memory_order_relaxed) >= omp_get_max_threads() - 1) return;
-  const std::shared_ptr<Pool> pool = my_pool;
-#pragma omp parallel
-  {
-    if (omp_get_thread_num() != 0 && !me_as_worker.pool) {
-      pthread_sigmask(SIG_BLOCK, &asynchronous_signals(), nullptr);
-      me_as_worker.pool = pool;
-      pool->shielded.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-}
+thread_local bool blocked_for_good = false;  // a worker that has blocked them
 
 }  // namespace
 
 SignalShield::SignalShield() {
   pthread_sigmask(SIG_BLOCK, &asynchronous_signals(), &old_);
-  shield_workers();  // with this thread's signals blocked: a worker it starts inherits the mask
+  // Inside a parallel region oneDNN runs on this thread alone. Outside, on the team the next
+  // region gets: the threads of a region of the same size, each made to block the signals for good
+  // (once; a worker started meanwhile inherits this thread's blocked mask). No count of the pool's
+  // workers is kept: libgomp may pick other pool threads for a team (thread binding) or replace
+  // them (a smaller team, then a larger one).
+  if (omp_in_parallel()) return;
+#pragma omp parallel
+  {
+    if (omp_get_thread_num() != 0 && !blocked_for_good) {
+      pthread_sigmask(SIG_BLOCK, &asynchronous_signals(), nullptr);
+      blocked_for_good = true;
+    }
+  }
 }
 
 SignalShield::~SignalShield() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
