@@ -39,7 +39,11 @@ test-sanitize: deps
 	  -DCMAKE_CXX_FLAGS="$(SANITIZE)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE)"
 	cmake --build $(BUILD_SANITIZE) -j $(JOBS)
 	cd $(BUILD_SANITIZE) && OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 ctest -j $(JOBS) --output-on-failure \
-	  --timeout 900 -E '^(avx2|avx512|avx512_vnni|avx512_bf16|amx):|portable'
+	  --timeout 900 -E '^(avx2|avx512|avx512_vnni|avx512_bf16|amx):|portable|^cli\.mpi_'
+# Open MPI keeps allocations until exit, many in plugins it has unloaded by then (no library name
+# for a suppression to match): the MPI runs keep ASan's and UBSan's other checks, not LeakSanitizer.
+	cd $(BUILD_SANITIZE) && OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 ctest -j $(JOBS) --output-on-failure \
+	  --timeout 900 -R '^cli\.mpi_'
 
 # The same suite cross-compiled for aarch64 (Debian's cross toolchain and arm64 libraries) and run
 # under qemu-aarch64, no binfmt_misc needed (docs/arm64.md). No -march=native: the build machine is

@@ -40,13 +40,20 @@ for path in $examples; do
   diff "$work/doc-example" "$src/$path" > "$work/diff" || fail "docs/api.md's copy of $path differs: $(cat "$work/diff")"
 done
 
+# A library built with sanitizers (make test-sanitize) needs a program built and linked with them too
+# (their runtime first among its libraries), as any program using that library would.
+sanitize=$(sed -n 's/^CMAKE_CXX_FLAGS:STRING=//p' "$build/CMakeCache.txt" | grep -o -e '-fsanitize=[^ ]*' | tr '\n' ' ' || true)
+with_sanitizers=()
+[ -z "$sanitize" ] || with_sanitizers=(-DCMAKE_CXX_FLAGS="$sanitize" -DCMAKE_EXE_LINKER_FLAGS="$sanitize")
+
 model=$src/tests/fixtures/tiny_model
 for mode in shared static; do
   static=OFF
   [ $mode = static ] && static=ON
   ex=$work/example-$mode
   cmake -S "$src/examples/cpp" -B "$ex" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DLINK_STATIC=$static \
-    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON > "$work/configure.log" 2>&1 || fail "$mode: configure: $(cat "$work/configure.log")"
+    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "${with_sanitizers[@]}" > "$work/configure.log" 2>&1 ||
+    fail "$mode: configure: $(cat "$work/configure.log")"
   cmake --build "$ex" > "$work/build.log" 2>&1 || fail "$mode: build: $(cat "$work/build.log")"
   # The project's own options (warnings, -march, OpenMP, its src/ folder) stay with it.
   if grep -E -e '-march|-fopenmp|-Wall|/src"?( |$)|-I[^ ]*/src ' "$ex/compile_commands.json"; then
