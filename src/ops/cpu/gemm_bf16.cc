@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/error.h"
-#include "ops/cpu/signal_shield.h"
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/signal_shield.h"
 
 namespace tfm::cpu {
 
