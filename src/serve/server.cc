@@ -7,10 +7,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <strings.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -326,24 +328,28 @@ struct Server::Impl {
   }
 
   // A text checked (not over the limit, in characters as the OpenAPI document's maxLength counts
-  // them, before cleaning) and cleaned (transformer/text.h): not empty once trimmed.
-  std::string clean(const std::string& text, const std::string& what, std::vector<std::string>& warnings) const {
+  // them, before cleaning) and cleaned (transformer/text.h): not empty once trimmed, unless `may_be_empty`.
+  std::string clean(const std::string& text, const std::string& what, std::vector<std::string>& warnings,
+                    bool may_be_empty = false) const {
     const auto characters = std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; });
     if (characters > options.max_text_length)
       throw HttpError{400, cat(what, " has ", characters, " characters, more than the limit of ",
                                options.max_text_length, " (--max-text-length)")};
     transformer::CleanText c = transformer::clean_input(text);
     for (const std::string& w : transformer::repair_warnings(c.repairs, what)) warnings.push_back(w);
-    if (c.text.empty()) throw HttpError{400, cat(what, " is empty (nothing to translate once trimmed)")};
+    if (c.text.empty() && !may_be_empty)
+      throw HttpError{400, cat(what, " is empty (nothing to translate once trimmed)")};
     return std::move(c.text);
   }
 
   // A text cleaned, checked and encoded; one the vocabulary turns into no tokens at all (only
-  // zero-width or ideographic spaces, say) is refused like an empty one.
+  // zero-width or ideographic spaces, say) is refused like an empty one. A target to score may be
+  // empty, as with `transformer score`: its score is the end of sentence's.
   std::vector<int32_t> encode(const LoadedModel& m, const std::string& text, const std::string& what,
-                              std::vector<std::string>& warnings) const {
-    std::vector<int32_t> ids = m.translator->encode(clean(text, what, warnings));
-    if (ids.empty()) throw HttpError{400, cat(what, " has no tokens: the vocabulary drops every character of it")};
+                              std::vector<std::string>& warnings, bool may_be_empty = false) const {
+    std::vector<int32_t> ids = m.translator->encode(clean(text, what, warnings, may_be_empty));
+    if (ids.empty() && !may_be_empty)
+      throw HttpError{400, cat(what, " has no tokens: the vocabulary drops every character of it")};
     return ids;
   }
 
@@ -436,7 +442,7 @@ struct Server::Impl {
     std::vector<std::vector<std::string>> warnings(src_texts.size());
     for (size_t i = 0; i < src_texts.size(); ++i) {
       src.push_back(encode(m, src_texts[i], cat("source[", i, "]"), warnings[i]));
-      tgt.push_back(encode(m, tgt_texts[i], cat("target[", i, "]"), warnings[i]));
+      tgt.push_back(encode(m, tgt_texts[i], cat("target[", i, "]"), warnings[i], true));
       costs.push_back(std::min<int64_t>(static_cast<int64_t>(src.back().size()), options.max_input_tokens) +
                       std::min<int64_t>(static_cast<int64_t>(tgt.back().size()), options.max_input_tokens) + 2);
     }
@@ -484,6 +490,45 @@ struct Server::Impl {
     }
   }
 
+  // The request with its body, read (and decompressed) up to --max-body-bytes; nullopt with the
+  // error answered (413 over the limit) when it cannot be read whole. The rest of a body over the
+  // limit is read and dropped, up to kDrainBytes, so that a client still sending it gets the 413
+  // rather than a reset connection; the connection is then closed.
+  std::optional<httplib::Request> read_body(const httplib::Request& req, httplib::Response& res,
+                                            const httplib::ContentReader& reader) const {
+    constexpr size_t kDrainBytes = size_t{64} << 20;
+    const auto limit = static_cast<size_t>(options.max_body_bytes);
+    std::string body;
+    bool over = false;
+    size_t dropped = 0;
+    const bool complete = reader([&](const char* data, size_t n) {
+      if (!over && n <= limit - body.size()) {
+        body.append(data, n);
+        return true;
+      }
+      over = true;
+      dropped += n;
+      return dropped <= kDrainBytes;
+    });
+    if (complete && !over) {
+      httplib::Request full = req;
+      full.body = std::move(body);
+      return full;
+    }
+    std::string message;
+    if (over || res.status == 413) {  // httplib sets 413 when the declared Content-Length is over it
+      res.status = 413;
+      message = cat("the request body is over the limit of ", options.max_body_bytes, " bytes (--max-body-bytes)",
+                    req.has_header("Content-Encoding") ? ", once decompressed" : "");
+    } else {
+      res.status = 400;
+      message = "the request body could not be read whole (cut short, or not valid chunked or compressed data)";
+    }
+    res.set_header("Connection", "close");
+    res.set_content(error_body(message), "application/json");
+    return std::nullopt;
+  }
+
   void unauthorized(httplib::Response& res) const {
     res.status = 401;
     res.set_header("WWW-Authenticate", "Bearer");
@@ -494,7 +539,8 @@ struct Server::Impl {
   bool authorized(const httplib::Request& req) const {
     if (options.api_key.empty()) return true;
     std::string given = req.get_header_value("Authorization");
-    if (given.rfind("Bearer ", 0) == 0) given = given.substr(7);
+    // The scheme's name is case-insensitive (RFC 9110): "bearer KEY" too.
+    if (given.size() > 7 && strncasecmp(given.c_str(), "Bearer ", 7) == 0) given = given.substr(7);
     else given = req.get_header_value("X-API-Key");
     // Compared in time independent of where they differ.
     unsigned char diff = given.size() == options.api_key.size() ? 0 : 1;
@@ -549,11 +595,16 @@ struct Server::Impl {
       res.status = 500;
       res.set_content(error_body("internal error"), "application/json");
     });
-    http.Post("/v1/translate", [this](const httplib::Request& req, httplib::Response& res) {
-      answer(res, [&] { return translate(req); }, &req);
+    // The JSON endpoints read their bodies themselves (read_body): httplib 0.11 holds its limit
+    // against the declared Content-Length only, and a chunked or gzip-compressed body grew without
+    // one (100 MB chunked, or 1 MB of gzip expanding to 1 GB, were answered 200).
+    http.Post("/v1/translate", [this](const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& reader) {
+      if (const auto full = read_body(req, res, reader)) answer(res, [&] { return translate(*full); }, &*full);
     });
-    http.Post("/v1/score", [this](const httplib::Request& req, httplib::Response& res) {
-      answer(res, [&] { return score(req); }, &req);
+    http.Post("/v1/score", [this](const httplib::Request& req, httplib::Response& res,
+                                  const httplib::ContentReader& reader) {
+      if (const auto full = read_body(req, res, reader)) answer(res, [&] { return score(*full); }, &*full);
     });
     // Other methods on the documented paths: 405 naming the one allowed.
     for (const char* path : kEndpoints) {

@@ -330,11 +330,14 @@ TEST(Server, ScoreAgreesWithTheLibrary) {
   transformer::TranslatorOptions plain;
   plain.weights = transformer::TranslatorOptions::Weights::kPlain;
   const transformer::Translator t(kModel, plain);
-  const std::vector<std::string> src = {"three hundred forty-two", "one"}, tgt = {"dreihundertzweiundvierzig", "zwei"};
+  // An empty target is scored as `transformer score` scores it: its end of sentence alone.
+  const std::vector<std::string> src = {"three hundred forty-two", "one", "two"},
+                                 tgt = {"dreihundertzweiundvierzig", "zwei", " "};
   const auto want = t.score(src, tgt);
+  EXPECT_EQ(want[2].tokens, 1);
   const json j = s.post_json("/v1/score", {{"source", src}, {"target", tgt}});
-  ASSERT_EQ(j["scores"].size(), 2u);
-  for (size_t i = 0; i < 2; ++i) {
+  ASSERT_EQ(j["scores"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
     EXPECT_NEAR(j["scores"][i]["score"].get<double>(), want[i].total, 1e-4);
     EXPECT_NEAR(j["scores"][i]["per_token"].get<double>(), want[i].per_token, 1e-4);
     EXPECT_EQ(j["scores"][i]["tokens"], want[i].tokens);
@@ -389,7 +392,7 @@ TEST(Server, BadRequestsGetA4xxWithAJsonErrorNamingTheProblem) {
        {"attention", "--max-attention-values"}},
       {"/v1/score", R"({"source": ["one", "two"], "target": ["eins"]})", 400, {"'source' has 2", "'target' has 1"}},
       {"/v1/score", R"({"source": ["one"]})", 400, {"'target' is missing"}},
-      {"/v1/score", R"({"source": ["one"], "target": [""]})", 400, {"target[0] is empty"}},
+      {"/v1/score", R"({"source": [""], "target": ["eins"]})", 400, {"source[0] is empty"}},
   };
   for (const Bad& c : cases) {
     SCOPED_TRACE(c.body.substr(0, 80));
@@ -412,6 +415,49 @@ TEST(Server, BadRequestsGetA4xxWithAJsonErrorNamingTheProblem) {
   // The limit counts characters: 50 of them in 51 bytes pass.
   EXPECT_EQ(s.post_json("/v1/translate", {{"text", "\xc3\xa9" + std::string(49, 'a')}})["translations"].size(), 1u);
   // After all of that the server still translates.
+  EXPECT_EQ(s.post_json("/v1/translate", {{"text", "one"}})["translations"].size(), 1u);
+}
+
+// --max-body-bytes holds for the body as read and decompressed, not only for a declared
+// Content-Length: httplib 0.11 let a chunked body grow without limit, and inflated gzip bodies whole.
+TEST(Server, TheBodyLimitHoldsForChunkedAndCompressedBodies) {
+  ServerOptions o = two_workers();
+  o.max_body_bytes = 4096;
+  const Running s(o);
+  const std::string small = R"({"text": "one"})";
+  const std::string padded = R"({"text": "one")" + std::string(100000, ' ') + "}";  // 100 kB of JSON spaces
+  // Chunked (no Content-Length): in pieces of 1000 bytes.
+  auto chunked = [&](const std::string& body) {
+    return s.client().Post(
+        "/v1/translate",
+        [&body](size_t offset, httplib::DataSink& sink) {
+          if (offset < body.size()) sink.write(body.data() + offset, std::min<size_t>(1000, body.size() - offset));
+          else sink.done();
+          return true;
+        },
+        "application/json");
+  };
+  auto ok = chunked(small);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  auto over = chunked(padded);
+  ASSERT_TRUE(over);
+  EXPECT_EQ(over->status, 413) << over->body;
+  EXPECT_NE(over->body.find("--max-body-bytes"), std::string::npos) << over->body;
+  // gzip: the padded body compresses to well under the limit, and is refused once inflated.
+  httplib::Client gzip = s.client();
+  gzip.set_compress(true);
+  auto packed_ok = gzip.Post("/v1/translate", small, "application/json");
+  ASSERT_TRUE(packed_ok);
+  EXPECT_EQ(packed_ok->status, 200) << packed_ok->body;
+  auto packed_over = gzip.Post("/v1/translate", padded, "application/json");
+  ASSERT_TRUE(packed_over);
+  EXPECT_EQ(packed_over->status, 413) << packed_over->body;
+  EXPECT_NE(packed_over->body.find("once decompressed"), std::string::npos) << packed_over->body;
+  // A declared length over the limit, as before; and the server still translates after all that.
+  auto declared = s.post("/v1/translate", padded);
+  ASSERT_TRUE(declared);
+  EXPECT_EQ(declared->status, 413);
   EXPECT_EQ(s.post_json("/v1/translate", {{"text", "one"}})["translations"].size(), 1u);
 }
 
@@ -464,6 +510,9 @@ TEST(Server, AnApiKeyGuardsTheApiButNotThePageOrHealth) {
   auto bearer = s.post("/v1/translate", body, {{"Authorization", "Bearer s3cret"}});
   ASSERT_TRUE(bearer);
   EXPECT_EQ(bearer->status, 200);
+  auto lower = s.post("/v1/translate", body, {{"Authorization", "bearer s3cret"}});  // schemes ignore case
+  ASSERT_TRUE(lower);
+  EXPECT_EQ(lower->status, 200) << lower->body;
   auto header = s.post("/v1/translate", body, {{"X-API-Key", "s3cret"}});
   ASSERT_TRUE(header);
   EXPECT_EQ(header->status, 200);
