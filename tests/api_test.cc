@@ -197,6 +197,8 @@ TEST(Api, BadIdsAndOptionsAreErrorsNamingTheValue) {
   tfm::testing::expect_error([&] { t.score_ids({{5}}, {}); }, {"1 sources but 0 targets"});
   tfm::testing::expect_error([&] { Translator("/nonexistent/model.safetensors"); }, {"/nonexistent/model.safetensors"});
   tfm::testing::expect_error([&] { Translator(kModel, {.vocab = "/nonexistent.model"}); }, {"/nonexistent.model"});
+  // libgomp crashed starting 100,000 threads (Translator(threads=100000) took Python down).
+  tfm::testing::expect_error([&] { Translator(kModel, {.threads = 100000}); }, {"threads", "[0, 1024]", "100000"});
 }
 
 // Each translator's calls run on its own thread count; the results do not depend on it, and two

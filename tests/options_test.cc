@@ -98,7 +98,9 @@ TEST(Options, EachOutOfRangeOptionIsNamed) {
     return error_of([&] { o.validate(); });
   };
   EXPECT_NE(invalid([](TrainOptions& o) { o.keep_last = 0; }).find("keep_last must be >= 1, got 0"), std::string::npos);
-  EXPECT_NE(invalid([](TrainOptions& o) { o.threads = -1; }).find("threads must be >= 0 (0: all cores), got -1"),
+  EXPECT_NE(invalid([](TrainOptions& o) { o.threads = -1; }).find("threads must be in [0, 1024] (0: all cores), got -1"),
+            std::string::npos);
+  EXPECT_NE(invalid([](TrainOptions& o) { o.threads = 100000; }).find("threads must be in [0, 1024] (0: all cores), got 100000"),
             std::string::npos);
   EXPECT_NE(invalid([](TrainOptions& o) { o.save_every = 0; }).find("save_every must be >= 1, got 0"), std::string::npos);
   EXPECT_NE(invalid([](TrainOptions& o) { o.max_epochs = -2; }).find("max_epochs must be >= 0, got -2"), std::string::npos);

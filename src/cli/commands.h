@@ -4,6 +4,7 @@
 //   static const Command kInfo(20, add_info);
 // where add_info registers the subcommand's options on the app and returns the action to run after
 // parsing (which returns -1 when its subcommand was not the one given). `order` sorts --help.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -32,6 +33,19 @@ inline CLI::Validator non_negative() {
         return {};
       },
       "NONNEGATIVE");
+}
+
+// A --threads option's check: an integer in [0, 1024] (0: all cores), checked before it is narrowed
+// to the thread count's type (3000000000 once became -1294967296, and 4294967297 one thread).
+inline CLI::Validator thread_count() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        int64_t v = 0;
+        if (!CLI::detail::lexical_cast(value, v) || v < 0 || v > 1024)
+          return "must be an integer in [0, 1024] (0: all cores), got " + value;
+        return {};
+      },
+      "THREADS");
 }
 
 }  // namespace tfm::cli

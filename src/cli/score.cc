@@ -122,7 +122,7 @@ Action add_score(CLI::App& app) {
   cmd->add_option("--max-input-tokens", o->max_input_tokens,
                   cat("longer sides are truncated, with a warning (at most ", transformer::kMaxInputTokens, ")"))
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(non_negative());
+  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(thread_count());
   cmd->add_option("--device", o->device, "where to score: cpu, or cuda (cuda:0), the first NVIDIA GPU")
       ->capture_default_str();
   return [cmd, o] { return *cmd ? run(*o) : -1; };

@@ -9,6 +9,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include <ext/stdio_filebuf.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include "cli/commands.h"
 #include "cli/model_io.h"
 #include "cli/streams.h"
@@ -32,11 +36,29 @@ struct Options {
   std::string seed = "0";      // SearchOptions::seed, parsed as an unsigned 64-bit integer
 };
 
-// Reads up to `max` lines; returns false at end of input with nothing read.
-bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines) {
+// How long a chunk of standard input waits for its next line before it is translated as it is.
+constexpr int kLineWaitMs = 50;
+
+// Whether `in` has more input (or its end) ready, waiting up to `wait_ms` on `fd` for it; fd < 0:
+// not waiting, and a stream whose readiness is unknown counts as ready.
+bool input_ready(std::istream& in, int fd, int wait_ms) {
+  if (in.rdbuf()->in_avail() != 0) return true;  // buffered or in the pipe; -1: at its end
+  if (fd < 0) return false;
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, wait_ms) != 0;  // readable, ended (POLLHUP), or an error getline will meet
+}
+
+// Reads up to `max` lines; returns false at end of input with nothing read. With `wait_fd` >= 0
+// (standard input), the chunk also ends when no next line comes within kLineWaitMs: lines typed, or
+// written a few at a time by another program, are translated as they come, not once `max` of them
+// have come or the input has ended (which held back every translation of a session).
+bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines, int wait_fd = -1) {
   lines.clear();
   std::string line;
-  while (static_cast<int64_t>(lines.size()) < max && std::getline(in, line)) lines.push_back(line);
+  while (static_cast<int64_t>(lines.size()) < max && std::getline(in, line)) {
+    lines.push_back(line);
+    if (wait_fd >= 0 && !input_ready(in, wait_fd, kLineWaitMs)) break;
+  }
   return !lines.empty();
 }
 
@@ -118,7 +140,8 @@ nlohmann::json attention_record(const transformer::Translator& t, const transfor
 
 int run(Options o) {
   TFM_CHECK(o.max_memory_gib == -1 || (o.max_memory_gib >= 0 && o.max_memory_gib < 1e9),
-            "--max-memory must be a number of GiB, or 0 (no limit), got ", o.max_memory_gib);
+            "--max-memory must be a number of GiB >= 0 (0: no limit; -1, the default: 80% of the memory available), "
+            "got ", o.max_memory_gib);
   if (o.max_memory_gib >= 0) o.translate.max_memory = static_cast<int64_t>(o.max_memory_gib * (1 << 30));
   o.translate.search.seed = parse_seed(o.seed);
   check_sampling_flags(o.translate.search);
@@ -146,7 +169,11 @@ int run(Options o) {
     TFM_CHECK(file && !std::filesystem::is_directory(o.input), "cannot read --input '", o.input, "'");
   }
   if (o.input.empty()) check_stdin();
-  std::istream& in = o.input.empty() ? std::cin : file;
+  // Standard input through a buffer that can say whether more is ready (read_chunk).
+  __gnu_cxx::stdio_filebuf<char> stdin_buffer(STDIN_FILENO, std::ios::in, 1 << 16);
+  std::istream stdin_stream(&stdin_buffer);
+  std::istream& in = o.input.empty() ? stdin_stream : file;
+  const int wait_fd = o.input.empty() ? STDIN_FILENO : -1;
   // --target-prefix: one line per input line, read whole; a count that differs is refused before
   // anything is translated when the input is a file (counted first), else as soon as it shows.
   const bool with_prefixes = !o.prefix_path.empty();
@@ -176,10 +203,11 @@ int run(Options o) {
   bool input_ended = false;
   // Translates everything, streaming the attention records into `attention` (or nowhere).
   auto translate_all = [&](std::ostream* attention) {
-  while (read_chunk(in, o.chunk_lines, lines)) {
+  while (read_chunk(in, o.chunk_lines, lines, wait_fd)) {
     const int64_t first = line_number + 1;
     line_number += static_cast<int64_t>(lines.size());
-    input_ended = in.peek() == std::char_traits<char>::eof();
+    // Standard input's end only where it is known without waiting (else the check after the loop).
+    input_ended = (wait_fd < 0 || input_ready(in, wait_fd, 0)) && in.peek() == std::char_traits<char>::eof();
     std::vector<std::string> prefixes;
     if (with_prefixes) {
       if (line_number > prefix_count) throw mismatch(line_number + count_lines(in));
@@ -346,7 +374,7 @@ Action add_translate(CLI::App& app) {
   cmd->add_option("--max-memory", o->max_memory_gib,
                   "refuse, before starting, a translation whose decoding is estimated to need more than this many "
                   "GiB (default: 80% of the memory available at the start, the GPU's with --device cuda; 0: no limit)");
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(non_negative());
+  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(thread_count());
   cmd->add_option("--device", o->device,
                   "where to translate: cpu, or cuda (cuda:0), the first NVIDIA GPU, in a build with the CUDA backend "
                   "(packed float32 weights there, plain with --no-packed-weights, or --bf16; no --int8)")

@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <cstdlib>
+
 #include "core/error.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -9,16 +11,26 @@ extern "C" void openblas_set_num_threads(int);
 namespace tfm {
 
 void set_num_threads(int n) {
-  TFM_CHECK(n >= 1, "number of threads must be at least 1, got ", n);
+  TFM_CHECK(n >= 1 && n <= kMaxThreads, "number of threads must be in [1, ", kMaxThreads, "], got ", n);
   omp_set_num_threads(n);
   openblas_set_num_threads(n);
 }
 
 int num_threads() { return omp_get_max_threads(); }
 
+void check_default_threads() {
+  const int n = omp_get_max_threads();
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  TFM_CHECK(n <= kMaxThreads, "the default thread count is ", n, env ? cat(" (OMP_NUM_THREADS=", env, ")") : "",
+            ", over the limit of ", kMaxThreads, ": give fewer threads");
+}
+
 ScopedThreads::ScopedThreads(int n) {
-  TFM_CHECK(n >= 0, "number of threads must be at least 0 (0: unchanged), got ", n);
-  if (n == 0) return;
+  TFM_CHECK(n >= 0 && n <= kMaxThreads, "number of threads must be in [0, ", kMaxThreads, "] (0: unchanged), got ", n);
+  if (n == 0) {
+    check_default_threads();
+    return;
+  }
   previous_ = omp_get_max_threads();
   omp_set_num_threads(n);
 }

@@ -3,9 +3,17 @@
 // calls and the project's own kernels never oversubscribe the cores.
 namespace tfm {
 
-// Sets the number of threads for OpenMP kernels and BLAS (n >= 1).
+// The most threads any option may ask for. Far more than any machine's cores; beyond some tens of
+// thousands libgomp fails to start them, or crashes (seen with --threads 100000).
+constexpr int kMaxThreads = 1024;
+
+// Sets the number of threads for OpenMP kernels and BLAS (1 <= n <= kMaxThreads).
 void set_num_threads(int n);
 int num_threads();
+
+// Checks the process's default thread count (OMP_NUM_THREADS, or the cores) against kMaxThreads,
+// naming the variable when it is over: what threads 0 ("all cores") runs with.
+void check_default_threads();
 
 // For its lifetime, the calling thread's OpenMP kernels and BLAS calls use n threads (n >= 1; 0:
 // unchanged). OpenMP's thread count is per calling thread, and Debian's OpenMP OpenBLAS follows

@@ -66,7 +66,7 @@ void check_memory(const ModelConfig& c, Device device, const TranslateOptions& o
       std::min(std::floor(o.search.max_length_a * static_cast<double>(worst_tokens) + o.search.max_length_b), 4.0e18));
   TFM_CHECK(need <= static_cast<double>(limit), "translating would need about ", amount(need),
             ", more than the limit of ", amount(static_cast<double>(limit)),
-            o.max_memory > 0              ? " (max_memory)"
+            o.max_memory > 0              ? " (max_memory, --max-memory)"
             : device == Device::CPU       ? " (80% of the memory available now)"
                                           : cat(" (80% of the ", name(device), " device's memory available now)"),
             ": a batch of ",

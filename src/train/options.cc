@@ -6,6 +6,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/json_field.h"
+#include "core/threads.h"
 #include "ops/matmul.h"
 
 namespace transformer {
@@ -54,7 +55,8 @@ void TrainOptions::validate() const {
   TFM_CHECK(keep_last >= 1, "train: keep_last must be >= 1, got ", keep_last);
   TFM_CHECK(valid_beam >= 1, "train: valid_beam must be >= 1, got ", valid_beam);
   TFM_CHECK(valid_max_sentences >= 0, "train: valid_max_sentences must be >= 0, got ", valid_max_sentences);
-  TFM_CHECK(threads >= 0, "train: threads must be >= 0 (0: all cores), got ", threads);
+  TFM_CHECK(threads >= 0 && threads <= tfm::kMaxThreads, "train: threads must be in [0, ", tfm::kMaxThreads,
+            "] (0: all cores), got ", threads);
 }
 
 // Each field once: its JSON name is its C++ name.

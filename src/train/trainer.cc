@@ -159,6 +159,7 @@ static_assert(std::atomic<bool>::is_always_lock_free, "request_stop() must be as
 Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options), callbacks(std::move(cbs)) {
   o.validate();
   if (o.threads > 0) tfm::set_num_threads(static_cast<int>(o.threads));
+  else tfm::check_default_threads();
   // Settings first, before minutes of reading data and training a vocabulary: the model (with a
   // stand-in vocabulary size), the files, and what resuming needs.
   o.resolved_model(std::max<int64_t>(o.vocab_options.size, 4));

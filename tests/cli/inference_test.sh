@@ -134,7 +134,12 @@ expect_error "^error: average: the output '.*m.safetensors' is also a checkpoint
 expect_error "^error: -o '.*m.safetensors' is also --model" "$bin" attention -m "$work/m.safetensors" --vocab \
   "$fix/vocab.model" one -o "$work/m.safetensors"
 cmp -s "$work/m.safetensors" "$model" || fail "average or attention wrote over their input"
-expect_error "threads: must be a number >= 0, got -1" "$bin" translate -m "$model" --threads -1
+expect_error "threads: must be an integer in \\[0, 1024\\] \\(0: all cores\\), got -1" "$bin" translate -m "$model" --threads -1
+# Thread counts libgomp cannot start (100000 crashed it) or that do not fit an int are refused.
+expect_error "threads: must be an integer in \\[0, 1024\\].*got 100000" "$bin" translate -m "$model" --threads 100000
+expect_error "threads: must be an integer in \\[0, 1024\\].*got 4294967297" "$bin" score -m "$model" --threads 4294967297
+OMP_NUM_THREADS=100000 expect_error "default thread count is 100000 \\(OMP_NUM_THREADS=100000\\), over the limit of 1024" \
+  "$bin" translate -m "$model"
 expect_error "model.npz: a zip archive, not a safetensors file: .*transformer import marian" "$bin" translate \
   -m "$here/fixtures/import/marian/model.npz"
 expect_error "parallel batches must be >= 0.*-1" "$bin" translate -m "$model" --parallel-batches -1
@@ -200,7 +205,7 @@ rc=0
 "$bin" translate -m "$model" --vocab "$fix/vocab.model" --beam 1000 --max-memory 0.05 --input "$fix/input.en" \
   > "$work/mem.out" 2> "$work/err" || rc=$?
 [ "$rc" -eq 1 ] && [ ! -s "$work/mem.out" ] || fail "--max-memory 0.05 with beam 1000: status $rc, output $(wc -c < "$work/mem.out")"
-grep -qE "translating would need about [0-9.]+ GiB, more than the limit of 51.2 MiB \(max_memory\): a batch of [0-9]+ sentences of up to [0-9]+ tokens, outputs of up to [0-9]+ tokens \(max length a 1, b 50\) with beam 1000" \
+grep -qE "translating would need about [0-9.]+ GiB, more than the limit of 51.2 MiB \(max_memory, --max-memory\): a batch of [0-9]+ sentences of up to [0-9]+ tokens, outputs of up to [0-9]+ tokens \(max length a 1, b 50\) with beam 1000" \
   "$work/err" || fail "memory estimate message: $(cat "$work/err")"
 tr --beam 4 --max-memory 0.05 < "$fix/input.en" | diff "$fix/expected.beam4.de" - || fail "a small beam under the limit"
 # --min-length: no end of sentence before 8 tokens + EOS, so exactly 8 tokens when max is 9.
@@ -275,4 +280,37 @@ echo "9 3" > "$work/bad.ids"
 echo "5 6 7" | tr --ids --target-prefix "$work/bad.ids" 2> "$work/err" > /dev/null && fail "EOS in a prefix accepted"
 grep -q "target-prefix '.*bad.ids', line 1: token id 3 is the end-of-sentence id" "$work/err" ||
   fail "--ids prefix message: $(cat "$work/err")"
+
+# Standard input is translated as it comes: a line written to a pipe that stays open is answered
+# before the input ends (it once waited for 10,000 lines or the end).
+mkfifo "$work/in.fifo"
+tr < "$work/in.fifo" > "$work/live.out" 2> "$work/live.err" &
+live=$!
+exec 3> "$work/in.fifo"
+echo "three hundred forty-two" >&3
+for _ in $(seq 200); do [ -s "$work/live.out" ] && break; sleep 0.1; done
+answered=$(cat "$work/live.out")
+exec 3>&-
+wait $live || fail "translate from a pipe failed: $(cat "$work/live.err")"
+[ -n "$answered" ] || fail "a line written to an open pipe was not translated within 20 s"
+[ "$answered" = "$(echo "three hundred forty-two" | tr)" ] || fail "a line from an open pipe: '$answered'"
+
+# An enormous line is cut before it is tokenized (64 bytes per allowed token): 20 MB once took
+# 4.8 GB, and more was killed by the kernel with the lines before it lost. Under a 3 GB limit of
+# address space, the lines around it are translated and the line is cut with a warning. (No limit
+# for a sanitized binary, whose shadow memory needs terabytes of address space, nor for the
+# emulator's wrapper script.)
+vm=3000000
+if ! head -c 4 "$bin" | grep -q ELF || ldd "$bin" 2>/dev/null | grep -q libasan; then vm=unlimited; fi
+head -c 20000000 /dev/zero | command tr '\0' 'x' > "$work/huge.line"  # tr: the system's, not translate
+{ echo "one"; cat "$work/huge.line"; echo; echo "two"; } > "$work/huge.en"
+(ulimit -v $vm; tr --input "$work/huge.en" > "$work/huge.out" 2> "$work/err") ||
+  fail "a 20 MB line: $(cat "$work/err")"
+[ "$(wc -l < "$work/huge.out")" = 3 ] && [ "$(sed -n 1p "$work/huge.out")" = "$(echo one | tr)" ] &&
+  [ "$(sed -n 3p "$work/huge.out")" = "$(echo two | tr)" ] || fail "the lines around a 20 MB line"
+grep -q "^warning: line 2 has more than 1024 tokens; translated its first 1024" "$work/err" ||
+  fail "a 20 MB line cut without a word: $(cat "$work/err")"
+printf 'one\t%s\n' "$(cat "$work/huge.line")" > "$work/huge.tsv"
+(ulimit -v $vm; "$bin" score -m "$model" --input "$work/huge.tsv" > "$work/huge.score" 2> "$work/err") ||
+  fail "score with a 20 MB target: $(cat "$work/err")"
 echo "inference CLI checks passed"
