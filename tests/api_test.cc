@@ -416,6 +416,9 @@ TEST(Api, Metrics) {
   EXPECT_EQ(m.segments, 3);
   EXPECT_NEAR(m.score, 200.0 / 3, 1e-12);
   EXPECT_EQ(exact_match({"a", "B", "c"}, {{"a", "b", "x"}}, true).matches, 2);
+  // A CRLF file's lines against an LF file's: the carriage return is not part of the segment.
+  EXPECT_EQ(exact_match({"a\r", "b\r", "c \r"}, {{"a", "b\r", "c"}}).matches, 2);
+  EXPECT_EQ(exact_match({"A\r"}, {{"a"}}, true).matches, 1);
   tfm::testing::expect_error([&] { exact_match({"a"}, {{"a", "b"}}); }, {"1 hypotheses", "2 segments"});
   const BleuScore b = corpus_bleu({"the cat sat on the mat"}, {{"the cat sat on the mat"}});
   EXPECT_NEAR(b.score, 100.0, 1e-9);

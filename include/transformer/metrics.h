@@ -17,8 +17,9 @@ struct ExactMatch {
 };
 
 // The share of hypotheses identical to one of their references (refs[k][i] is the k-th reference of
-// segment i), after Unicode lowercasing when `lowercase`. Throws Error when a reference stream's
-// length differs from the hypotheses', or (with lowercase) on text that is not UTF-8.
+// segment i), after Unicode lowercasing when `lowercase`, a final carriage return (CRLF files)
+// ignored. Throws Error when a reference stream's length differs from the hypotheses', or (with
+// lowercase) on text that is not UTF-8.
 ExactMatch exact_match(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
                        bool lowercase = false);
 

@@ -5,6 +5,14 @@
 
 namespace transformer {
 
+namespace {
+// A segment without the carriage return a CRLF file leaves at its end (BLEU and chrF drop it as
+// whitespace; a CRLF hypothesis file once matched none of its LF references exactly).
+std::string_view without_cr(const std::string& s) {
+  return !s.empty() && s.back() == '\r' ? std::string_view(s).substr(0, s.size() - 1) : std::string_view(s);
+}
+}  // namespace
+
 ExactMatch exact_match(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
                        bool lowercase) {
   for (size_t k = 0; k < refs.size(); ++k)
@@ -14,9 +22,9 @@ ExactMatch exact_match(const std::vector<std::string>& hyps, const std::vector<s
   m.segments = static_cast<int64_t>(hyps.size());
   for (size_t i = 0; i < hyps.size(); ++i)
     for (const auto& stream : refs)
-      if (lowercase ? tfm::unicode_lower(tfm::decode_utf8(hyps[i], "hypothesis")) ==
-                          tfm::unicode_lower(tfm::decode_utf8(stream[i], "reference"))
-                    : hyps[i] == stream[i]) {
+      if (lowercase ? tfm::unicode_lower(tfm::decode_utf8(without_cr(hyps[i]), "hypothesis")) ==
+                          tfm::unicode_lower(tfm::decode_utf8(without_cr(stream[i]), "reference"))
+                    : without_cr(hyps[i]) == without_cr(stream[i])) {
         ++m.matches;
         break;
       }

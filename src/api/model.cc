@@ -102,8 +102,17 @@ LoadNotes average_checkpoints(const std::vector<std::string>& inputs, const std:
     if (fingerprint.empty()) fingerprint = other_vocab;
     const std::unique_ptr<tfm::Transformer> m = api::load_model_noting(file, verify, notes);
     const nlohmann::json other = m->config();
-    TFM_CHECK(other == config, "cannot average '", inputs[i], "' with '", inputs[0], "': their configurations differ (",
-              other.dump(), " vs ", config.dump(), ")");
+    if (other != config) {  // named field by field: "d_model 256 here, 512 there"
+      std::string fields;
+      for (const auto& [field, value] : config.items())
+        if (!other.contains(field) || other[field] != value)
+          fields += cat(fields.empty() ? "" : ", ", field, " ", other.contains(field) ? other[field].dump() : "none",
+                        " against ", value.dump());
+      for (const auto& [field, value] : other.items())
+        if (!config.contains(field)) fields += cat(fields.empty() ? "" : ", ", field, " ", value.dump(), " against none");
+      throw tfm::Error(cat("cannot average '", inputs[i], "' with '", inputs[0], "': their configurations differ (",
+                           fields, ")"));
+    }
     const std::vector<double> v = m->params().values().to_doubles();
     for (size_t k = 0; k < sum.size(); ++k) sum[k] += v[k];
   }

@@ -39,6 +39,7 @@ int run(const Options& o) {
     std::fprintf(stderr, "warning: the sentence has more than %lld tokens; translated and drawn its first %lld\n",
                  static_cast<long long>(to.max_input_tokens), static_cast<long long>(to.max_input_tokens));
   const transformer::Hypothesis& h = t.best();
+  TFM_CHECK(!(o.grid && o.head >= 0), "--grid draws every head of the layer: give it or --head ", o.head, ", not both");
   const std::string svg = transformer::attention_svg(translator, t, h, {o.layer, o.head, o.grid});
   write_file_atomic(o.output, [&](std::ostream& out) { out << svg; });
   std::printf("%s\n%s\n", h.text.c_str(), o.output.c_str());

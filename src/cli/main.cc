@@ -34,14 +34,22 @@ int main(int argc, char** argv) {
   tfm::keep_freed_memory_for_reuse();
   CLI::App app("transformer: the Transformer of \"Attention Is All You Need\" in C++", "transformer");
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("transformer ") + TFM_VERSION);
   std::vector<tfm::cli::Action> actions;
   for (tfm::cli::AddCommand add : tfm::cli::registered_commands()) actions.push_back(add(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help: the usage, exit status 0
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version: status 0
     // A wrong flag or value, worded and ended like every other error: "error: ...", status 1.
     std::string message = e.what();
+    // A first word that names no subcommand: CLI11 says only "A subcommand is required".
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && argc > 1 && argv[1][0] != '-' &&
+        app.get_subcommands().empty()) {
+      std::string known;
+      for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) known += (known.empty() ? "" : ", ") + sub->get_name();
+      message = std::string("unknown command '") + argv[1] + "' (the commands: " + known + ")";
+    }
     // A flag given twice: CLI11 says "--x: At Most 1 required but received 2".
     const std::string twice = ": At Most 1 required but received ";
     const size_t at = message.find(twice);

@@ -54,9 +54,7 @@ int run(const Options& o) {
               "' has ", targets.size());
   } else {
     std::ifstream file;
-    if (!o.input.empty()) file.open(o.input, std::ios::binary);
-    TFM_CHECK(o.input.empty() || (file && !std::filesystem::is_directory(o.input)), "cannot read --input '", o.input,
-              "'");
+    if (!o.input.empty()) open_input(file, o.input, "--input");
     if (o.input.empty()) check_stdin();
     std::istream& in = o.input.empty() ? std::cin : file;
     std::string line;

@@ -29,6 +29,13 @@ std::string stdout_name() {
 }
 }  // namespace
 
+void open_input(std::ifstream& file, const std::string& path, const char* flag) {
+  std::error_code ec;
+  TFM_CHECK(!std::filesystem::is_directory(path, ec), "cannot read ", flag, " '", path, "': it is a folder, not a file");
+  file.open(path, std::ios::binary);
+  TFM_CHECK(file.is_open(), "cannot read ", flag, " '", path, "': ", std::strerror(errno));
+}
+
 void check_stdin() {
   struct stat st {};
   TFM_CHECK(::fstat(0, &st) != 0 || !S_ISDIR(st.st_mode), "standard input is a folder, not a text file");

@@ -6,6 +6,7 @@
 // the file behind standard output and the reason, and the program ends with status 1. A reader that
 // went away (EPIPE, as in `| head` with SIGPIPE ignored) ends the program quietly with status 141,
 // as if SIGPIPE had ended it, which is what other Unix tools do.
+#include <fstream>
 #include <initializer_list>
 #include <ostream>
 #include <string>
@@ -15,6 +16,10 @@ namespace tfm::cli {
 
 // Throws tfm::Error when standard input is a folder (`< some-folder` reads as empty input).
 void check_stdin();
+
+// Opens `path` (given by `flag`, e.g. "--input") for reading, or throws tfm::Error saying why:
+// "cannot read --input '/tmp': it is a folder, not a file", "...: No such file or directory".
+void open_input(std::ifstream& file, const std::string& path, const char* flag);
 
 // Thrown when the reader of standard output went away; main ends quietly.
 struct BrokenPipe {};

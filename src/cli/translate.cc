@@ -157,6 +157,8 @@ int run(Options o) {
   lo.shortlist = o.shortlist_path;
   lo.threads = static_cast<int>(o.threads);
   lo.device = o.device;
+  TFM_CHECK(o.attention_path != "-", "--attention '-': standard output carries the translations; give the "
+            "attention records a file name");
   if (!o.attention_path.empty())
     check_not_an_input(o.attention_path, "--attention",
                        {{"--input", o.input}, {"--model", o.paths.model}, {"--vocab", o.paths.vocab},
@@ -165,8 +167,7 @@ int run(Options o) {
   print_notes(translator.load_notes());
   std::ifstream file;
   if (!o.input.empty()) {
-    file.open(o.input, std::ios::binary);
-    TFM_CHECK(file && !std::filesystem::is_directory(o.input), "cannot read --input '", o.input, "'");
+    open_input(file, o.input, "--input");
   }
   if (o.input.empty()) check_stdin();
   // Standard input through a buffer that can say whether more is ready (read_chunk).
@@ -179,9 +180,8 @@ int run(Options o) {
   const bool with_prefixes = !o.prefix_path.empty();
   std::vector<std::string> prefix_lines;
   if (with_prefixes) {
-    std::ifstream prefix_file(o.prefix_path, std::ios::binary);
-    TFM_CHECK(prefix_file && !std::filesystem::is_directory(o.prefix_path), "cannot read --target-prefix '",
-              o.prefix_path, "'");
+    std::ifstream prefix_file;
+    open_input(prefix_file, o.prefix_path, "--target-prefix");
     for (std::string line; std::getline(prefix_file, line);) prefix_lines.push_back(line);
     TFM_CHECK(!prefix_file.bad(), "cannot read --target-prefix '", o.prefix_path, "'");
   }

@@ -188,9 +188,10 @@ NumberDataset make_number_dataset(uint64_t seed, int64_t train, int64_t valid, i
 NumberDataset write_number_dataset(const std::string& dir, uint64_t seed, int64_t train, int64_t valid,
                                    int64_t test) {
   NumberDataset data = make_number_dataset(seed, train, valid, test);
+  TFM_CHECK(!dir.empty(), "the output folder's name is empty: give a path");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  TFM_CHECK(!ec, "cannot create the folder ", dir, ": ", ec.message());
+  TFM_CHECK(!ec, "cannot create the folder '", dir, "': ", ec.message());
   const std::filesystem::path base(dir);
   const std::pair<const char*, const std::vector<int64_t>*> splits[] = {
       {"train", &data.train}, {"valid", &data.valid}, {"test", &data.test}};

@@ -1,5 +1,7 @@
 #include "data/parallel_corpus.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -17,7 +19,7 @@ namespace {
 std::vector<std::string> read_raw_lines(const std::string& path) {
   TFM_CHECK(!std::filesystem::is_directory(path), "'", path, "' is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
-  TFM_CHECK(in, "cannot open '", path, "'");
+  TFM_CHECK(in, "cannot open '", path, "': ", std::strerror(errno));
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(in, line)) lines.push_back(std::move(line));

@@ -1,8 +1,10 @@
 #include "eval/text.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -196,7 +198,7 @@ std::vector<std::string> split_text_lines(std::string_view text, std::string_vie
 
 std::vector<std::string> read_text_lines(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  TFM_CHECK(in, "cannot open ", path);
+  TFM_CHECK(in, "cannot open '", path, "': ", std::strerror(errno));
   std::ostringstream buf;
   buf << in.rdbuf();
   TFM_CHECK(!in.bad(), "cannot read ", path);

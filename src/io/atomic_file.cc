@@ -59,6 +59,7 @@ class FdBuf : public std::streambuf {
 
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
   namespace fs = std::filesystem;
+  TFM_CHECK(!path.empty(), "the output file's name is empty: give a path");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     TFM_CHECK(!S_ISDIR(st.st_mode), "cannot write '", path, "': it is a folder; give a file name");

@@ -20,9 +20,11 @@ FileLock::FileLock(const std::string& path) {
     const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
     ::close(fd_);
     fd_ = -1;
-    if (err == EWOULDBLOCK)
-      throw Held(cat("'", path, "' is locked by another process (pid ",
-                     n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("unknown"), ")"));
+    const std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("unknown");
+    if (err == EWOULDBLOCK && holder == std::to_string(::getpid()))  // a second Trainer in one program
+      throw Held(cat("'", path, "' is locked by this process (pid ", holder,
+                     "): another object of this program holds it; end that one first"));
+    if (err == EWOULDBLOCK) throw Held(cat("'", path, "' is locked by another process (pid ", holder, ")"));
     throw Error(cat("cannot lock '", path, "': ", std::strerror(err)));
   }
   const std::string pid = std::to_string(::getpid());

@@ -205,7 +205,9 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   // The run folder is rank 0's (the other ranks may run on machines that do not see it).
   if (root()) {
     TFM_CHECK(!o.resume || fs::is_directory(o.run_dir), "resume (--resume): no checkpoint in '", o.run_dir, "'");
-    fs::create_directories(o.run_dir);
+    std::error_code made;
+    fs::create_directories(o.run_dir, made);
+    TFM_CHECK(!made, "cannot create the run folder '", o.run_dir, "' (run_dir, --run-dir): ", made.message());
     // One training per run folder at a time, for the whole run: two would mix their vocabularies,
     // checkpoints and metrics. The kernel releases the lock however this process ends.
     try {

@@ -103,7 +103,7 @@ done
 diff "$fix/expected.greedy.de" "$work/avg.de" || fail "averaging a model with itself changed it"
 "$bin" init --preset tiny --vocab-size 120 --d-model 16 --heads 2 -o "$work/other.safetensors" > /dev/null
 "$bin" average "$model" "$work/other.safetensors" -o "$work/bad.safetensors" 2>"$work/err" && fail "mixed average"
-grep -q "configurations differ" "$work/err" || fail "mixed average message"
+grep -q "configurations differ (.*d_model 16 against " "$work/err" || fail "mixed average message: $(cat "$work/err")"
 
 # Eval: exact match of the committed outputs against themselves.
 "$bin" eval --ref "$fix/expected.beam4.de" --hyp "$work/beam.de" --metrics exact | grep -q "exact match = 100.00%" ||
@@ -144,6 +144,15 @@ expect_error "model.npz: a zip archive, not a safetensors file: .*transformer im
   -m "$here/fixtures/import/marian/model.npz"
 expect_error "parallel batches must be >= 0.*-1" "$bin" translate -m "$model" --parallel-batches -1
 expect_error "head.*-5" "$bin" attention -m "$model" "one" -o "$work/x.svg" --head -5
+expect_error "grid draws every head of the layer: give it or --head 1, not both" "$bin" attention -m "$model" "one" \
+  -o "$work/x.svg" --head 1 --grid
+expect_error "attention '-': standard output carries the translations" tr --attention -
+[ ! -e ./- ] || fail "--attention - wrote a file named '-'"
+expect_error "unknown command 'translat' \\(the commands: .*translate" "$bin" translat -m "$model"
+"$bin" --version | grep -q "^transformer [0-9]" || fail "--version"
+expect_error "the output file's name is empty: give a path" "$bin" init --preset tiny --vocab-size 50 -o ""
+expect_error "the output folder's name is empty: give a path" "$bin" demo-data --out ""
+expect_error "cannot read --input '/nonexistent.en': No such file" tr --input /nonexistent.en
 expect_error "layer.*-1" "$bin" attention -m "$model" "one" -o "$work/x.svg" --layer -1
 echo "0 5" | tr --ids 2>"$work/err" > /dev/null && fail "--ids accepted the padding id"
 grep -q "token id 0 is the padding id" "$work/err" || fail "--ids padding message: $(cat "$work/err")"
