@@ -30,13 +30,13 @@ std::string read_text(const std::string& path) {
 }
 
 // flock locks belong to an open file: a second lock on the same file fails even in the same
-// process, naming the holder's pid; the first one's end releases it.
+// process, naming the holder's pid, and that it is this process; the first one's end releases it.
 TEST(FileLock, SecondLockFailsNamingTheHolderUntilTheFirstEnds) {
   const std::string path = testing::temp_path("run.lock");
   {
     const FileLock first(path);
     EXPECT_EQ(read_text(path), std::to_string(::getpid()));
-    const std::string where = "'" + path + "' is locked by another process", pid = "pid " + std::to_string(::getpid());
+    const std::string where = "'" + path + "' is locked by this process", pid = "pid " + std::to_string(::getpid());
     testing::expect_error([&] { FileLock second(path); }, {where.c_str(), pid.c_str()});
   }
   EXPECT_NO_THROW(FileLock again(path));
