@@ -77,7 +77,9 @@ else
 fi
 # Translation: CTranslate2 (optional: `pip install ctranslate2`; the project never depends on it), on
 # a base-shaped model with our random weights converted by tools/ct2_peer.py, the same conditions as
-# BM_Translate: 64 sentences of 25 tokens, output forced to 25 tokens.
+# BM_Translate: 64 sentences of 25 tokens, output forced to 25 tokens. Ours then takes a 26th step,
+# the forced EOS's; --end-step gives CTranslate2 that step too (26 tokens decoded, 25 counted), as a
+# real translation costs both engines one step per token and one for the EOS.
 py=${PEER_PYTHON:-python3}
 # Same weights, same input: the two engines' greedy outputs must agree token for token.
 # same_greedy OUR-MODEL CT2-DIR VOCAB-SIZE WORK-DIR LABEL
@@ -108,8 +110,8 @@ else
       [ -z "${3:-}" ] || ours+=_shortlist$3
       ours+=/
       grep -q "$ours" "$out" || continue
-      "$py" "$root/tools/ct2_peer.py" bench "$peer.d/ct2" --batch 64 --src-len 25 --tgt-len 25 --beam "$2" \
-        --compute-type "$1" --threads "$threads" --shortlist "${3:-0}" | tee -a "$peer"
+      "$py" "$root/tools/ct2_peer.py" bench "$peer.d/ct2" --batch 64 --src-len 25 --tgt-len 25 --end-step \
+        --beam "$2" --compute-type "$1" --threads "$threads" --shortlist "${3:-0}" | tee -a "$peer"
     done
     same_greedy "$peer.d/base.safetensors" "$peer.d/ct2" 32000 "$peer.d" "greedy outputs"
   fi
@@ -118,8 +120,8 @@ else
     "$py" "$root/tools/ct2_peer.py" convert-opus-mt "$opus/marian" "$opus/ct2" > /dev/null
     for mode in "float32 1" "float32 4" "int8 1" "int8 4"; do
       set -- $mode
-      "$py" "$root/tools/ct2_peer.py" bench "$opus/ct2" --batch 64 --src-len 25 --tgt-len 25 --beam "$2" \
-        --compute-type "$1" --threads "$threads" --label opus-mt | tee -a "$peer"
+      "$py" "$root/tools/ct2_peer.py" bench "$opus/ct2" --batch 64 --src-len 25 --tgt-len 25 --end-step \
+        --beam "$2" --compute-type "$1" --threads "$threads" --label opus-mt | tee -a "$peer"
     done
     same_greedy "$TFM_BENCH_OPUS_MT" "$opus/ct2" 58101 "$opus" "OPUS-MT-shaped model, greedy outputs"
   fi

@@ -40,7 +40,10 @@ How the two engines line up (checked against CTranslate2 4.x's decoding.cc and b
   that its score_batch and ours agree on to 1e-6), which can flip near-ties in beam search.
 - bench: min = max = tgt-len, so every sentence gets exactly tgt-len tokens and no EOS, in tgt-len
   decoder steps; ours, with --max-length-b = --min-length = tgt-len + 1, takes one more step (the
-  forced EOS) for the same tgt-len tokens.
+  forced EOS) for the same tgt-len tokens. In a real translation both engines take that step: a
+  sentence of n tokens costs n + 1 steps, the last choosing the EOS. --end-step gives CTranslate2
+  that step too: it decodes tgt-len + 1 tokens and counts tgt-len, so both engines run the same
+  steps for the same count (scripts/bench.sh uses it since session 28).
 """
 
 import argparse
@@ -363,7 +366,10 @@ def cmd_bench(args):
     translator = open_translator(args.ct2_dir, args.compute_type, args.threads)
     # Exactly tgt_len tokens: EOS is disabled while step < min_decoding_length, and the step
     # max_decoding_length - 1 is the last, so every sentence gets tgt_len tokens and no EOS.
-    opts = dict(beam_size=args.beam, max_decoding_length=args.tgt_len, min_decoding_length=args.tgt_len,
+    # With --end-step, one more step (tgt_len + 1 tokens decoded, tgt_len counted): the step that
+    # chooses the EOS in a real translation, and that ours takes at the forced length.
+    steps = args.tgt_len + (1 if args.end_step else 0)
+    opts = dict(beam_size=args.beam, max_decoding_length=steps, min_decoding_length=steps,
                 length_penalty=args.length_penalty, suppress_sequences=banned(set(vocab)), max_input_length=0,
                 use_vmap=args.shortlist > 0)
     translator.translate_batch(batch, **opts)  # warm-up, untimed
@@ -373,11 +379,11 @@ def cmd_bench(args):
         results = translator.translate_batch(batch, **opts)
         times.append(time.perf_counter() - start)
         produced = sum(len(r.hypotheses[0]) for r in results)
-        if produced != args.batch * args.tgt_len:
-            raise SystemExit(f"produced {produced} tokens, expected {args.batch} x {args.tgt_len}")
+        if produced != args.batch * steps:
+            raise SystemExit(f"produced {produced} tokens, expected {args.batch} x {steps}")
         if any("</s>" in r.hypotheses[0] for r in results):
             raise SystemExit("an end of sentence inside a forced-length output")
-        tokens = produced
+        tokens = args.batch * args.tgt_len
     seconds = statistics.median(times)
     mode = (f"{args.label} " if args.label else "") + f"{args.compute_type} " + \
         ("greedy" if args.beam == 1 else f"beam {args.beam}")
@@ -386,7 +392,8 @@ def cmd_bench(args):
     print(json.dumps({"peer": "ctranslate2", "version": ctranslate2.__version__, "mode": mode,
                       "compute_type": args.compute_type, "effective_compute_type": translator.compute_type,
                       "beam": args.beam, "batch": args.batch,
-                      "src_len": args.src_len, "tgt_len": args.tgt_len, "threads": args.threads,
+                      "src_len": args.src_len, "tgt_len": args.tgt_len, "decoder_steps": steps,
+                      "threads": args.threads,
                       "tokens": tokens, "seconds": round(seconds, 6),
                       "tokens_per_s": round(tokens / seconds, 2)}))
 
@@ -462,6 +469,9 @@ def main():
     b.add_argument("--batch", type=int, default=64)
     b.add_argument("--src-len", type=int, default=25)
     b.add_argument("--tgt-len", type=int, default=25, help="output tokens per sentence, EOS not counted")
+    b.add_argument("--end-step", action="store_true",
+                   help="decode one more token per sentence, not counted: the step that chooses the EOS in a "
+                        "real translation (ours takes it at the forced length)")
     b.add_argument("--beam", type=int, default=1)
     b.add_argument("--length-penalty", type=float, default=0.6, help="CTranslate2's (no effect at a forced length)")
     b.add_argument("--repeats", type=int, default=3)
