@@ -128,8 +128,8 @@ struct Translation {
   std::vector<int32_t> source_ids;     // the encoded (and maybe truncated) source, without end of sentence
   std::vector<int32_t> target_prefix_ids;  // the forced target prefix, encoded: every hypothesis's ids
                                            //   begin with it (empty: none)
-  bool truncated = false;              // the source had more than max_input_tokens tokens (text: or more
-                                       //   than 64 bytes each, cut before tokenizing)
+  bool truncated = false;              // the source had more than max_input_tokens tokens (text: or
+                                       //   over 1024 bytes each, mostly spaces, cut before tokenizing)
   Repairs repairs;                     // what clean_input changed in the input line (text input only)
   Repairs prefix_repairs;              // what clean_input changed in the target prefix (text input only)
   // The best hypothesis; throws Error for an empty input, which has none.
@@ -150,7 +150,7 @@ struct Score {
   double total = 0;        // Σ log p of the target's tokens and its end of sentence
   double per_token = 0;    // total / tokens
   int64_t tokens = 0;      // the target's tokens, end of sentence included
-  bool truncated = false;  // a side had more than max_input_tokens tokens (text: or 64 bytes each)
+  bool truncated = false;  // a side had more than max_input_tokens tokens (text: or over 1024 bytes each)
   Repairs source_repairs, target_repairs;  // what clean_input changed (text input only)
 };
 

@@ -37,18 +37,28 @@ void ScoreOptions::validate() const {
 }
 
 namespace {
-// A text is cut before it is tokenized to the bytes that hold `max_tokens` tokens many times over
-// (kBytesPerToken each: a subword is a few bytes), at a character's start; true when it cut.
-// Tokenizing takes about 250 bytes of memory per byte of text: a 20 MB line took 4.8 GB to keep 1024
-// of its tokens, and a 200 MB one was killed by the kernel with the lines before it untranslated.
-constexpr size_t kBytesPerToken = 64;
-bool cut_for_tokens(std::string& text, int64_t max_tokens) {
-  const size_t limit = static_cast<size_t>(max_tokens) * kBytesPerToken;
-  if (text.size() <= limit) return false;
-  size_t end = limit;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // UTF-8 (clean_input's)
-  text.resize(end);
-  return true;
+// A text's tokens, at least `max_tokens` + 1 of them when it has that many, without tokenizing all
+// of an enormous one: tokenizing takes about 250 bytes of memory per byte of text (a 20 MB line took
+// 4.8 GB to keep 1024 of its tokens, and a 200 MB one was killed by the kernel with the lines before
+// it untranslated). Text over kBytesPerToken bytes per allowed token is cut at a character's start
+// and tokenized; the cut doubles until it gives more than `max_tokens` tokens (text that is mostly
+// spaces, which the tokenizer drops) or reaches kMaxGrowth times its first size. `cut`: whether text
+// was left unread.
+constexpr size_t kBytesPerToken = 64, kMaxGrowth = 16;
+std::vector<int32_t> encode_bounded(const tfm::Vocab& vocab, const std::string& text, int64_t max_tokens,
+                                    tfm::Side side, bool& cut) {
+  const size_t first = static_cast<size_t>(max_tokens) * kBytesPerToken;
+  cut = false;
+  for (size_t limit = first; limit < text.size(); limit *= 2) {
+    size_t end = limit;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // UTF-8 (clean_input's)
+    std::vector<int32_t> ids = vocab.encode(text.substr(0, end), side);
+    if (static_cast<int64_t>(ids.size()) > max_tokens || limit >= first * kMaxGrowth) {
+      cut = true;
+      return ids;
+    }
+  }
+  return vocab.encode(text, side);
 }
 
 // An id input may hold: in the vocabulary, and not padding, BOS or EOS (the model adds those
@@ -191,14 +201,19 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& l
   sources.reserve(lines.size());
   for (const std::string& line : lines) {
     CleanText clean = clean_input(line);
-    cut.push_back(cut_for_tokens(clean.text, options.max_input_tokens));
-    sources.push_back(vocab.encode(clean.text));
+    bool was_cut = false;
+    sources.push_back(encode_bounded(vocab, clean.text, options.max_input_tokens, tfm::Side::kSource, was_cut));
+    cut.push_back(was_cut);
     repairs.push_back(clean.repairs);
   }
-  for (const std::string& prefix : target_prefixes) {
-    CleanText clean = clean_input(prefix);
-    cut_for_tokens(clean.text, options.max_input_tokens + 1);  // longer than the limit: refused all the same
-    prefixes.push_back(vocab.encode(clean.text, tfm::Side::kTarget));
+  for (size_t i = 0; i < target_prefixes.size(); ++i) {
+    CleanText clean = clean_input(target_prefixes[i]);
+    bool was_cut = false;
+    prefixes.push_back(encode_bounded(vocab, clean.text, options.max_input_tokens, tfm::Side::kTarget, was_cut));
+    // Over the limit in tokens it is refused when translated; over it in bytes, here.
+    TFM_CHECK(!was_cut || static_cast<int64_t>(prefixes.back().size()) > options.max_input_tokens, "sentence ", i,
+              ": the target prefix has ", clean.text.size(), " bytes, more than the input token limit of ",
+              options.max_input_tokens, " allows (", kBytesPerToken * kMaxGrowth, " bytes a token)");
     prefix_repairs.push_back(clean.repairs);
   }
   std::vector<Translation> out = impl_->translate(sources, options, true, prefixes);
@@ -231,10 +246,10 @@ std::vector<Score> Translator::score(const std::vector<std::string>& sources, co
   std::vector<bool> cut;
   for (size_t i = 0; i < sources.size(); ++i) {
     CleanText s = clean_input(sources[i]), t = clean_input(targets[i]);
-    const bool cut_source = cut_for_tokens(s.text, options.max_input_tokens);
-    cut.push_back(cut_for_tokens(t.text, options.max_input_tokens) || cut_source);
-    src.push_back(vocab.encode(s.text));
-    tgt.push_back(vocab.encode(t.text, tfm::Side::kTarget));
+    bool cut_source = false, cut_target = false;
+    src.push_back(encode_bounded(vocab, s.text, options.max_input_tokens, tfm::Side::kSource, cut_source));
+    tgt.push_back(encode_bounded(vocab, t.text, options.max_input_tokens, tfm::Side::kTarget, cut_target));
+    cut.push_back(cut_source || cut_target);
     src_repairs.push_back(s.repairs);
     tgt_repairs.push_back(t.repairs);
   }

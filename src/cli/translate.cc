@@ -36,28 +36,38 @@ struct Options {
   std::string seed = "0";      // SearchOptions::seed, parsed as an unsigned 64-bit integer
 };
 
-// How long a chunk of standard input waits for its next line before it is translated as it is.
-constexpr int kLineWaitMs = 50;
+// Standard input, buffered, able to say whether a whole line is ready without blocking.
+class StdinBuffer : public __gnu_cxx::stdio_filebuf<char> {
+ public:
+  StdinBuffer() : __gnu_cxx::stdio_filebuf<char>(STDIN_FILENO, std::ios::in, 1 << 16) {}
+  // Whether a line, or the end of input, can be read without waiting, after up to `wait_ms` for it.
+  bool line_ready(int wait_ms) {
+    if (std::find(gptr(), egptr(), '\n') != egptr()) return true;  // a whole line already buffered
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    // Readable (more of a line may come, or its end), ended (POLLHUP), or an error getline meets.
+    return ::poll(&p, 1, wait_ms) != 0;
+  }
+};
 
-// Whether `in` has more input (or its end) ready, waiting up to `wait_ms` on `fd` for it; fd < 0:
-// not waiting, and a stream whose readiness is unknown counts as ready.
-bool input_ready(std::istream& in, int fd, int wait_ms) {
-  if (in.rdbuf()->in_avail() != 0) return true;  // buffered or in the pipe; -1: at its end
-  if (fd < 0) return false;
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, wait_ms) != 0;  // readable, ended (POLLHUP), or an error getline will meet
-}
+// How long a chunk of standard input waits for its next line, and at most for its last, before it
+// is translated as it is.
+constexpr int kLineWaitMs = 50, kChunkWaitMs = 1000;
 
-// Reads up to `max` lines; returns false at end of input with nothing read. With `wait_fd` >= 0
-// (standard input), the chunk also ends when no next line comes within kLineWaitMs: lines typed, or
-// written a few at a time by another program, are translated as they come, not once `max` of them
-// have come or the input has ended (which held back every translation of a session).
-bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines, int wait_fd = -1) {
+// Reads up to `max` lines; returns false at end of input with nothing read. From standard input
+// (`stdin_buffer` given), the chunk also ends when no next line comes within kLineWaitMs, or
+// kChunkWaitMs after its first line: lines typed, or written a few at a time by another program,
+// are translated as they come, not once `max` of them have come or the input has ended (which held
+// back every translation of a session). A file or a fast pipe still fills whole chunks.
+bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines, StdinBuffer* stdin_buffer = nullptr) {
   lines.clear();
   std::string line;
+  const auto start = std::chrono::steady_clock::now();
   while (static_cast<int64_t>(lines.size()) < max && std::getline(in, line)) {
     lines.push_back(line);
-    if (wait_fd >= 0 && !input_ready(in, wait_fd, kLineWaitMs)) break;
+    if (stdin_buffer == nullptr) continue;
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    if (waited.count() >= kChunkWaitMs) break;
+    if (!stdin_buffer->line_ready(std::min<int>(kLineWaitMs, kChunkWaitMs - static_cast<int>(waited.count())))) break;
   }
   return !lines.empty();
 }
@@ -171,10 +181,10 @@ int run(Options o) {
   }
   if (o.input.empty()) check_stdin();
   // Standard input through a buffer that can say whether more is ready (read_chunk).
-  __gnu_cxx::stdio_filebuf<char> stdin_buffer(STDIN_FILENO, std::ios::in, 1 << 16);
+  StdinBuffer stdin_buffer;
   std::istream stdin_stream(&stdin_buffer);
   std::istream& in = o.input.empty() ? stdin_stream : file;
-  const int wait_fd = o.input.empty() ? STDIN_FILENO : -1;
+  StdinBuffer* const waits = o.input.empty() ? &stdin_buffer : nullptr;
   // --target-prefix: one line per input line, read whole; a count that differs is refused before
   // anything is translated when the input is a file (counted first), else as soon as it shows.
   const bool with_prefixes = !o.prefix_path.empty();
@@ -203,11 +213,11 @@ int run(Options o) {
   bool input_ended = false;
   // Translates everything, streaming the attention records into `attention` (or nowhere).
   auto translate_all = [&](std::ostream* attention) {
-  while (read_chunk(in, o.chunk_lines, lines, wait_fd)) {
+  while (read_chunk(in, o.chunk_lines, lines, waits)) {
     const int64_t first = line_number + 1;
     line_number += static_cast<int64_t>(lines.size());
     // Standard input's end only where it is known without waiting (else the check after the loop).
-    input_ended = (wait_fd < 0 || input_ready(in, wait_fd, 0)) && in.peek() == std::char_traits<char>::eof();
+    input_ended = (waits == nullptr || waits->line_ready(0)) && in.peek() == std::char_traits<char>::eof();
     std::vector<std::string> prefixes;
     if (with_prefixes) {
       if (line_number > prefix_count) throw mismatch(line_number + count_lines(in));

@@ -19,10 +19,12 @@ void set_num_threads(int n) {
 int num_threads() { return omp_get_max_threads(); }
 
 void check_default_threads() {
-  const int n = omp_get_max_threads();
+  // Only a count asked for: a machine with more than kMaxThreads cores runs with all of them.
   const char* env = std::getenv("OMP_NUM_THREADS");
-  TFM_CHECK(n <= kMaxThreads, "the default thread count is ", n, env ? cat(" (OMP_NUM_THREADS=", env, ")") : "",
-            ", over the limit of ", kMaxThreads, ": give fewer threads");
+  if (env == nullptr) return;
+  const int n = omp_get_max_threads();
+  TFM_CHECK(n <= kMaxThreads, "the default thread count is ", n, " (OMP_NUM_THREADS=", env, "), over the limit of ",
+            kMaxThreads, ": give fewer threads");
 }
 
 ScopedThreads::ScopedThreads(int n) {

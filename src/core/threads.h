@@ -11,8 +11,8 @@ constexpr int kMaxThreads = 1024;
 void set_num_threads(int n);
 int num_threads();
 
-// Checks the process's default thread count (OMP_NUM_THREADS, or the cores) against kMaxThreads,
-// naming the variable when it is over: what threads 0 ("all cores") runs with.
+// Checks the thread count OMP_NUM_THREADS asks for against kMaxThreads, naming the variable: what
+// threads 0 ("all cores") runs with. Without it, all cores, however many.
 void check_default_threads();
 
 // For its lifetime, the calling thread's OpenMP kernels and BLAS calls use n threads (n >= 1; 0:

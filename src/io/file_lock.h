@@ -4,7 +4,10 @@
 // once instead of mixing the two runs' files. The holder writes its process id into the file, for
 // the message the next one gets. The kernel drops the lock when the holder exits, however it exits
 // (SIGKILL included): a lock file left behind is never stale.
+#include <sys/types.h>
+
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 
@@ -25,6 +28,7 @@ class FileLock {
 
  private:
   int fd_ = -1;
+  std::pair<dev_t, ino_t> id_{0, 0};  // the file's device and inode, while held
 };
 
 }  // namespace tfm

@@ -491,25 +491,29 @@ struct Server::Impl {
   }
 
   // The request with its body, read (and decompressed) up to --max-body-bytes; nullopt with the
-  // error answered (413 over the limit) when it cannot be read whole. The rest of a body over the
-  // limit is read and dropped, up to kDrainBytes, so that a client still sending it gets the 413
-  // rather than a reset connection; the connection is then closed.
+  // error answered when it cannot be had: 413 over the limit, 415 for multipart form data, 400 when
+  // it cannot be read. A body over the limit is still read to its end, and dropped: httplib 0.11
+  // cannot close the connection from a handler, and stopping early would leave the rest of the body
+  // to be read as the connection's next request.
   std::optional<httplib::Request> read_body(const httplib::Request& req, httplib::Response& res,
                                             const httplib::ContentReader& reader) const {
-    constexpr size_t kDrainBytes = size_t{64} << 20;
     const auto limit = static_cast<size_t>(options.max_body_bytes);
     std::string body;
     bool over = false;
-    size_t dropped = 0;
-    const bool complete = reader([&](const char* data, size_t n) {
-      if (!over && n <= limit - body.size()) {
-        body.append(data, n);
-        return true;
-      }
-      over = true;
-      dropped += n;
-      return dropped <= kDrainBytes;
-    });
+    auto keep = [&](const char* data, size_t n) {
+      if (!over && n <= limit - body.size()) body.append(data, n);
+      else over = true;
+      return true;
+    };
+    if (req.is_multipart_form_data()) {  // the one-callback reader would call an empty multipart one
+      reader([](const httplib::MultipartFormData&) { return true; }, [](const char*, size_t) { return true; });
+      res.status = 415;
+      res.set_content(error_body("the request body must be JSON (Content-Type: application/json), not multipart "
+                                 "form data (curl -F): send it with -H 'Content-Type: application/json' -d"),
+                      "application/json");
+      return std::nullopt;
+    }
+    const bool complete = reader(keep);
     if (complete && !over) {
       httplib::Request full = req;
       full.body = std::move(body);
@@ -519,12 +523,11 @@ struct Server::Impl {
     if (over || res.status == 413) {  // httplib sets 413 when the declared Content-Length is over it
       res.status = 413;
       message = cat("the request body is over the limit of ", options.max_body_bytes, " bytes (--max-body-bytes)",
-                    req.has_header("Content-Encoding") ? ", once decompressed" : "");
+                    over && req.has_header("Content-Encoding") ? ", once decompressed" : "");
     } else {
       res.status = 400;
       message = "the request body could not be read whole (cut short, or not valid chunked or compressed data)";
     }
-    res.set_header("Connection", "close");
     res.set_content(error_body(message), "application/json");
     return std::nullopt;
   }
@@ -607,22 +610,37 @@ struct Server::Impl {
       if (const auto full = read_body(req, res, reader)) answer(res, [&] { return score(*full); }, &*full);
     });
     // Other methods on the documented paths: 405 naming the one allowed.
-    for (const char* path : kEndpoints) {
+    auto not_allowed = [](const char* path, const httplib::Request& req, httplib::Response& res) {
       const bool post = std::string_view(method_of(path)) == "POST";
-      auto not_allowed = [path, post](const httplib::Request& req, httplib::Response& res) {
-        res.status = 405;
-        res.set_header("Allow", post ? "POST" : "GET");
-        res.set_content(error_body(cat(req.method, " ", path, ": this endpoint takes ", post ? "POST with a JSON body" : "GET",
-                                       " (see /openapi.json)")),
-                        "application/json");
-      };
-      if (post) http.Get(path, not_allowed);
-      else http.Post(path, not_allowed);
-      http.Put(path, not_allowed);
-      http.Delete(path, not_allowed);
-      http.Patch(path, not_allowed);
-      http.Options(path, not_allowed);
+      res.status = 405;
+      res.set_header("Allow", post ? "POST" : "GET");
+      res.set_content(error_body(cat(req.method, " ", path, ": this endpoint takes ", post ? "POST with a JSON body" : "GET",
+                                     " (see /openapi.json)")),
+                      "application/json");
+    };
+    for (const char* path : kEndpoints) {
+      auto refuse = [path, not_allowed](const httplib::Request& req, httplib::Response& res) { not_allowed(path, req, res); };
+      if (std::string_view(method_of(path)) == "POST") http.Get(path, refuse);
+      http.Options(path, refuse);
     }
+    // Every other request that may carry a body (POST, PUT, PATCH, DELETE, on any path): its body is
+    // read to the end and dropped, never held (httplib would read a chunked or compressed one into
+    // memory whole: 200 MB of inflated gzip on POST /health did), then 405 or 404.
+    auto elsewhere = [not_allowed](const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader) {
+      auto drop = [](const char*, size_t) { return true; };
+      if (req.is_multipart_form_data()) reader([](const httplib::MultipartFormData&) { return true; }, drop);
+      else reader(drop);
+      const auto* known = std::find(std::begin(kEndpoints), std::end(kEndpoints), req.path);
+      if (known != std::end(kEndpoints)) return not_allowed(*known, req, res);
+      res.status = 404;
+      res.set_content(error_body(cat("no such endpoint: ", req.method, " ", req.path, " (see /openapi.json)")),
+                      "application/json");
+    };
+    http.Post(".*", elsewhere);
+    http.Put(".*", elsewhere);
+    http.Patch(".*", elsewhere);
+    http.Delete(".*", elsewhere);
     http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
       answer(
           res,

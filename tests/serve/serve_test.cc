@@ -459,6 +459,38 @@ TEST(Server, TheBodyLimitHoldsForChunkedAndCompressedBodies) {
   ASSERT_TRUE(declared);
   EXPECT_EQ(declared->status, 413);
   EXPECT_EQ(s.post_json("/v1/translate", {{"text", "one"}})["translations"].size(), 1u);
+  // The body over the limit is read to its end: the connection stays in step, and the next request
+  // on it is answered as itself (httplib cannot close it from a handler).
+  httplib::Client kept = s.client();
+  kept.set_keep_alive(true);
+  auto first = kept.Post(
+      "/v1/translate",
+      [&padded](size_t offset, httplib::DataSink& sink) {
+        if (offset < padded.size()) sink.write(padded.data() + offset, std::min<size_t>(1000, padded.size() - offset));
+        else sink.done();
+        return true;
+      },
+      "application/json");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 413);
+  auto second = kept.Post("/v1/translate", small, "application/json");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 200) << second->body;
+  // Other paths and methods do not hold a body either: compressed, it would inflate whole first.
+  auto elsewhere = gzip.Post("/health", padded, "application/json");
+  ASSERT_TRUE(elsewhere);
+  EXPECT_EQ(elsewhere->status, 405);
+  EXPECT_EQ(elsewhere->get_header_value("Allow"), "GET");
+  auto nowhere = gzip.Put("/nope", padded, "application/json");
+  ASSERT_TRUE(nowhere);
+  EXPECT_EQ(nowhere->status, 404);
+  EXPECT_NE(nowhere->body.find("no such endpoint: PUT /nope"), std::string::npos) << nowhere->body;
+  // Multipart form data (curl -F) is refused as not JSON; it crashed the one-callback reader (500).
+  httplib::MultipartFormDataItems form = {{"text", "one", "", ""}};
+  auto multipart = s.client().Post("/v1/translate", form);
+  ASSERT_TRUE(multipart);
+  EXPECT_EQ(multipart->status, 415);
+  EXPECT_NE(multipart->body.find("must be JSON"), std::string::npos) << multipart->body;
 }
 
 TEST(Server, NulBytesInATextAreRepairedWithAWarning) {
