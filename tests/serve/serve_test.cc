@@ -426,9 +426,9 @@ TEST(Server, TheBodyLimitHoldsForChunkedAndCompressedBodies) {
   const Running s(o);
   const std::string small = R"({"text": "one"})";
   const std::string padded = R"({"text": "one")" + std::string(100000, ' ') + "}";  // 100 kB of JSON spaces
-  // Chunked (no Content-Length): in pieces of 1000 bytes.
-  auto chunked = [&](const std::string& body) {
-    return s.client().Post(
+  // Chunked (no Content-Length): in pieces of 1000 bytes, on `client`'s connection.
+  auto chunked = [](httplib::Client& client, const std::string& body) {
+    return client.Post(
         "/v1/translate",
         [&body](size_t offset, httplib::DataSink& sink) {
           if (offset < body.size()) sink.write(body.data() + offset, std::min<size_t>(1000, body.size() - offset));
@@ -437,10 +437,11 @@ TEST(Server, TheBodyLimitHoldsForChunkedAndCompressedBodies) {
         },
         "application/json");
   };
-  auto ok = chunked(small);
+  httplib::Client plain = s.client();
+  auto ok = chunked(plain, small);
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
-  auto over = chunked(padded);
+  auto over = chunked(plain, padded);
   ASSERT_TRUE(over);
   EXPECT_EQ(over->status, 413) << over->body;
   EXPECT_NE(over->body.find("--max-body-bytes"), std::string::npos) << over->body;
@@ -463,14 +464,7 @@ TEST(Server, TheBodyLimitHoldsForChunkedAndCompressedBodies) {
   // on it is answered as itself (httplib cannot close it from a handler).
   httplib::Client kept = s.client();
   kept.set_keep_alive(true);
-  auto first = kept.Post(
-      "/v1/translate",
-      [&padded](size_t offset, httplib::DataSink& sink) {
-        if (offset < padded.size()) sink.write(padded.data() + offset, std::min<size_t>(1000, padded.size() - offset));
-        else sink.done();
-        return true;
-      },
-      "application/json");
+  auto first = chunked(kept, padded);
   ASSERT_TRUE(first);
   EXPECT_EQ(first->status, 413);
   auto second = kept.Post("/v1/translate", small, "application/json");
