@@ -490,6 +490,14 @@ struct Server::Impl {
     }
   }
 
+  // Reads a request's body to its end into `receive`; multipart form data through the two-callback
+  // reader (the one-callback reader would call an empty multipart callback: a 500).
+  static bool read_all(const httplib::Request& req, const httplib::ContentReader& reader,
+                       const httplib::ContentReceiver& receive) {
+    if (req.is_multipart_form_data()) return reader([](const httplib::MultipartFormData&) { return true; }, receive);
+    return reader(receive);
+  }
+
   // The request with its body, read (and decompressed) up to --max-body-bytes; nullopt with the
   // error answered when it cannot be had: 413 over the limit, 415 for multipart form data, 400 when
   // it cannot be read. A body over the limit is still read to its end, and dropped: httplib 0.11
@@ -505,8 +513,8 @@ struct Server::Impl {
       else over = true;
       return true;
     };
-    if (req.is_multipart_form_data()) {  // the one-callback reader would call an empty multipart one
-      reader([](const httplib::MultipartFormData&) { return true; }, [](const char*, size_t) { return true; });
+    if (req.is_multipart_form_data()) {
+      read_all(req, reader, [](const char*, size_t) { return true; });
       res.status = 415;
       res.set_content(error_body("the request body must be JSON (Content-Type: application/json), not multipart "
                                  "form data (curl -F): send it with -H 'Content-Type: application/json' -d"),
@@ -628,9 +636,7 @@ struct Server::Impl {
     // memory whole: 200 MB of inflated gzip on POST /health did), then 405 or 404.
     auto elsewhere = [not_allowed](const httplib::Request& req, httplib::Response& res,
                                    const httplib::ContentReader& reader) {
-      auto drop = [](const char*, size_t) { return true; };
-      if (req.is_multipart_form_data()) reader([](const httplib::MultipartFormData&) { return true; }, drop);
-      else reader(drop);
+      read_all(req, reader, [](const char*, size_t) { return true; });
       const auto* known = std::find(std::begin(kEndpoints), std::end(kEndpoints), req.path);
       if (known != std::end(kEndpoints)) return not_allowed(*known, req, res);
       res.status = 404;
