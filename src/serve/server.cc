@@ -582,9 +582,6 @@ struct Server::Impl {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
       std::string message;
       if (res.status == 404) message = cat("no such endpoint: ", req.method, " ", req.path, " (see /openapi.json)");
-      else if (res.status == 413 && req.get_header_value("Content-Type") == "application/x-www-form-urlencoded")
-        message = "a form-encoded body (curl -d's default) is limited to 8192 bytes by the HTTP library: send it "
-                  "with 'Content-Type: application/json'";
       else if (res.status == 413)
         message = cat("the request body is over the limit of ", options.max_body_bytes, " bytes (--max-body-bytes)");
       else if (res.status == 400 && !req.method.empty() &&
