@@ -9,7 +9,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <csignal>
+#include <cstring>
+
 #include <ext/stdio_filebuf.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -49,6 +54,47 @@ class StdinBuffer : public __gnu_cxx::stdio_filebuf<char> {
   }
 };
 
+// Ctrl-C (SIGINT) or SIGTERM while translating: the lines already read are translated and written,
+// no more input is read, and translate exits with 128 + the signal's number, saying which line to
+// go on from. Before, the signal killed it, losing the finished translations of its chunk (up to
+// --chunk-lines lines). A second signal ends it at once (the handler is reset by the first).
+std::atomic<int> g_stop_signal{0};
+int g_null_fd = -1;  // /dev/null, put over standard input by the handler: a read waiting there ends
+
+void on_stop_signal(int signal) {
+  if (g_stop_signal.exchange(signal) != 0) return;
+  if (g_null_fd >= 0) ::dup2(g_null_fd, STDIN_FILENO);
+  static const char kMessage[] =
+      "\nstopping: the lines read so far are being translated and written (again to stop at once, losing them)\n";
+  [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+}
+
+// The handlers for one run; the previous ones come back after it, however it ends.
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    g_stop_signal = 0;
+    g_null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;  // the second signal takes its default action
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopOnSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    if (g_null_fd >= 0) ::close(g_null_fd);
+    g_null_fd = -1;
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
 // How long a chunk of standard input waits for its next line, and at most for its last, before it
 // is translated as it is.
 constexpr int kLineWaitMs = 50, kChunkWaitMs = 1000;
@@ -62,7 +108,10 @@ bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines, 
   lines.clear();
   std::string line;
   const auto start = std::chrono::steady_clock::now();
-  while (static_cast<int64_t>(lines.size()) < max && std::getline(in, line)) {
+  while (static_cast<int64_t>(lines.size()) < max && g_stop_signal == 0 && std::getline(in, line)) {
+    // A line the stop signal cut short (its read met the end that the handler put there) is not a
+    // line of the input: it is left for the run that goes on.
+    if (g_stop_signal != 0 && in.eof()) break;
     lines.push_back(line);
     if (stdin_buffer == nullptr) continue;
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
@@ -217,7 +266,8 @@ int run(Options o) {
     const int64_t first = line_number + 1;
     line_number += static_cast<int64_t>(lines.size());
     // Standard input's end only where it is known without waiting (else the check after the loop).
-    input_ended = (waits == nullptr || waits->line_ready(0)) && in.peek() == std::char_traits<char>::eof();
+    input_ended = g_stop_signal == 0 && (waits == nullptr || waits->line_ready(0)) &&
+                  in.peek() == std::char_traits<char>::eof();
     std::vector<std::string> prefixes;
     if (with_prefixes) {
       if (line_number > prefix_count) throw mismatch(line_number + count_lines(in));
@@ -285,17 +335,32 @@ int run(Options o) {
     }
     check_stdout();  // a full disk stops the run here, not after translating everything
     if (attention) check_stream(*attention, cat("--attention '", o.attention_path, "'"));
+    if (g_stop_signal != 0) break;  // SIGINT or SIGTERM: the lines read are written (StopOnSignals)
   }
-  if (with_prefixes && line_number != prefix_count) throw mismatch(line_number);  // an input shorter than the prefixes
+  // An input shorter than the prefixes (unless a signal stopped the reading).
+  if (with_prefixes && line_number != prefix_count && g_stop_signal == 0) throw mismatch(line_number);
   };
   // The attention records go to a temporary file beside --attention, renamed over it once every
   // line is translated: a run that fails leaves an earlier file of that name as it was.
-  if (o.attention_path.empty()) translate_all(nullptr);
-  else write_file_atomic(o.attention_path, [&](std::ostream& out) { translate_all(&out); });
+  {
+    const StopOnSignals stop_on_signals;
+    if (o.attention_path.empty()) translate_all(nullptr);
+    else write_file_atomic(o.attention_path, [&](std::ostream& out) { translate_all(&out); });
+  }
   if (o.stats)
     std::fprintf(stderr, "translated %lld sentences, %lld tokens in %.3f s: %.0f tokens/s\n",
                  static_cast<long long>(line_number), static_cast<long long>(output_tokens), seconds,
                  static_cast<double>(output_tokens) / std::max(seconds, 1e-9));
+  if (const int signal = g_stop_signal.load(); signal != 0) {
+    const std::string go_on = cat("translate the input from line ", line_number + 1,
+                                  o.input.empty() ? std::string() : cat(" (tail -n +", line_number + 1, " '", o.input, "')"));
+    const std::string done = line_number == 0 ? std::string("no line was translated")
+                             : cat("lines 1 to ", line_number, " were translated and written",
+                                   o.attention_path.empty() ? "" : cat(" (their attention to '", o.attention_path, "')"));
+    std::fprintf(stderr, "stopped by %s: %s; to go on, %s\n", signal == SIGINT ? "SIGINT" : "SIGTERM", done.c_str(),
+                 go_on.c_str());
+    return 128 + signal;
+  }
   return 0;
 }
 
@@ -384,6 +449,11 @@ Action add_translate(CLI::App& app) {
   cmd->add_option("--max-memory", o->max_memory_gib,
                   "refuse, before starting, a translation whose decoding is estimated to need more than this many "
                   "GiB (default: 80% of the memory available at the start, the GPU's with --device cuda; 0: no limit)");
+  cmd->add_option("--chunk-lines", o->chunk_lines,
+                  "input lines read and translated together, sorted by length into batches (more: less padding; "
+                  "Ctrl-C or SIGTERM lets the chunk in progress finish and be written, then stops)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str()->check(thread_count());
   cmd->add_option("--device", o->device,
                   "where to translate: cpu, or cuda (cuda:0), the first NVIDIA GPU, in a build with the CUDA backend "

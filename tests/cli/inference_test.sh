@@ -304,6 +304,45 @@ wait $live || fail "translate from a pipe failed: $(cat "$work/live.err")"
 [ -n "$answered" ] || fail "a line written to an open pipe was not translated within 20 s"
 [ "$answered" = "$(echo "three hundred forty-two" | tr)" ] || fail "a line from an open pipe: '$answered'"
 
+# Ctrl-C (SIGINT) while a chunk is being translated: the chunk is finished and written in order,
+# no more is read, and the exit status (130) and message name the line to go on from. It once
+# killed the run, losing the chunk in progress. The signal is sent once the first chunk is out.
+for _ in $(seq 400); do cat "$fix/input.en"; done > "$work/many.en"  # 4,000 lines
+tr --beam 8 --input "$work/many.en" --chunk-lines 1000 > "$work/many.all" 2> /dev/null
+# (The binary itself in the background, not the function tr: the signal goes to $!.)
+"$bin" translate -m "$model" --threads 1 --beam 8 --input "$work/many.en" --chunk-lines 1000 > "$work/stop.out" \
+  2> "$work/stop.err" &
+run=$!
+for _ in $(seq 600); do [ -s "$work/stop.out" ] && break; sleep 0.05; done
+kill -INT $run
+status=0; wait $run || status=$?
+written=$(wc -l < "$work/stop.out")
+if [ "$status" = 0 ]; then
+  echo "note: the translation ended before the signal; the interruption was not tested" >&2
+else
+  [ "$status" = 130 ] || fail "interrupted translate exited with $status: $(cat "$work/stop.err")"
+  [ "$written" -ge 2000 ] && [ $((written % 1000)) = 0 ] ||
+    fail "interrupted in its second chunk, translate wrote $written lines: $(cat "$work/stop.err")"
+  head -n "$written" "$work/many.all" | cmp -s - "$work/stop.out" || fail "the lines written before the stop differ"
+  grep -q "^stopped by SIGINT: lines 1 to $written were translated and written; to go on, translate the input from line $((written + 1)) (tail -n +$((written + 1)) '$work/many.en')$" "$work/stop.err" ||
+    fail "the stop message: $(cat "$work/stop.err")"
+fi
+# The same while standard input waits: what was read is written, and a line the signal cut short
+# is left for the next run.
+mkfifo "$work/stop.fifo"
+"$bin" translate -m "$model" --threads 1 < "$work/stop.fifo" > "$work/stop.out" 2> "$work/stop.err" &
+run=$!
+exec 3> "$work/stop.fifo"
+printf 'three hundred forty-two\nfive hun' >&3
+for _ in $(seq 200); do [ -s "$work/stop.out" ] && break; sleep 0.1; done
+kill -INT $run
+status=0; wait $run || status=$?
+exec 3>&-
+[ "$status" = 130 ] || fail "translate interrupted while reading exited with $status: $(cat "$work/stop.err")"
+[ "$(cat "$work/stop.out")" = "$answered" ] || fail "interrupted while reading: '$(cat "$work/stop.out")'"
+grep -q "^stopped by SIGINT: lines 1 to 1 were translated and written; to go on, translate the input from line 2$" \
+  "$work/stop.err" || fail "the stop message while reading: $(cat "$work/stop.err")"
+
 # An enormous line is cut before it is tokenized (64 bytes per allowed token): 20 MB once took
 # 4.8 GB, and more was killed by the kernel with the lines before it lost. Under a 3 GB limit of
 # address space, the lines around it are translated and the line is cut with a warning. (No limit
