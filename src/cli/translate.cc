@@ -78,7 +78,9 @@ class StopOnSignals {
     struct sigaction action {};
     action.sa_handler = on_stop_signal;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESETHAND;  // the second signal takes its default action
+    // The second signal takes its default action; a write to a full pipe that the signal
+    // interrupts goes on (without SA_RESTART it would fail, and the output with it).
+    action.sa_flags = SA_RESETHAND | SA_RESTART;
     sigaction(SIGINT, &action, &old_int_);
     sigaction(SIGTERM, &action, &old_term_);
   }
