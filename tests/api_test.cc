@@ -297,9 +297,9 @@ TEST(Api, TargetPrefixStartsEveryHypothesis) {
   EXPECT_TRUE(t.translate({"three hundred"}, o, {std::string("drei\0hundert", 12)})[0].prefix_repairs.nul_bytes);
   tfm::testing::expect_error([&] { t.translate({"one", "two"}, o, {"eins"}); }, {"2 sentences but 1 target prefixes"});
   tfm::testing::expect_error([&] { ids.translate_ids({{5}}, o, {{5, 0}}); },
-                             {"sentence 0, target prefix: token id 0 is the padding id"});
+                             {"sentence 0: target prefix: token id 0 is the padding id"});
   tfm::testing::expect_error([&] { ids.translate_ids({{5}}, o, {{100000}}); },
-                             {"sentence 0, target prefix: token id 100000 is outside the vocabulary"});
+                             {"sentence 0: target prefix: token id 100000 is outside the vocabulary"});
 }
 
 TEST(Api, ModelInfoAndAveraging) {

@@ -62,11 +62,12 @@ std::vector<int32_t> encode_bounded(const tfm::Vocab& vocab, const std::string& 
 }
 
 // An id input may hold: in the vocabulary, and not padding, BOS or EOS (the model adds those
-// itself). `as_written`: the id as the caller gave it; `where`: "line 3", "sentence 2, target prefix".
+// itself). `as_written`: the id as the caller gave it; `where`: "line 3", "target prefix", or "".
 void check_token_id(const tfm::ModelConfig& c, long long v, const std::string& as_written, const std::string& where) {
-  TFM_CHECK(v >= 0 && v < c.vocab_size, where, ": token id ", as_written, " is outside the vocabulary [0, ",
+  const std::string at = where.empty() ? "" : where + ": ";
+  TFM_CHECK(v >= 0 && v < c.vocab_size, at, "token id ", as_written, " is outside the vocabulary [0, ",
             c.vocab_size, ")");
-  TFM_CHECK(v != c.pad_id && v != c.bos_id && v != c.eos_id, where, ": token id ", v, " is the ",
+  TFM_CHECK(v != c.pad_id && v != c.bos_id && v != c.eos_id, at, "token id ", v, " is the ",
             v == c.pad_id ? "padding" : v == c.bos_id ? "beginning-of-sentence" : "end-of-sentence",
             " id, which input may not contain");
 }
@@ -118,9 +119,13 @@ struct Translator::Impl {
     }
     return out;
   }
-  // `what`: "" for a source or a target to score, or ", target prefix", named after the sentence.
+  // `what`: "" for a source or a target to score, or "target prefix"; an error is a SentenceError.
   void check_ids(const std::vector<int32_t>& ids, size_t sentence, const char* what = "") const {
-    for (int32_t v : ids) check_token_id(model->config(), v, std::to_string(v), tfm::cat("sentence ", sentence, what));
+    try {
+      for (int32_t v : ids) check_token_id(model->config(), v, std::to_string(v), what);
+    } catch (const Error& e) {
+      throw SentenceError(static_cast<long long>(sentence), e.what());
+    }
   }
   void check_prefix_count(size_t sentences, size_t prefixes) const {
     TFM_CHECK(prefixes == 0 || prefixes == sentences, "there are ", sentences, " sentences but ", prefixes,
@@ -211,9 +216,11 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& l
     bool was_cut = false;
     prefixes.push_back(encode_bounded(vocab, clean.text, options.max_input_tokens, tfm::Side::kTarget, was_cut));
     // Over the limit in tokens it is refused when translated; over it in bytes, here.
-    TFM_CHECK(!was_cut || static_cast<int64_t>(prefixes.back().size()) > options.max_input_tokens, "sentence ", i,
-              ": the target prefix has ", clean.text.size(), " bytes, more than the input token limit of ",
-              options.max_input_tokens, " allows (", kBytesPerToken * kMaxGrowth, " bytes a token)");
+    if (was_cut && static_cast<int64_t>(prefixes.back().size()) <= options.max_input_tokens)
+      throw SentenceError(static_cast<long long>(i),
+                          tfm::cat("the target prefix has ", clean.text.size(),
+                                   " bytes, more than the input token limit of ", options.max_input_tokens, " allows (",
+                                   kBytesPerToken * kMaxGrowth, " bytes a token)"));
     prefix_repairs.push_back(clean.repairs);
   }
   std::vector<Translation> out = impl_->translate(sources, options, true, prefixes);
@@ -231,7 +238,7 @@ std::vector<Translation> Translator::translate_ids(const std::vector<std::vector
   options.validate();
   impl_->check_prefix_count(sources.size(), target_prefixes.size());
   for (size_t i = 0; i < sources.size(); ++i) impl_->check_ids(sources[i], i);
-  for (size_t i = 0; i < target_prefixes.size(); ++i) impl_->check_ids(target_prefixes[i], i, ", target prefix");
+  for (size_t i = 0; i < target_prefixes.size(); ++i) impl_->check_ids(target_prefixes[i], i, "target prefix");
   return impl_->translate(sources, options, false, target_prefixes);
 }
 

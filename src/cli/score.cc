@@ -73,6 +73,7 @@ int run(const Options& o) {
   for (size_t begin = 0; begin < sources.size(); begin += batch) {
     const size_t end = std::min(sources.size(), begin + batch);
     std::vector<transformer::Score> scores;
+    try {  // a pair's error, named by its line (the library counts from 0 in the batch)
     if (o.ids) {
       std::vector<std::vector<int32_t>> src, tgt;
       for (size_t i = begin; i < end; ++i) {
@@ -84,6 +85,9 @@ int run(const Options& o) {
     } else {
       scores = translator.score({sources.begin() + begin, sources.begin() + end},
                                 {targets.begin() + begin, targets.begin() + end}, so);
+    }
+    } catch (const transformer::SentenceError& e) {
+      throw Error(cat("line ", static_cast<long long>(begin) + e.index() + 1, ": ", e.problem()));
     }
     for (size_t k = 0; k < scores.size(); ++k) {
       const transformer::Score& s = scores[k];

@@ -278,6 +278,7 @@ int run(Options o) {
     }
     const auto start = std::chrono::steady_clock::now();
     std::vector<transformer::Translation> out;
+    try {  // a sentence's error, named by its line (the library counts from 0 in the chunk)
     if (o.ids) {
       std::vector<std::vector<int32_t>> sources, prefix_ids;
       std::vector<transformer::Repairs> repairs, prefix_repairs;
@@ -302,6 +303,9 @@ int run(Options o) {
       }
     } else {
       out = translator.translate(lines, to, prefixes);
+    }
+    } catch (const transformer::SentenceError& e) {
+      throw Error(cat("line ", first + e.index(), ": ", e.problem()));
     }
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (size_t i = 0; i < out.size(); ++i) {

@@ -93,9 +93,10 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
       out[i].truncated = true;
     }
     if (!prefixes.empty() && !out[i].source_ids.empty()) {
-      TFM_CHECK(static_cast<int64_t>(prefixes[i].size()) <= o.max_input_tokens, "sentence ", i,
-                ": the target prefix has ", prefixes[i].size(), " tokens, more than the input token limit of ",
-                o.max_input_tokens);
+      if (static_cast<int64_t>(prefixes[i].size()) > o.max_input_tokens)
+        throw transformer::SentenceError(static_cast<long long>(i),
+                                         cat("the target prefix has ", prefixes[i].size(),
+                                             " tokens, more than the input token limit of ", o.max_input_tokens));
       out[i].prefix_ids = prefixes[i];
       any_prefix = any_prefix || !prefixes[i].empty();
     }

@@ -282,6 +282,12 @@ grep -q "has 3 lines but the input has 10" "$work/err" || fail "prefix count mes
 head -n 2 "$fix/input.en" | tr --target-prefix "$work/prefix.de" 2> "$work/err" > /dev/null && fail "10 prefixes for 2 lines"
 grep -q "has 10 lines but the input has 2" "$work/err" || fail "prefix count message: $(cat "$work/err")"
 expect_error "cannot read --target-prefix" tr --target-prefix "$work"
+# A sentence's error names its line of the input, in later chunks too (the library counts from 0).
+{ echo; printf 'drei %.0s' $(seq 1100); echo; } > "$work/long.prefix"
+printf 'one\ntwo\n' | tr --target-prefix "$work/long.prefix" --chunk-lines 1 2> "$work/err" > /dev/null &&
+  fail "a prefix of over 1024 tokens accepted"
+grep -qE "^error: line 2: the target prefix has [0-9]+ tokens, more than the input token limit of 1024$" "$work/err" ||
+  fail "a long prefix's message: $(cat "$work/err")"
 # With --ids, prefixes are ids too, checked as input ids are.
 echo "9 10" > "$work/prefix.ids"
 echo "5 6 7" | tr --ids --target-prefix "$work/prefix.ids" | grep -q "^9 10\( \|$\)" || fail "--ids prefix"
