@@ -8,6 +8,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -60,7 +61,10 @@ class ProgressLine {
 // (Under mpirun, SIGUSR1 is the one to send: Open MPI's mpirun forwards it to every rank, while on
 // SIGINT or SIGTERM it ends the job at once.)
 std::atomic<transformer::Trainer*> g_trainer{nullptr};
-void on_signal(int) {
+std::atomic<int> g_stop_signal{0};  // the first signal that stopped the run: the exit status is 128 + it
+void on_signal(int signal) {
+  int none = 0;
+  g_stop_signal.compare_exchange_strong(none, signal);
   if (transformer::Trainer* t = g_trainer.load()) t->request_stop();
 }
 
@@ -69,9 +73,14 @@ class StopOnSignals {
  public:
   explicit StopOnSignals(transformer::Trainer& trainer) {
     g_trainer = &trainer;
+    g_stop_signal = 0;
     old_int_ = std::signal(SIGINT, on_signal);
     old_term_ = std::signal(SIGTERM, on_signal);
     old_usr1_ = std::signal(SIGUSR1, on_signal);
+    // A signal ignored on entry stays ignored (a job started in the background by a script ignores
+    // SIGINT, so that Ctrl-C in the terminal stops the script, not the job).
+    if (old_int_ == SIG_IGN) std::signal(SIGINT, SIG_IGN);
+    if (old_term_ == SIG_IGN) std::signal(SIGTERM, SIG_IGN);
   }
   ~StopOnSignals() {
     std::signal(SIGINT, old_int_);
@@ -172,7 +181,12 @@ Action add_train(CLI::App& app) {
       r = trainer.run();
     }
     if (!r.final_model.empty()) std::printf("%s\n", r.final_model.c_str());  // rank 0 writes it
-    return r.interrupted ? 130 : 0;  // as a shell reports Ctrl-C
+    if (!r.interrupted) return 0;
+    progress.message(cat("to go on: transformer train --config '",
+                         (std::filesystem::path(options.run_dir) / "config.json").string(), "' --resume"));
+    // As a shell reports the signal: 143 for SIGTERM; 130 for SIGINT and for SIGUSR1, the stop
+    // request that mpirun forwards (as Ctrl-C in one process).
+    return g_stop_signal.load() == SIGTERM ? 143 : 130;
   };
 }
 

@@ -81,8 +81,12 @@ class StopOnSignals {
     // The second signal takes its default action; a write to a full pipe that the signal
     // interrupts goes on (without SA_RESTART it would fail, and the output with it).
     action.sa_flags = SA_RESETHAND | SA_RESTART;
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
+    // A signal ignored on entry stays ignored (a job started in the background by a script
+    // ignores SIGINT, so that Ctrl-C in the terminal stops the script, not the job).
+    sigaction(SIGINT, nullptr, &old_int_);
+    sigaction(SIGTERM, nullptr, &old_term_);
+    if (old_int_.sa_handler != SIG_IGN) sigaction(SIGINT, &action, nullptr);
+    if (old_term_.sa_handler != SIG_IGN) sigaction(SIGTERM, &action, nullptr);
   }
   ~StopOnSignals() {
     sigaction(SIGINT, &old_int_, nullptr);

@@ -315,8 +315,9 @@ wait $live || fail "translate from a pipe failed: $(cat "$work/live.err")"
 # killed the run, losing the chunk in progress. The signal is sent once the first chunk is out.
 for _ in $(seq 400); do cat "$fix/input.en"; done > "$work/many.en"  # 4,000 lines
 tr --beam 8 --input "$work/many.en" --chunk-lines 1000 > "$work/many.all" 2> /dev/null
-# (The binary itself in the background, not the function tr: the signal goes to $!.)
-"$bin" translate -m "$model" --threads 1 --beam 8 --input "$work/many.en" --chunk-lines 1000 > "$work/stop.out" \
+# (The binary itself in the background, not the function tr, so that the signal goes to $!; with
+# SIGINT's default action, which a script's background jobs otherwise inherit as ignored.)
+env --default-signal=INT "$bin" translate -m "$model" --threads 1 --beam 8 --input "$work/many.en" --chunk-lines 1000 > "$work/stop.out" \
   2> "$work/stop.err" &
 run=$!
 for _ in $(seq 600); do [ -s "$work/stop.out" ] && break; sleep 0.05; done
@@ -336,7 +337,7 @@ fi
 # The same while standard input waits: what was read is written, and a line the signal cut short
 # is left for the next run.
 mkfifo "$work/stop.fifo"
-"$bin" translate -m "$model" --threads 1 < "$work/stop.fifo" > "$work/stop.out" 2> "$work/stop.err" &
+env --default-signal=INT "$bin" translate -m "$model" --threads 1 < "$work/stop.fifo" > "$work/stop.out" 2> "$work/stop.err" &
 run=$!
 exec 3> "$work/stop.fifo"
 printf 'three hundred forty-two\nfive hun' >&3
@@ -346,6 +347,13 @@ status=0; wait $run || status=$?
 exec 3>&-
 [ "$status" = 130 ] || fail "translate interrupted while reading exited with $status: $(cat "$work/stop.err")"
 [ "$(cat "$work/stop.out")" = "$answered" ] || fail "interrupted while reading: '$(cat "$work/stop.out")'"
+# SIGINT ignored on entry (a script's background job) stays ignored: the run goes on to the end.
+"$bin" translate -m "$model" --threads 1 --beam 8 --input "$work/many.en" > "$work/ignored.out" 2> /dev/null &
+run=$!
+sleep 0.2
+kill -INT $run
+wait $run || fail "translate stopped by a SIGINT it was started ignoring"
+cmp -s "$work/many.all" "$work/ignored.out" || fail "an ignored SIGINT changed the output"
 grep -q "^stopped by SIGINT: lines 1 to 1 were translated and written; to go on, translate the input from line 2$" \
   "$work/stop.err" || fail "the stop message while reading: $(cat "$work/stop.err")"
 
