@@ -169,7 +169,10 @@ struct TranslatorOptions {
   enum class Weights { kPacked, kInt8, kPlain, kBf16 };
   Weights weights = Weights::kPacked;
   std::string shortlist{};  // a shortlist file (`transformer shortlist`): each batch scores only the
-                          //   target tokens it selects; faster, may change translations
+                          //   target tokens it selects; faster, may change translations. The scores
+                          //   (Hypothesis::score, normalized) are then log-probabilities under the
+                          //   softmax over the selected tokens, not the whole vocabulary (as
+                          //   CTranslate2's vocabulary mapping): higher than score() gives the pair
   int threads = 0;        // threads of this translator's calls; 0: the process's default (all cores)
   // Where the model runs: "cpu", or "cuda" ("cuda:0"), the first NVIDIA GPU, in a build with the
   // CUDA backend. On a GPU kPacked fuses each decoder self-attention's Q, K and V into one product

@@ -39,6 +39,7 @@ struct Options {
   std::string device = "cpu";
   double max_memory_gib = -1;  // -1: automatic
   std::string seed = "0";      // SearchOptions::seed, parsed as an unsigned 64-bit integer
+  bool seed_given = false;     // --seed was on the command line
 };
 
 // Standard input, buffered, able to say whether a whole line is ready without blocking.
@@ -210,6 +211,9 @@ int run(Options o) {
   if (o.max_memory_gib >= 0) o.translate.max_memory = static_cast<int64_t>(o.max_memory_gib * (1 << 30));
   o.translate.search.seed = parse_seed(o.seed);
   check_sampling_flags(o.translate.search);
+  TFM_CHECK(!o.seed_given || o.translate.search.sampling(), "--seed ", o.seed,
+            " applies only to sampling, which is off: give --sampling-topk (-1: the whole vocabulary) and --beam 1 "
+            "(search needs no seed: the same options give the same output)");
   o.translate.validate();  // before reading any input: bad options fail at once
   transformer::TranslatorOptions lo;
   lo.vocab = o.paths.vocab;
@@ -442,14 +446,16 @@ Action add_translate(CLI::App& app) {
                 "then kept only in packed form, the output projection also as the embedding)");
   cmd->add_option("--shortlist", o->shortlist_path,
                   "score only the target tokens this shortlist (from `transformer shortlist`) selects for each "
-                  "batch: faster, may change translations");
+                  "batch: faster, may change translations; --scores are then log-probabilities over the selected "
+                  "tokens only");
   cmd->add_option("--attention", o->attention_path,
                   "write encoder-decoder attention as JSON lines: [layer][head][target][source] per sentence");
   cmd->add_option("--batch-size", o->translate.batch_sentences,
                   cat("sentences decoded together (at most ", transformer::kMaxBatchSentences, ")"))
       ->capture_default_str();
   cmd->add_option("--parallel-batches", o->translate.parallel_batches,
-                  "batches decoded at the same time, one thread each, at most --threads (0: one per thread when "
+                  "batches decoded at the same time, one thread each, at most --threads (more count as --threads; "
+                  "0: one per thread when "
                   "a chunk of input lines has at least two batches per thread; 1: one batch at a time on all "
                   "threads). Each batch in flight holds its own decoding caches: more memory")
       ->capture_default_str();
@@ -469,7 +475,11 @@ Action add_translate(CLI::App& app) {
                   "where to translate: cpu, or cuda (cuda:0), the first NVIDIA GPU, in a build with the CUDA backend "
                   "(packed float32 weights there, plain with --no-packed-weights, or --bf16; no --int8)")
       ->capture_default_str();
-  return [cmd, o] { return *cmd ? run(*o) : -1; };
+  return [cmd, o] {
+    if (!*cmd) return -1;
+    o->seed_given = cmd->count("--seed") > 0;
+    return run(*o);
+  };
 }
 
 }  // namespace

@@ -263,6 +263,7 @@ expect_error "sampling-temperature must be finite and > 0, got 0" \
   "$bin" translate -m "$model" --beam 1 --sampling-topk 5 --sampling-temperature 0
 expect_error "sampling-topp 0.9 applies only to sampling" "$bin" translate -m "$model" --sampling-topp 0.9
 expect_error "seed must be an integer in \[0, 18446744073709551615\], got '-1'" "$bin" translate -m "$model" --seed -1
+expect_error "seed 7 applies only to sampling, which is off" "$bin" translate -m "$model" --beam 1 --seed 7
 # Target prefixes, one line per input line (an empty line: none): each translation begins with its
 # prefix and the others are as without; the counts must agree (file or standard input, either way).
 printf 'dreihundert\n\n\nsieben\n\n\n\n\n\n\n' > "$work/prefix.de"
