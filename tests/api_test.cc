@@ -86,6 +86,13 @@ TEST(Api, ScoresAgreeWithTheSearch) {
   const std::vector<Score> text = t.score({"three hundred forty-two"}, {out[0].best().text});
   EXPECT_EQ(t.encode(out[0].best().text), out[0].best().ids);
   EXPECT_NEAR(text[0].total, out[0].best().score, 1e-4);
+  // encode cleans as translate does: the ids it gives are the source ids translate uses.
+  for (const std::string line : {std::string("three\0hundred", 13), std::string("  three\xffhundred "),
+                                 std::string("\xff\xfe")}) {
+    const std::vector<Translation> r = t.translate({line});
+    EXPECT_EQ(t.encode(line), r[0].source_ids) << "line of " << line.size() << " bytes";
+  }
+  EXPECT_EQ(t.encode(std::string("three\0hundred", 13)), t.encode("three hundred"));
 }
 
 // Weights::kBf16: the plain weights with bfloat16 products (inputs rounded, float32 sums), in the

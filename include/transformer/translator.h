@@ -225,7 +225,8 @@ class Translator {
   std::vector<Score> score_ids(const std::vector<std::vector<int32_t>>& sources,
                                const std::vector<std::vector<int32_t>>& targets, const ScoreOptions& options = {}) const;
 
-  // The vocabulary (throws Error when the translator was loaded without one).
+  // The vocabulary (throws Error when the translator was loaded without one). encode cleans the
+  // text first (clean_input), as translate and score do: it gives the ids they would translate.
   std::vector<int32_t> encode(std::string_view text) const;
   std::string decode(const std::vector<int32_t>& ids) const;  // an id outside [0, vocab_size()) is an Error
   std::string piece(int32_t id) const;  // one token's piece, as the vocabulary spells it

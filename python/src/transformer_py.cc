@@ -370,7 +370,7 @@ several threads may use one Translator at once.)");
            py::arg("model_path"), py::arg("vocab") = py::none(), py::kw_only(), py::arg("need_vocab") = true,
            py::arg("verify") = true, py::arg("weights") = "packed", py::arg("shortlist") = py::none(),
            py::arg("threads") = 0, py::arg("device") = "cpu")
-      .def("encode", &Translator::encode, py::arg("text"), "text → token ids (no end of sentence)")
+      .def("encode", &Translator::encode, py::arg("text"), "text (str or bytes) → token ids (no end of sentence), cleaned first as translate cleans a line")
       .def("decode", [](const Translator& t, const std::vector<int32_t>& ids) { return text_of(t.decode(ids)); },
            py::arg("ids"), "token ids → text")
       .def("piece", [](const Translator& t, int32_t id) { return text_of(t.piece(id)); }, py::arg("id"),

@@ -326,7 +326,7 @@ std::vector<Score> Translator::score_ids(const std::vector<std::vector<int32_t>>
 }
 
 std::vector<int32_t> Translator::encode(std::string_view text) const {
-  return impl_->need_vocab().encode(std::string(text));
+  return impl_->need_vocab().encode(clean_input(text).text);  // as translate() encodes a line
 }
 std::string Translator::decode(const std::vector<int32_t>& ids) const {
   const tfm::Vocab& vocab = impl_->need_vocab();

@@ -38,6 +38,9 @@ int run(const Options& o) {
   if (t.truncated)
     std::fprintf(stderr, "warning: the sentence has more than %lld tokens; translated and drawn its first %lld\n",
                  static_cast<long long>(to.max_input_tokens), static_cast<long long>(to.max_input_tokens));
+  TFM_CHECK(!t.source_ids.empty(), "the sentence '", clean.text,
+            "' has no tokens (the vocabulary's normalization removes U+FFFD, control and zero-width characters): "
+            "nothing to draw");
   const transformer::Hypothesis& h = t.best();
   TFM_CHECK(!(o.grid && o.head >= 0), "--grid draws every head of the layer: give it or --head ", o.head, ", not both");
   const std::string svg = transformer::attention_svg(translator, t, h, {o.layer, o.head, o.grid});

@@ -328,6 +328,12 @@ int run(Options o) {
     for (size_t i = 0; i < out.size(); ++i) {
       const transformer::Translation& t = out[i];
       const int64_t n = first + static_cast<int64_t>(i);
+      // A line that was not empty but has no tokens (the vocabulary's normalization removes
+      // U+FFFD, control and zero-width characters) gets an empty translation, as an empty line
+      // does, but not silently.
+      if (t.source_ids.empty() && !o.ids && !transformer::clean_input(lines[i]).text.empty())
+        std::fprintf(stderr, "warning: line %lld has no tokens (the vocabulary's normalization removes U+FFFD, "
+                     "control and zero-width characters); its translation is empty\n", static_cast<long long>(n));
       if (t.truncated)
         std::fprintf(stderr, "warning: line %lld has more than %lld tokens; translated its first %lld\n",
                      static_cast<long long>(n), static_cast<long long>(to.max_input_tokens),

@@ -199,6 +199,17 @@ printf 'three hundred\tdrei\357\277\275hundert\n' | "$bin" score -m "$model" 2>/
   fail "attention refused invalid UTF-8: $(cat "$work/err")"
 grep -q "the sentence is not valid UTF-8; invalid bytes replaced by U+FFFD" "$work/err" ||
   fail "attention UTF-8 warning: $(cat "$work/err")"
+# A line with no tokens once normalized (invalid bytes alone, U+FFFD, control characters) gets an
+# empty translation, as an empty line does, with a warning; attention says there is nothing to draw.
+printf 'three\n\377\376\n\001\n\n' | tr 2>"$work/err" > "$work/notokens.de"
+[ "$(wc -l < "$work/notokens.de")" = 4 ] && [ -z "$(sed -n 2,4p "$work/notokens.de" | command tr -d '\n')" ] ||
+  fail "lines without tokens: $(cat "$work/notokens.de")"
+for n in 2 3; do
+  grep -q "^warning: line $n has no tokens (the vocabulary's normalization removes U+FFFD" "$work/err" ||
+    fail "no warning for line $n without tokens: $(cat "$work/err")"
+done
+! grep -q "line 4 has no tokens" "$work/err" || fail "an empty line warned of having no tokens"
+expect_error "the sentence '.*' has no tokens" "$bin" attention -m "$model" $'\377' -o "$work/none.svg"
 expect_error "batch-size.*0" "$bin" score -m "$model" --batch-size 0
 expect_error "max-input-tokens.*-3" "$bin" score -m "$model" --max-input-tokens -3
 expect_error "min.*length" "$bin" translate -m "$model" --min-length -2
