@@ -193,6 +193,12 @@ TEST(Bleu, ErrorsNameTheLine) {
   EXPECT_NE(error_of([] { decode_utf8("\xed\xa0\x80", "x"); }).find("invalid UTF-8"), std::string::npos);  // surrogate
   EXPECT_EQ(decode_utf8("\xf0\x9f\x98\x80", "x"), std::u32string(1, 0x1F600));
 
+  for (const auto& [c, w] : {std::pair{1000000000, 0}, std::pair{6, 1000000000}, std::pair{-1, 2}}) {
+    ChrfOptions co;
+    co.char_order = c, co.word_order = w;
+    const std::string e = error_of([&] { corpus_chrf({"a"}, {{"a"}}, co); });  // once bad_alloc
+    EXPECT_NE(e.find("both in [0, 1000]"), std::string::npos) << e;
+  }
   const std::string e3 = error_of([] { corpus_bleu({"a", "b"}, {{"a"}}); });
   EXPECT_NE(e3.find("1 lines but there are 2"), std::string::npos) << e3;
 

@@ -16,8 +16,9 @@
 
 namespace transformer {
 
+inline constexpr int kMaxChrfOrder = 1000;  // far beyond use (6 and 2 are the standard orders)
 struct ChrfOptions {
-  int char_order = 6;
+  int char_order = 6;           // both orders in [0, kMaxChrfOrder], their sum > 0
   int word_order = 0;           // 2 → chrF++
   int beta = 2;
   bool lowercase = false;       // Python's str.lower()

@@ -168,6 +168,11 @@ struct PythonCallbacks {
 };
 
 TrainCallbacks make_callbacks(const PythonCallbacks& p, Trainer** trainer) {
+  // Checked before anything is trained or written (a wrong one once failed after the vocabulary).
+  for (const auto& [name, f] : {std::pair{"on_message", &p.on_message}, std::pair{"on_progress", &p.on_progress},
+                                std::pair{"on_metrics", &p.on_metrics}})
+    if (!f->is_none() && !PyCallable_Check(f->ptr()))
+      throw py::type_error(std::string(name) + " must be callable or None, got " + py::repr(*f).cast<std::string>());
   TrainCallbacks c;
   if (!p.on_message.is_none()) {
     auto f = keep(p.on_message);
@@ -204,7 +209,11 @@ struct PyTrainer {
 
 // The keywords as the JSON train_options_from_json reads: paths (os.PathLike, bytes) as str, a float
 // that is not finite refused by its keyword (JSON has no NaN).
-TrainOptions options_from_kwargs(const py::kwargs& kwargs) {
+// A keyword given as None takes its default (model=None: the preset's model).
+TrainOptions options_from_kwargs(const py::kwargs& given) {
+  py::dict kwargs;
+  for (const auto& [key, value] : given)
+    if (!value.is_none()) kwargs[key] = value;
   for (const auto& [key, value] : kwargs)
     if (py::isinstance<py::float_>(value) && !std::isfinite(value.cast<double>()))
       throw Error("training option '" + key.cast<std::string>() + "' must be a finite number, got " +
@@ -589,7 +598,7 @@ Trainer(*, on_message=None, on_progress=None, on_metrics=None, **options)
 
 options: the fields of a `train --config` file (docs/training.md), e.g. train_source, train_target,
 valid_source, valid_target, run_dir, preset, model={"d_model": 256}, max_steps, seed, threads;
-unknown fields and wrong types raise Error naming them. The constructor validates them, takes the run
+unknown fields and wrong types raise Error naming them; a field given as None takes its default. The constructor validates them, takes the run
 folder's lock and prepares data, vocabulary and model (or resumes with resume=True). on_message(str)
 gets the log lines, on_progress(Progress) each step, on_metrics(MetricsRecord) each metrics.jsonl
 record. Calls release the GIL; the callbacks run with it. Ctrl-C during run() or step() stops the

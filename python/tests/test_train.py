@@ -100,6 +100,17 @@ def test_options_errors_name_the_field(data, tmp_path):
     assert paths.options["train_source"] == str(data / "train.en")
     assert paths.options["train_target"] == str(data / "train.de")
     del paths
+    # A callback that cannot be called is refused before anything is written; None means the default.
+    with pytest.raises(TypeError, match="on_progress must be callable or None, got 5"):
+        transformer.Trainer(**options(data, tmp_path / "notcallable", max_steps=1), on_progress=5)
+    assert not (tmp_path / "notcallable").exists()
+    none = transformer.Trainer(**dict(options(data, tmp_path / "none", max_steps=1), model=None, seed=None))
+    left_out = options(data, tmp_path / "left_out", max_steps=1)
+    del left_out["model"], left_out["seed"]
+    default = transformer.Trainer(**left_out)
+    assert none.options["model"] == default.options["model"] and none.options["seed"] == default.options["seed"]
+    assert none.options["model"] != OPTIONS["model"]
+    del none, default
     t = transformer.Trainer(**options(data, tmp_path / "busy", max_steps=1))
     with pytest.raises(transformer.Error, match="busy"):
         transformer.Trainer(**options(data, tmp_path / "busy", max_steps=1))

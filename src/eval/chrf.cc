@@ -140,8 +140,10 @@ ChrfStats best_stats(const Prepared& hyp, const std::vector<Prepared>& refs, con
 }
 
 void check_options(const ChrfOptions& o) {
-  TFM_CHECK(o.char_order >= 0 && o.word_order >= 0 && o.char_order + o.word_order > 0, "chrF needs char_order (",
-            o.char_order, ") + word_order (", o.word_order, ") > 0, both ≥ 0");
+  TFM_CHECK(o.char_order >= 0 && o.word_order >= 0 && o.char_order <= kMaxChrfOrder &&
+                o.word_order <= kMaxChrfOrder && o.char_order + o.word_order > 0,
+            "chrF needs char_order (", o.char_order, ") + word_order (", o.word_order, ") > 0, both in [0, ",
+            kMaxChrfOrder, "]");
   TFM_CHECK(o.beta >= 0, "chrF beta must be ≥ 0, got ", o.beta);
 }
 
