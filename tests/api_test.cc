@@ -414,6 +414,12 @@ TEST(Api, InitModelAndPlotErrors) {
   std::ofstream(log) << "{\"step\": 1, \"loss\": 2.5}\n";
   EXPECT_EQ(plot_training(run), svg);
   EXPECT_TRUE(std::filesystem::exists(svg));
+  // Values never negative get no negative tick (a BLEU near 0 once drew -0.08428).
+  std::ofstream(log) << "{\"step\": 1, \"loss\": 2.5}\n{\"step\": 2, \"loss\": 0.01}\n";
+  plot_training(run);
+  std::stringstream drawn;
+  drawn << std::ifstream(svg).rdbuf();
+  EXPECT_EQ(drawn.str().find(">-"), std::string::npos) << drawn.str();
   std::filesystem::remove_all(run);
 }
 

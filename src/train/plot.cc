@@ -39,7 +39,8 @@ void chart(std::ostringstream& svg, double x0, double y0, double w, double h, co
   // In halves: hi − lo overflows for values near ±1e308 (a diverged run's losses), halves do not.
   if (hi / 2 - lo / 2 < 1e-9) hi = lo + 1, lo -= 1;
   const double pad = 0.1 * (hi / 2 - lo / 2);
-  lo -= pad, hi += pad;
+  // Values that are never negative (losses, BLEU, rates) get no negative ticks.
+  lo = lo >= 0 ? std::max(lo - pad, 0.0) : lo - pad, hi += pad;
   const double half_span = hi / 2 - lo / 2;
   max_step = std::max(max_step, 1.0);
   auto px = [&](double x) { return x0 + w * x / max_step; };
