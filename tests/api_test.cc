@@ -87,7 +87,7 @@ TEST(Api, ScoresAgreeWithTheSearch) {
   EXPECT_EQ(t.encode(out[0].best().text), out[0].best().ids);
   EXPECT_NEAR(text[0].total, out[0].best().score, 1e-4);
   // encode cleans as translate does: the ids it gives are the source ids translate uses.
-  for (const std::string line : {std::string("three\0hundred", 13), std::string("  three\xffhundred "),
+  for (const std::string& line : {std::string("three\0hundred", 13), std::string("  three\xffhundred "),
                                  std::string("\xff\xfe")}) {
     const std::vector<Translation> r = t.translate({line});
     EXPECT_EQ(t.encode(line), r[0].source_ids) << "line of " << line.size() << " bytes";
@@ -415,11 +415,15 @@ TEST(Api, InitModelAndPlotErrors) {
   EXPECT_EQ(plot_training(run), svg);
   EXPECT_TRUE(std::filesystem::exists(svg));
   // Values never negative get no negative tick (a BLEU near 0 once drew -0.08428).
-  std::ofstream(log) << "{\"step\": 1, \"loss\": 2.5}\n{\"step\": 2, \"loss\": 0.01}\n";
-  plot_training(run);
-  std::stringstream drawn;
-  drawn << std::ifstream(svg).rdbuf();
-  EXPECT_EQ(drawn.str().find(">-"), std::string::npos) << drawn.str();
+  // (A BLEU of 0 at every validation, a flat series, drew -1.1 and -0.55.)
+  for (const char* records : {"{\"step\": 1, \"loss\": 2.5}\n{\"step\": 2, \"loss\": 0.01}\n",
+                              "{\"step\": 1, \"loss\": 0}\n{\"step\": 2, \"loss\": 0}\n"}) {
+    std::ofstream(log) << records;
+    plot_training(run);
+    std::stringstream drawn;
+    drawn << std::ifstream(svg).rdbuf();
+    EXPECT_EQ(drawn.str().find(">-"), std::string::npos) << records << drawn.str();
+  }
   std::filesystem::remove_all(run);
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -61,40 +62,40 @@ class ProgressLine {
 // (Under mpirun, SIGUSR1 is the one to send: Open MPI's mpirun forwards it to every rank, while on
 // SIGINT or SIGTERM it ends the job at once.)
 std::atomic<transformer::Trainer*> g_trainer{nullptr};
-std::atomic<int> g_stop_signal{0};  // the first signal that stopped the run: the exit status is 128 + it
+std::atomic<int> g_stop_signal{0};  // the first signal that stopped the run
 void on_signal(int signal) {
   int none = 0;
   g_stop_signal.compare_exchange_strong(none, signal);
   if (transformer::Trainer* t = g_trainer.load()) t->request_stop();
 }
 
-// The handlers for one training's run; the previous ones come back after it, however it ends.
+// The handlers for one training's run; the previous ones come back after it, however it ends. A
+// signal ignored on entry stays ignored (a job started in the background by a script ignores
+// SIGINT, so that Ctrl-C in the terminal stops the script, not the job).
 class StopOnSignals {
  public:
   explicit StopOnSignals(transformer::Trainer& trainer) {
     g_trainer = &trainer;
     g_stop_signal = 0;
-    old_int_ = std::signal(SIGINT, on_signal);
-    old_term_ = std::signal(SIGTERM, on_signal);
-    old_usr1_ = std::signal(SIGUSR1, on_signal);
-    // A signal ignored on entry stays ignored (a job started in the background by a script ignores
-    // SIGINT, so that Ctrl-C in the terminal stops the script, not the job).
-    if (old_int_ == SIG_IGN) std::signal(SIGINT, SIG_IGN);
-    if (old_term_ == SIG_IGN) std::signal(SIGTERM, SIG_IGN);
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      sigaction(kSignals[i], nullptr, &old_[i]);
+      if (old_[i].sa_handler != SIG_IGN) sigaction(kSignals[i], &action, nullptr);
+    }
   }
   ~StopOnSignals() {
-    std::signal(SIGINT, old_int_);
-    std::signal(SIGTERM, old_term_);
-    std::signal(SIGUSR1, old_usr1_);
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
     g_trainer = nullptr;
   }
   StopOnSignals(const StopOnSignals&) = delete;
   StopOnSignals& operator=(const StopOnSignals&) = delete;
 
  private:
-  void (*old_int_)(int);
-  void (*old_term_)(int);
-  void (*old_usr1_)(int);
+  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGUSR1};
+  std::array<struct sigaction, 3> old_{};
 };
 
 std::string dashed(std::string s) {
@@ -182,11 +183,19 @@ Action add_train(CLI::App& app) {
     }
     if (!r.final_model.empty()) std::printf("%s\n", r.final_model.c_str());  // rank 0 writes it
     if (!r.interrupted) return 0;
-    progress.message(cat("to go on: transformer train --config '",
-                         (std::filesystem::path(options.run_dir) / "config.json").string(), "' --resume"));
-    // As a shell reports the signal: 143 for SIGTERM; 130 for SIGINT and for SIGUSR1, the stop
-    // request that mpirun forwards (as Ctrl-C in one process).
-    return g_stop_signal.load() == SIGTERM ? 143 : 130;
+    if (!r.final_model.empty())
+      progress.message(cat("to go on: transformer train --config '",
+                           (std::filesystem::path(options.run_dir) / "config.json").string(), "' --resume"));
+    // SIGINT and SIGTERM end the process by the signal once the checkpoint is saved, as the shell
+    // expects of a program that Ctrl-C stopped (status 130 or 143; a script running it stops too).
+    // SIGUSR1, the stop request that mpirun forwards, and a stop requested otherwise exit with 130.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    if (const int signal = g_stop_signal.load(); signal == SIGINT || signal == SIGTERM) {
+      std::signal(signal, SIG_DFL);
+      std::raise(signal);
+    }
+    return 130;
   };
 }
 

@@ -42,56 +42,88 @@ struct Options {
   bool seed_given = false;     // --seed was on the command line
 };
 
-// Standard input, buffered, able to say whether a whole line is ready without blocking.
-class StdinBuffer : public __gnu_cxx::stdio_filebuf<char> {
+// The input (standard input or --input) on its file descriptor, buffered, able to say whether a
+// whole line is ready without blocking. It closes the descriptor when done.
+class InputBuffer : public __gnu_cxx::stdio_filebuf<char> {
  public:
-  StdinBuffer() : __gnu_cxx::stdio_filebuf<char>(STDIN_FILENO, std::ios::in, 1 << 16) {}
+  explicit InputBuffer(int fd) : __gnu_cxx::stdio_filebuf<char>(fd, std::ios::in, 1 << 16), fd_(fd) {}
   // Whether a line, or the end of input, can be read without waiting, after up to `wait_ms` for it.
   bool line_ready(int wait_ms) {
     if (std::find(gptr(), egptr(), '\n') != egptr()) return true;  // a whole line already buffered
-    pollfd p{STDIN_FILENO, POLLIN, 0};
+    pollfd p{fd_, POLLIN, 0};
     // Readable (more of a line may come, or its end), ended (POLLHUP), or an error getline meets.
     return ::poll(&p, 1, wait_ms) != 0;
   }
+
+ private:
+  int fd_;
 };
 
+// --input, opened on a descriptor of its own (the stop handler below ends a read waiting on it).
+int open_input_fd(const std::string& path) {
+  std::error_code ec;
+  TFM_CHECK(!std::filesystem::is_directory(path, ec), "cannot read --input '", path, "': it is a folder, not a file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  TFM_CHECK(fd >= 0, "cannot read --input '", path, "': ", std::strerror(errno));
+  return fd;
+}
+
 // Ctrl-C (SIGINT) or SIGTERM while translating: the lines already read are translated and written,
-// no more input is read, and translate exits with 128 + the signal's number, saying which line to
-// go on from. Before, the signal killed it, losing the finished translations of its chunk (up to
-// --chunk-lines lines). A second signal ends it at once (the handler is reset by the first).
+// no more input is read, translate says which line to go on from, and then it ends by the signal
+// (status 130 or 143; a shell script running it stops as for any Ctrl-C). Before, the signal
+// killed it at once, losing the finished translations of its chunk (up to --chunk-lines lines). A
+// second SIGINT or SIGTERM ends it at once: the first gives both their default action back.
 std::atomic<int> g_stop_signal{0};
-int g_null_fd = -1;  // /dev/null, put over standard input by the handler: a read waiting there ends
+// /dev/null, which the handler puts over the input's descriptor, so that a read waiting there
+// (a terminal, a pipe, a FIFO) ends; and which of the two signals the handler was installed for.
+volatile sig_atomic_t g_null_fd = -1, g_input_fd = -1, g_caught_int = 0, g_caught_term = 0;
 
 void on_stop_signal(int signal) {
-  if (g_stop_signal.exchange(signal) != 0) return;
-  if (g_null_fd >= 0) ::dup2(g_null_fd, STDIN_FILENO);
+  int none = 0;
+  if (!g_stop_signal.compare_exchange_strong(none, signal)) return;
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  if (g_caught_int) sigaction(SIGINT, &default_action, nullptr);
+  if (g_caught_term) sigaction(SIGTERM, &default_action, nullptr);
+  if (g_null_fd >= 0 && g_input_fd >= 0) ::dup2(g_null_fd, g_input_fd);
   static const char kMessage[] =
       "\nstopping: the lines read so far are being translated and written (again to stop at once, losing them)\n";
   [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
 }
 
-// The handlers for one run; the previous ones come back after it, however it ends.
+// The handlers for one run, for the input on descriptor `input_fd`; the previous ones come back
+// after it, however it ends.
 class StopOnSignals {
  public:
-  StopOnSignals() {
+  explicit StopOnSignals(int input_fd) {
     g_stop_signal = 0;
+    g_input_fd = input_fd;
     g_null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     struct sigaction action {};
     action.sa_handler = on_stop_signal;
+    // Neither signal interrupts the handler: one that comes meanwhile waits, then takes the
+    // default action the handler gave it back. A write to a full pipe that the signal interrupts
+    // goes on (without SA_RESTART it would fail, and the output with it).
     sigemptyset(&action.sa_mask);
-    // The second signal takes its default action; a write to a full pipe that the signal
-    // interrupts goes on (without SA_RESTART it would fail, and the output with it).
-    action.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaddset(&action.sa_mask, SIGINT);
+    sigaddset(&action.sa_mask, SIGTERM);
+    action.sa_flags = SA_RESTART;
     // A signal ignored on entry stays ignored (a job started in the background by a script
     // ignores SIGINT, so that Ctrl-C in the terminal stops the script, not the job).
     sigaction(SIGINT, nullptr, &old_int_);
     sigaction(SIGTERM, nullptr, &old_term_);
-    if (old_int_.sa_handler != SIG_IGN) sigaction(SIGINT, &action, nullptr);
-    if (old_term_.sa_handler != SIG_IGN) sigaction(SIGTERM, &action, nullptr);
+    g_caught_int = old_int_.sa_handler != SIG_IGN;
+    g_caught_term = old_term_.sa_handler != SIG_IGN;
+    if (g_caught_int) sigaction(SIGINT, &action, nullptr);
+    if (g_caught_term) sigaction(SIGTERM, &action, nullptr);
   }
   ~StopOnSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
+    if (g_caught_int) sigaction(SIGINT, &old_int_, nullptr);
+    if (g_caught_term) sigaction(SIGTERM, &old_term_, nullptr);
+    g_caught_int = 0;
+    g_caught_term = 0;
+    g_input_fd = -1;
     if (g_null_fd >= 0) ::close(g_null_fd);
     g_null_fd = -1;
   }
@@ -102,16 +134,17 @@ class StopOnSignals {
   struct sigaction old_int_ {}, old_term_ {};
 };
 
-// How long a chunk of standard input waits for its next line, and at most for its last, before it
-// is translated as it is.
+// How long a chunk of a live input (standard input, a FIFO) waits for its next line, and at most
+// for its last, before it is translated as it is.
 constexpr int kLineWaitMs = 50, kChunkWaitMs = 1000;
 
-// Reads up to `max` lines; returns false at end of input with nothing read. From standard input
-// (`stdin_buffer` given), the chunk also ends when no next line comes within kLineWaitMs, or
-// kChunkWaitMs after its first line: lines typed, or written a few at a time by another program,
-// are translated as they come, not once `max` of them have come or the input has ended (which held
-// back every translation of a session). A file or a fast pipe still fills whole chunks.
-bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines, StdinBuffer* stdin_buffer = nullptr) {
+// Reads up to `max` lines; returns false at end of input with nothing read. From a live input
+// (`stdin_buffer` given: standard input, or an --input that is not a regular file), the chunk also
+// ends when no next line comes within kLineWaitMs, or kChunkWaitMs after its first line: lines
+// typed, or written a few at a time by another program, are translated as they come, not once `max`
+// of them have come or the input has ended (which held back every translation of a session). A
+// file or a fast pipe still fills whole chunks.
+bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines, InputBuffer* stdin_buffer = nullptr) {
   lines.clear();
   std::string line;
   const auto start = std::chrono::steady_clock::now();
@@ -234,16 +267,15 @@ int run(Options o) {
                         {"--target-prefix", o.prefix_path}, {"--shortlist", o.shortlist_path}});
   const transformer::Translator translator(o.paths.model, lo);
   print_notes(translator.load_notes());
-  std::ifstream file;
-  if (!o.input.empty()) {
-    open_input(file, o.input, "--input");
-  }
   if (o.input.empty()) check_stdin();
-  // Standard input through a buffer that can say whether more is ready (read_chunk).
-  StdinBuffer stdin_buffer;
-  std::istream stdin_stream(&stdin_buffer);
-  std::istream& in = o.input.empty() ? stdin_stream : file;
-  StdinBuffer* const waits = o.input.empty() ? &stdin_buffer : nullptr;
+  // The input through a buffer that can say whether more is ready (read_chunk): standard input and
+  // an --input that is not a regular file (a FIFO, /dev/stdin) are read live, line by line as they
+  // come; a regular file fills whole chunks.
+  const bool input_is_file = !o.input.empty() && std::filesystem::is_regular_file(o.input);
+  const int input_fd = o.input.empty() ? STDIN_FILENO : open_input_fd(o.input);
+  InputBuffer input_buffer(input_fd);
+  std::istream in(&input_buffer);
+  InputBuffer* const waits = input_is_file ? nullptr : &input_buffer;
   // --target-prefix: one line per input line, read whole; a count that differs is refused before
   // anything is translated when the input is a file (counted first), else as soon as it shows.
   const bool with_prefixes = !o.prefix_path.empty();
@@ -259,7 +291,7 @@ int run(Options o) {
     return Error(cat("--target-prefix '", o.prefix_path, "' has ", prefix_count, " lines but the input has ",
                      input_lines, ": give one prefix per input line (an empty line for none)"));
   };
-  if (with_prefixes && !o.input.empty() && std::filesystem::is_regular_file(o.input)) {
+  if (with_prefixes && input_is_file) {
     std::ifstream count(o.input, std::ios::binary);
     const int64_t input_lines = count_lines(count);
     if (input_lines != prefix_count) throw mismatch(input_lines);
@@ -275,9 +307,10 @@ int run(Options o) {
   while (read_chunk(in, o.chunk_lines, lines, waits)) {
     const int64_t first = line_number + 1;
     line_number += static_cast<int64_t>(lines.size());
-    // Standard input's end only where it is known without waiting (else the check after the loop).
+    // A live input's end only where it is known without waiting (else the check after the loop);
+    // not once a stop signal has put /dev/null over the input (before or during the peek).
     input_ended = g_stop_signal == 0 && (waits == nullptr || waits->line_ready(0)) &&
-                  in.peek() == std::char_traits<char>::eof();
+                  in.peek() == std::char_traits<char>::eof() && g_stop_signal == 0;
     std::vector<std::string> prefixes;
     if (with_prefixes) {
       if (line_number > prefix_count) throw mismatch(line_number + count_lines(in));
@@ -363,7 +396,7 @@ int run(Options o) {
   // The attention records go to a temporary file beside --attention, renamed over it once every
   // line is translated: a run that fails leaves an earlier file of that name as it was.
   {
-    const StopOnSignals stop_on_signals;
+    const StopOnSignals stop_on_signals(input_fd);
     if (o.attention_path.empty()) translate_all(nullptr);
     else write_file_atomic(o.attention_path, [&](std::ostream& out) { translate_all(&out); });
   }
@@ -372,14 +405,24 @@ int run(Options o) {
                  static_cast<long long>(line_number), static_cast<long long>(output_tokens), seconds,
                  static_cast<double>(output_tokens) / std::max(seconds, 1e-9));
   if (const int signal = g_stop_signal.load(); signal != 0) {
-    const std::string go_on = cat("translate the input from line ", line_number + 1,
-                                  o.input.empty() ? std::string() : cat(" (tail -n +", line_number + 1, " '", o.input, "')"));
+    const int64_t next = line_number + 1;
+    std::string go_on = cat("translate the input from line ", next,
+                            input_is_file ? cat(" (tail -n +", next, " '", o.input, "')") : std::string());
+    if (with_prefixes) go_on += cat(" with --target-prefix from line ", next, " (tail -n +", next, " '", o.prefix_path, "')");
+    if (!o.attention_path.empty()) go_on += ", and --attention to another file (its line numbers start again at 1)";
+    if (to.search.n_best > 1) go_on += " (the n-best lists' sentence numbers start again at 0)";
     const std::string done = line_number == 0 ? std::string("no line was translated")
                              : cat("lines 1 to ", line_number, " were translated and written",
                                    o.attention_path.empty() ? "" : cat(" (their attention to '", o.attention_path, "')"));
     std::fprintf(stderr, "stopped by %s: %s; to go on, %s\n", signal == SIGINT ? "SIGINT" : "SIGTERM", done.c_str(),
                  go_on.c_str());
-    return 128 + signal;
+    // End by the signal, as the shell expects of a program that Ctrl-C stopped: a script running
+    // this one then stops too (an exit status of 130 would let it go on).
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+    return 128 + signal;  // not reached
   }
   return 0;
 }

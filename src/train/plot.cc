@@ -36,11 +36,13 @@ void chart(std::ostringstream& svg, double x0, double y0, double w, double h, co
     svg << "<text x='" << x0 + w / 2 << "' y='" << y0 + h / 2 << "' text-anchor='middle' fill='#888'>no data</text>\n";
     return;
   }
+  // Values that are never negative (losses, BLEU, rates) get no negative ticks, flat ones included.
+  const bool never_negative = lo >= 0;
   // In halves: hi − lo overflows for values near ±1e308 (a diverged run's losses), halves do not.
   if (hi / 2 - lo / 2 < 1e-9) hi = lo + 1, lo -= 1;
   const double pad = 0.1 * (hi / 2 - lo / 2);
-  // Values that are never negative (losses, BLEU, rates) get no negative ticks.
-  lo = lo >= 0 ? std::max(lo - pad, 0.0) : lo - pad, hi += pad;
+  lo -= pad, hi += pad;
+  if (never_negative) lo = std::max(lo, 0.0);
   const double half_span = hi / 2 - lo / 2;
   max_step = std::max(max_step, 1.0);
   auto px = [&](double x) { return x0 + w * x / max_step; };

@@ -323,29 +323,37 @@ wait $live || fail "translate from a pipe failed: $(cat "$work/live.err")"
 [ "$answered" = "$(echo "three hundred forty-two" | tr)" ] || fail "a line from an open pipe: '$answered'"
 
 # Ctrl-C (SIGINT) while a chunk is being translated: the chunk is finished and written in order,
-# no more is read, and the exit status (130) and message name the line to go on from. It once
-# killed the run, losing the chunk in progress. The signal is sent once the first chunk is out.
+# no more is read, the message names the line to go on from, and the run ends by the signal
+# (status 130). It once killed the run at once, losing the chunk in progress. The signal is sent
+# once the first chunk is out whole, so one is in progress. (The binary itself in the background,
+# not the function tr, so that the signal goes to $!; with SIGINT's default action, which a script's
+# background jobs otherwise inherit as ignored.)
 for _ in $(seq 400); do cat "$fix/input.en"; done > "$work/many.en"  # 4,000 lines
 tr --beam 8 --input "$work/many.en" --chunk-lines 1000 > "$work/many.all" 2> /dev/null
-# (The binary itself in the background, not the function tr, so that the signal goes to $!; with
-# SIGINT's default action, which a script's background jobs otherwise inherit as ignored.)
-env --default-signal=INT "$bin" translate -m "$model" --threads 1 --beam 8 --input "$work/many.en" --chunk-lines 1000 > "$work/stop.out" \
-  2> "$work/stop.err" &
-run=$!
-for _ in $(seq 600); do [ -s "$work/stop.out" ] && break; sleep 0.05; done
-kill -INT $run
-status=0; wait $run || status=$?
+stop_after_first_chunk() {  # SIGNAL...: sends each, in turn, once 1,000 lines are out; sets status
+  env --default-signal=INT "$bin" translate -m "$model" --threads 1 --beam 8 --input "$work/many.en" \
+    --chunk-lines 1000 > "$work/stop.out" 2> "$work/stop.err" &
+  local run=$! s
+  for _ in $(seq 1200); do [ "$(wc -l < "$work/stop.out")" -ge 1000 ] && break; sleep 0.05; done
+  for s in "$@"; do kill -"$s" $run; done
+  status=0; wait $run || status=$?
+}
+stop_after_first_chunk INT
 written=$(wc -l < "$work/stop.out")
 if [ "$status" = 0 ]; then
   echo "note: the translation ended before the signal; the interruption was not tested" >&2
 else
   [ "$status" = 130 ] || fail "interrupted translate exited with $status: $(cat "$work/stop.err")"
-  [ "$written" -ge 2000 ] && [ $((written % 1000)) = 0 ] ||
-    fail "interrupted in its second chunk, translate wrote $written lines: $(cat "$work/stop.err")"
+  [ "$written" -ge 1000 ] && [ $((written % 1000)) = 0 ] ||
+    fail "interrupted, translate wrote $written lines, not whole chunks: $(cat "$work/stop.err")"
   head -n "$written" "$work/many.all" | cmp -s - "$work/stop.out" || fail "the lines written before the stop differ"
   grep -q "^stopped by SIGINT: lines 1 to $written were translated and written; to go on, translate the input from line $((written + 1)) (tail -n +$((written + 1)) '$work/many.en')$" "$work/stop.err" ||
     fail "the stop message: $(cat "$work/stop.err")"
 fi
+# A second signal, of either kind, ends the run at once (no stop message).
+stop_after_first_chunk INT TERM
+[ "$status" != 0 ] || echo "note: the translation ended before the signals" >&2
+[ "$status" = 0 ] || ! grep -q "^stopped by" "$work/stop.err" || fail "SIGTERM after SIGINT did not stop at once"
 # The same while standard input waits: what was read is written, and a line the signal cut short
 # is left for the next run.
 mkfifo "$work/stop.fifo"
@@ -359,15 +367,34 @@ status=0; wait $run || status=$?
 exec 3>&-
 [ "$status" = 130 ] || fail "translate interrupted while reading exited with $status: $(cat "$work/stop.err")"
 [ "$(cat "$work/stop.out")" = "$answered" ] || fail "interrupted while reading: '$(cat "$work/stop.out")'"
-# SIGINT ignored on entry (a script's background job) stays ignored: the run goes on to the end.
-"$bin" translate -m "$model" --threads 1 --beam 8 --input "$work/many.en" > "$work/ignored.out" 2> /dev/null &
-run=$!
-sleep 0.2
-kill -INT $run
-wait $run || fail "translate stopped by a SIGINT it was started ignoring"
-cmp -s "$work/many.all" "$work/ignored.out" || fail "an ignored SIGINT changed the output"
 grep -q "^stopped by SIGINT: lines 1 to 1 were translated and written; to go on, translate the input from line 2$" \
   "$work/stop.err" || fail "the stop message while reading: $(cat "$work/stop.err")"
+# And while --input, a FIFO whose writer stays, waits (it is read line by line as it comes): the
+# stop does not wait for the writer to close.
+env --default-signal=INT "$bin" translate -m "$model" --threads 1 --input "$work/stop.fifo" > "$work/stop.out" \
+  2> "$work/stop.err" &
+run=$!
+exec 3> "$work/stop.fifo"
+echo "three hundred forty-two" >&3
+for _ in $(seq 200); do [ -s "$work/stop.out" ] && break; sleep 0.1; done
+kill -INT $run
+for _ in $(seq 200); do kill -0 $run 2> /dev/null || break; sleep 0.1; done
+kill -0 $run 2> /dev/null && { exec 3>&-; fail "translate --input FIFO went on waiting for input after SIGINT"; }
+status=0; wait $run || status=$?
+exec 3>&-
+[ "$status" = 130 ] && [ "$(cat "$work/stop.out")" = "$answered" ] ||
+  fail "--input FIFO interrupted: status $status, '$(cat "$work/stop.out")': $(cat "$work/stop.err")"
+grep -q "to go on, translate the input from line 2$" "$work/stop.err" || fail "the --input FIFO hint: $(cat "$work/stop.err")"
+# SIGINT ignored on entry (a script's background job) stays ignored: the run goes on to the end.
+# The signal is sent once the first chunk is out, when the handlers would be in place.
+head -n 2000 "$work/many.en" > "$work/half.en"
+"$bin" translate -m "$model" --threads 1 --beam 8 --chunk-lines 500 --input "$work/half.en" > "$work/ignored.out" \
+  2> /dev/null &
+run=$!
+for _ in $(seq 1200); do [ -s "$work/ignored.out" ] && break; sleep 0.05; done
+kill -INT $run 2> /dev/null || true
+wait $run || fail "translate stopped by a SIGINT it was started ignoring"
+head -n 2000 "$work/many.all" | cmp -s - "$work/ignored.out" || fail "an ignored SIGINT changed the output"
 
 # An enormous line is cut before it is tokenized (64 bytes per allowed token): 20 MB once took
 # 4.8 GB, and more was killed by the kernel with the lines before it lost. Under a 3 GB limit of
