@@ -150,12 +150,26 @@ def test_ctrl_c_stops_like_request_stop(data, tmp_path):
 
     # SIGINT while the C++ loop runs (the GIL released): the next step notices it and stops the
     # training as request_stop() does, a checkpoint kept, instead of raising KeyboardInterrupt.
-    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
+    # The signal is sent once the loop runs (its first metrics record is written): sent at a fixed
+    # time, on a loaded machine it could land while the constructor ran, and Python would raise
+    # KeyboardInterrupt between the constructor and run().
+    run = tmp_path / "ctrl-c"
+    done = threading.Event()
+
+    def interrupt_once_training():
+        while not done.is_set():
+            if (run / "metrics.jsonl").exists():
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            done.wait(0.01)
+
+    watcher = threading.Thread(target=interrupt_once_training)
+    watcher.start()
     try:
-        result = transformer.train(**options(data, tmp_path / "ctrl-c", max_steps=100000, save_every=100000))
+        result = transformer.train(**options(data, run, max_steps=100000, save_every=100000))
     finally:
-        timer.cancel()
+        done.set()
+        watcher.join()
     assert result.interrupted and 0 < result.steps < 100000
     assert (tmp_path / "ctrl-c" / "model.safetensors").exists()
     assert (tmp_path / "ctrl-c" / f"checkpoint-{result.steps:08d}.safetensors").exists()
