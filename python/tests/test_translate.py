@@ -114,6 +114,18 @@ def test_input_policy_repairs_and_reports(translator, plain):
     assert a.best.text == b.best.text
     (s,) = plain.score(["three hundred"], [b"drei\xffhundert"])
     assert s.target_repairs.invalid_utf8 and not s.source_repairs.any()
+    # A str with lone surrogates (a file read with errors="surrogateescape") is its bytes: repaired
+    # and reported as bytes are, not refused with a TypeError about the argument's type.
+    escaped = b"three\xffhundred".decode("utf-8", "surrogateescape")
+    (r,) = translator.translate([escaped], beam=1)
+    assert r.repairs.invalid_utf8 and r.source_ids == translator.translate([b"three\xffhundred"], beam=1)[0].source_ids
+    assert transformer.clean_input(escaped).text == "three\ufffdhundred"
+    assert transformer.clean_input("drei\ud800").repairs.invalid_utf8
+    assert translator.encode(escaped) == translator.encode(b"three\xffhundred")
+    (s,) = plain.score([escaped], ["drei"])
+    assert s.source_repairs.invalid_utf8
+    with pytest.raises(TypeError):
+        translator.translate([5])
 
 
 def test_vocabulary(translator):

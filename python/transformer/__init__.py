@@ -52,6 +52,56 @@ for _cls in (BleuScore, ChrfScore, CleanText, Error, ExactMatch, Hypothesis, Loa
 del _cls
 
 
+def _surrogates_as_bytes(value):
+    """A str that UTF-8 cannot encode (lone surrogates, as open(..., errors="surrogateescape") gives
+    for bytes that are not UTF-8) → its bytes (the escaped ones given back), which the input policy
+    repairs and reports as it does any bytes that are not UTF-8; lists of them element by element.
+    None when nothing needed it."""
+    def fix(s):
+        if not isinstance(s, str):
+            return None
+        try:
+            s.encode("utf-8")
+            return None
+        except UnicodeEncodeError:
+            try:
+                return s.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:
+                return s.encode("utf-8", "surrogatepass")
+
+    if isinstance(value, (list, tuple)):
+        fixed = [fix(s) for s in value]
+        return None if all(f is None for f in fixed) else [s if f is None else f for s, f in zip(value, fixed)]
+    return fix(value)
+
+
+def _accept_surrogates(function):
+    """Wraps a text-taking function of the C++ module: where it refuses its arguments (TypeError)
+    because a str holds lone surrogates, it is called again with those strings as bytes. Other
+    calls are not touched (nothing is checked unless the call fails)."""
+    import functools
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except TypeError:
+            fixed_args = [_surrogates_as_bytes(a) for a in args]
+            fixed_kwargs = {k: _surrogates_as_bytes(v) for k, v in kwargs.items()}
+            if all(f is None for f in fixed_args) and all(f is None for f in fixed_kwargs.values()):
+                raise
+            return function(*[a if f is None else f for a, f in zip(args, fixed_args)],
+                            **{k: v if fixed_kwargs[k] is None else fixed_kwargs[k] for k, v in kwargs.items()})
+
+    return call
+
+
+for _name in ("translate", "score", "encode"):
+    setattr(Translator, _name, _accept_surrogates(getattr(Translator, _name)))
+clean_input = _accept_surrogates(clean_input)
+del _name
+
+
 def train(*, on_message=None, on_progress=None, on_metrics=None, **options) -> TrainResult:
     """Trains to the end: Trainer(...).run(). The options are those of a `train --config` file
     (docs/training.md); see Trainer for the callbacks and Ctrl-C."""
