@@ -23,20 +23,27 @@ common=(--valid-source "$work/data/valid.en" --valid-target "$work/data/valid.de
 grep -q "validation at step 200" "$work/a.log" || fail "no validation line"
 [ -s "$work/a/metrics.jsonl" ] && [ -s "$work/a/training.svg" ] && [ -s "$work/a/config.json" ] || fail "run folder incomplete"
 
-# 2. Killed with SIGKILL once a few checkpoints exist, then resumed. On a machine busy enough that
-# this loop does not run for a second, the run can finish first (seen once with ctest -j 2 beside
-# other builds): then it is started again, up to 3 times, before that counts as a failure.
-for attempt in 1 2 3; do
-  rm -rf "$work/b"
-  "$bin" train "${data[@]}" "${common[@]}" --max-steps 600 --run-dir "$work/b" >/dev/null 2>"$work/b.log" &
+# train_and_signal DIR SIGNAL: trains run a's job into DIR (log DIR.log) and sends SIGNAL once a
+# few checkpoints exist; sets status. On a machine busy enough that the wait does not run for a
+# second, the run can finish first (seen once with ctest -j 2 beside other builds): callers then
+# start it again, up to 3 times, before that counts as a failure.
+train_and_signal() {
+  local dir=$1 signal=$2 pid
+  rm -rf "$dir"
+  "$bin" train "${data[@]}" "${common[@]}" --max-steps 600 --run-dir "$dir" >/dev/null 2>"$dir.log" &
   pid=$!
   for _ in $(seq 1 600); do
-    [ -f "$work/b/checkpoint-00000004.safetensors" ] && break
+    [ -f "$dir/checkpoint-00000004.safetensors" ] && break
     kill -0 $pid 2>/dev/null || break
     sleep 0.01
   done
-  kill -9 $pid 2>/dev/null || true
-  wait $pid 2>/dev/null || true
+  kill -"$signal" $pid 2>/dev/null || true
+  status=0; wait $pid 2>/dev/null || status=$?
+}
+
+# 2. Killed with SIGKILL once a few checkpoints exist, then resumed.
+for attempt in 1 2 3; do
+  train_and_signal "$work/b" KILL
   [ -f "$work/b/model.safetensors" ] || break
   echo "attempt $attempt: the run finished before the kill; again" >&2
 done
@@ -61,16 +68,7 @@ PY
 # 143), and its last log line says how to go on; that command ends with run a's model. As in 2, a
 # run that finished first is started again, up to 3 times.
 for attempt in 1 2 3; do
-  rm -rf "$work/t"
-  "$bin" train "${data[@]}" "${common[@]}" --max-steps 600 --run-dir "$work/t" >/dev/null 2>"$work/t.log" &
-  pid=$!
-  for _ in $(seq 1 600); do
-    [ -f "$work/t/checkpoint-00000004.safetensors" ] && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.01
-  done
-  kill -TERM $pid 2>/dev/null || true
-  status=0; wait $pid || status=$?
+  train_and_signal "$work/t" TERM
   [ "$status" = 0 ] || break
   echo "attempt $attempt: the run finished before SIGTERM; again" >&2
 done
