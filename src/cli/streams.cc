@@ -1,5 +1,6 @@
 #include "cli/streams.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,11 +30,24 @@ std::string stdout_name() {
 }
 }  // namespace
 
-void open_input(std::ifstream& file, const std::string& path, const char* flag) {
+namespace {
+void check_not_a_folder(const std::string& path, const char* flag) {
   std::error_code ec;
   TFM_CHECK(!std::filesystem::is_directory(path, ec), "cannot read ", flag, " '", path, "': it is a folder, not a file");
+}
+}  // namespace
+
+void open_input(std::ifstream& file, const std::string& path, const char* flag) {
+  check_not_a_folder(path, flag);
   file.open(path, std::ios::binary);
   TFM_CHECK(file.is_open(), "cannot read ", flag, " '", path, "': ", std::strerror(errno));
+}
+
+int open_input_fd(const std::string& path, const char* flag) {
+  check_not_a_folder(path, flag);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  TFM_CHECK(fd >= 0, "cannot read ", flag, " '", path, "': ", std::strerror(errno));
+  return fd;
 }
 
 void check_stdin() {

@@ -20,6 +20,9 @@ void check_stdin();
 // Opens `path` (given by `flag`, e.g. "--input") for reading, or throws tfm::Error saying why:
 // "cannot read --input '/tmp': it is a folder, not a file", "...: No such file or directory".
 void open_input(std::ifstream& file, const std::string& path, const char* flag);
+// The same on a file descriptor of its own (O_CLOEXEC), for a reader that needs it (translate's
+// stop handler ends a read waiting on it); the caller closes it.
+int open_input_fd(const std::string& path, const char* flag);
 
 // Thrown when the reader of standard output went away; main ends quietly.
 struct BrokenPipe {};

@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <csignal>
-#include <cstring>
 
 #include <ext/stdio_filebuf.h>
 #include <fcntl.h>
@@ -58,15 +57,6 @@ class InputBuffer : public __gnu_cxx::stdio_filebuf<char> {
  private:
   int fd_;
 };
-
-// --input, opened on a descriptor of its own (the stop handler below ends a read waiting on it).
-int open_input_fd(const std::string& path) {
-  std::error_code ec;
-  TFM_CHECK(!std::filesystem::is_directory(path, ec), "cannot read --input '", path, "': it is a folder, not a file");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  TFM_CHECK(fd >= 0, "cannot read --input '", path, "': ", std::strerror(errno));
-  return fd;
-}
 
 // Ctrl-C (SIGINT) or SIGTERM while translating: the lines already read are translated and written,
 // no more input is read, translate says which line to go on from, and then it ends by the signal
@@ -139,12 +129,12 @@ class StopOnSignals {
 constexpr int kLineWaitMs = 50, kChunkWaitMs = 1000;
 
 // Reads up to `max` lines; returns false at end of input with nothing read. From a live input
-// (`stdin_buffer` given: standard input, or an --input that is not a regular file), the chunk also
+// (`live` given: standard input, or an --input that is not a regular file), the chunk also
 // ends when no next line comes within kLineWaitMs, or kChunkWaitMs after its first line: lines
 // typed, or written a few at a time by another program, are translated as they come, not once `max`
 // of them have come or the input has ended (which held back every translation of a session). A
 // file or a fast pipe still fills whole chunks.
-bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines, InputBuffer* stdin_buffer = nullptr) {
+bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines, InputBuffer* live = nullptr) {
   lines.clear();
   std::string line;
   const auto start = std::chrono::steady_clock::now();
@@ -153,10 +143,10 @@ bool read_chunk(std::istream& in, int64_t max, std::vector<std::string>& lines, 
     // line of the input: it is left for the run that goes on.
     if (g_stop_signal != 0 && in.eof()) break;
     lines.push_back(line);
-    if (stdin_buffer == nullptr) continue;
+    if (live == nullptr) continue;
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     if (waited.count() >= kChunkWaitMs) break;
-    if (!stdin_buffer->line_ready(std::min<int>(kLineWaitMs, kChunkWaitMs - static_cast<int>(waited.count())))) break;
+    if (!live->line_ready(std::min<int>(kLineWaitMs, kChunkWaitMs - static_cast<int>(waited.count())))) break;
   }
   return !lines.empty();
 }
@@ -272,7 +262,7 @@ int run(Options o) {
   // an --input that is not a regular file (a FIFO, /dev/stdin) are read live, line by line as they
   // come; a regular file fills whole chunks.
   const bool input_is_file = !o.input.empty() && std::filesystem::is_regular_file(o.input);
-  const int input_fd = o.input.empty() ? STDIN_FILENO : open_input_fd(o.input);
+  const int input_fd = o.input.empty() ? STDIN_FILENO : open_input_fd(o.input, "--input");
   InputBuffer input_buffer(input_fd);
   std::istream in(&input_buffer);
   InputBuffer* const waits = input_is_file ? nullptr : &input_buffer;
