@@ -258,8 +258,11 @@ void BM_MatmulCuda(benchmark::State& state, int64_t M, int64_t N, int64_t K, boo
 enum class Weights { kPacked, kUnpacked, kInt8, kBf16 };  // kBf16: as translate --bf16
 
 // Times translating 64 sentences of 25 random source tokens (ids from 4 up, seed 5) into exactly
-// 25 tokens each with `model`, prepared as `weights` says, and sets the counters.
-void time_translation(benchmark::State& state, Transformer& model, int64_t beam, Weights weights, int64_t shortlist) {
+// 25 tokens each with `model`, prepared as `weights` says, and sets the counters. Without scores
+// (SearchOptions::return_scores), as `transformer translate` without --scores and CTranslate2's
+// translate_batch by default; `scores` asks for them.
+void time_translation(benchmark::State& state, Transformer& model, int64_t beam, Weights weights, int64_t shortlist,
+                      bool scores = false) {
   const ModelConfig& c = model.config();
   if (weights == Weights::kInt8) model.quantize_int8(Transformer::PlainWeights::kRelease);
   if (weights == Weights::kPacked) model.pack_weights(Transformer::PlainWeights::kRelease);
@@ -270,6 +273,7 @@ void time_translation(benchmark::State& state, Transformer& model, int64_t beam,
   o.max_length_a = 0;
   o.max_length_b = 26;  // 25 tokens + EOS
   o.min_length = 26;
+  o.return_scores = scores;
   std::vector<int32_t> listed;
   for (int32_t id = 4; static_cast<int64_t>(listed.size()) + 1 < shortlist; id += 10) listed.push_back(id);
   const Shortlist fixed = Shortlist::build({{4}}, {listed}, c.vocab_size,
@@ -297,13 +301,13 @@ void time_translation(benchmark::State& state, Transformer& model, int64_t beam,
       benchmark::Counter(flops * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-void BM_Translate(benchmark::State& state, int64_t beam, Weights weights, int64_t shortlist = 0) {
+void BM_Translate(benchmark::State& state, int64_t beam, Weights weights, int64_t shortlist = 0, bool scores = false) {
   ModelConfig c = model_preset("base");
   c.vocab_size = 32000;
   c.pre_norm = true;
   Transformer model(c);
   model.init_parameters(1);
-  time_translation(state, model, beam, weights, shortlist);
+  time_translation(state, model, beam, weights, shortlist, scores);
 }
 
 // Translation with an imported OPUS-MT-shaped model (issue 26): d=512, 8 heads, FFN 2048, 6+6
@@ -354,6 +358,7 @@ void BM_Translate500(benchmark::State& state, int64_t beam, int64_t parallel_bat
   o.search.max_length_b = 26;
   o.search.min_length = 26;
   o.parallel_batches = parallel_batches;
+  o.search.return_scores = false;  // as translate without --scores
   // One untimed batch per thread first, decoded as the timed run decodes them (side by side, or one
   // after the other): their products' JIT kernels and each thread's first pages. The whole 500
   // again, as the other benchmarks take one untimed run, would double the benchmark's time.
@@ -425,6 +430,9 @@ BENCHMARK_CAPTURE(BM_TrainStep, small_bf16, "small", ops::Precision::kBf16)
 BENCHMARK_CAPTURE(BM_TrainStep, base_bf16, "base", ops::Precision::kBf16)
     ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 BENCHMARK_CAPTURE(BM_Translate, greedy, 1, Weights::kPacked)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+// With scores: every step's whole float32 output projection and log-softmax (ops/screen.h skips most of it without).
+BENCHMARK_CAPTURE(BM_Translate, greedy_scores, 1, Weights::kPacked, 0, true)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 BENCHMARK_CAPTURE(BM_Translate, beam4, 4, Weights::kPacked)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK_CAPTURE(BM_Translate, greedy_unpacked, 1, Weights::kUnpacked)
     ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);

@@ -39,6 +39,11 @@ struct SearchOptions {
   int64_t min_length = 0;       // no end of sentence before this many output tokens (it included);
                                 //   benchmarks force a fixed length with min_length = max length
   bool record_attention = false;  // return the encoder-decoder attention of every output token
+  // false: the hypotheses' score and normalized are NaN, not computed (CTranslate2's return_scores).
+  // Greedy search then chooses each token from an int8 screen of the output projection and float32
+  // logits of the few tokens it leaves (ops/screen.h): the same tokens as with scores, about 10%
+  // faster for base on the CPU (docs/performance.md, session 30).
+  bool return_scores = true;
   // How scores of hypotheses of different lengths L (end of sentence included) are compared: a score
   // is divided by lp(L). kGnmt: ((5 + L) / 6)^α (Wu et al., 2016); kPower: L^α (Marian's --normalize,
   // CTranslate2, Hugging Face generate()).

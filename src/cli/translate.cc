@@ -288,6 +288,8 @@ int run(Options o) {
   }
   transformer::TranslateOptions to = o.translate;
   to.search.record_attention = !o.attention_path.empty();
+  // Scores only where printed: greedy search is faster without them (SearchOptions::return_scores).
+  to.search.return_scores = o.scores || to.search.n_best > 1;
   std::vector<std::string> lines;
   int64_t line_number = 0, output_tokens = 0;
   double seconds = 0;  // in the translator: loading, reading and writing excluded

@@ -350,12 +350,20 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
   std::vector<double> score(B, 0.0);
   std::vector<StepRecord> steps;
   std::vector<uint8_t> banned;
+  // Without scores, each step's choice may come from the int8 screen of the output projection
+  // (Transformer::screened_argmax): the same tokens, without the float32 logits.
+  const bool screen = !o.return_scores && !sampling && model.screens_output();
+  std::vector<int32_t> screened;
   for (int64_t t = 0; !rows.empty(); ++t) {
-    const StepLogits logits(model.decode_step(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token)));
-    const TopK top = select(*logits, cols, 1, c, t, o);
+    const Tensor hidden = model.decode_hidden(ctx, state, Tensor::from<int32_t>({int64_t(rows.size())}, token));
+    const bool chosen = screen && model.screened_argmax(ctx, state, hidden, banned_columns(cols, c, t, o), screened);
+    const StepLogits logits(chosen ? Tensor() : model.project_step(ctx, state, hidden));
+    const TopK top = chosen ? TopK{} : select(*logits, cols, 1, c, t, o);
+    // The best allowed token of row r (−1: none allowed).
+    auto best_of = [&](int64_t r) { return chosen ? screened[static_cast<size_t>(r)] : top.id(r, 0); };
     steps.push_back(record_of(parent, token, state));
     const auto R = static_cast<int64_t>(rows.size());
-    const int64_t n = (*logits).size(1);
+    const int64_t n = chosen ? 0 : (*logits).size(1);
     const Tensor* const sampled = sampling ? &logits.host() : nullptr;  // copied before the rows run in parallel
     if (sampling) {
       banned.assign(static_cast<size_t>(n), 0);
@@ -369,7 +377,7 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
       const std::vector<int32_t>& prefix = prefix_of(prefixes, static_cast<size_t>(b));
       if (t < static_cast<int64_t>(prefix.size())) {
         choice[r] = prefix[t];
-      } else if (t + 1 >= e.max_length[b] || top.id(r, 0) < 0) {
+      } else if (t + 1 >= e.max_length[b] || best_of(r) < 0) {
         choice[r] = c.eos_id;
       } else if (sampling) {
         const double u = streams[b].uniform_double(static_cast<uint64_t>(t));
@@ -395,10 +403,11 @@ std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vecto
     for (size_t r = 0; r < rows.size(); ++r) {
       const int64_t b = rows[r];
       const int64_t ri = static_cast<int64_t>(r);
-      const int32_t best = choice[r] >= 0 ? choice[r] : top.id(ri, 0);
-      const double lp =
-          choice[r] >= 0 ? logit_at(logits.host(), cols, ri, best) - top.lse.data<double>()[ri] : top.at(ri, 0);
-      const double s = score[r] + lp;
+      const int32_t best = choice[r] >= 0 ? choice[r] : best_of(ri);
+      // Without scores NaN throughout, whichever way each step chose.
+      const double s = !o.return_scores ? std::numeric_limits<double>::quiet_NaN()
+                       : choice[r] >= 0 ? score[r] + (logit_at(logits.host(), cols, ri, best) - top.lse.data<double>()[ri])
+                                        : score[r] + top.at(ri, 0);
       if (best == c.eos_id) {
         out[b] = backtrack(steps, t, static_cast<int32_t>(r), s, o,
                            e.src_lengths.data<int32_t>()[b], c.heads);
@@ -564,6 +573,8 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   for (auto& done : finished) {
     TFM_CHECK(!done.empty(), "beam search ended a sentence without a hypothesis");
     if (static_cast<int64_t>(done.size()) > o.n_best) done.resize(static_cast<size_t>(o.n_best));
+    if (!o.return_scores)  // ranked by them, but not returned: as greedy search's
+      for (Hypothesis& h : done) h.score = h.normalized = std::numeric_limits<double>::quiet_NaN();
   }
   return finished;
 }

@@ -109,6 +109,10 @@ DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory
 }
 
 Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const {
+  return project_step(ctx, state, decode_hidden(ctx, state, tokens));
+}
+
+Tensor Transformer::decode_hidden(const Context& ctx, DecodeState& state, const Tensor& tokens) const {
   const int64_t rows = state.rows();
   TFM_CHECK(tokens.numel() == rows, "decode_step: ", tokens.numel(), " tokens for ", rows, " hypotheses");
   TFM_CHECK(state.key_rows.size(1) > state.length, "decode_step: the cache holds ", state.length,
@@ -138,12 +142,28 @@ Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Te
   for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].step(ctx, x, state, i);
   if (config_.pre_norm) x = decoder_norm.forward(ctx, x, nullptr);
   ++state.length;
+  return x.view({rows, config_.d_model});
+}
+
+Tensor Transformer::project_step(const Context& ctx, const DecodeState& state, const Tensor& hidden) const {
+  const int64_t rows = hidden.size(0);
+  const Tensor& x = hidden;
   if (!state.output_ids.defined()) return project(ctx, x).view({rows, config_.vocab_size});
   // project_onto reads only the row count of its weight argument when given the int8 rows.
   const Tensor& w = state.output_int8 ? state.output_int8->q : state.output_weight;
   Tensor logits = project_onto(x, w, state.output_int8.get(), state.output_packed.get(), ctx.products);
   if (state.output_bias.defined()) add_output_bias(logits, state.output_bias);
   return logits.view({rows, state.output_ids.numel()});
+}
+
+bool Transformer::screened_argmax(const Context& ctx, const DecodeState& state, const Tensor& hidden,
+                                  const std::vector<int32_t>& banned, std::vector<int32_t>& ids) const {
+  // The float32 products the screen stands in for: packed (its float32 weights) or plain in float32.
+  const bool float32 = ctx.int8 == nullptr && (ctx.packed != nullptr || ctx.products == ops::Precision::kFloat32);
+  if (!screen_ || state.output_ids.defined() || !float32 || hidden.device() != Device::CPU ||
+      hidden.dtype() != DType::F32)
+    return false;
+  return ops::screened_argmax(hidden, *screen_, banned, ids).undecided == 0;
 }
 
 void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& memory_rows) const {

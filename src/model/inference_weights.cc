@@ -11,6 +11,7 @@
 #include "ops/matmul.h"
 #include "ops/packed.h"
 #include "ops/positional.h"
+#include "ops/screen.h"
 
 namespace tfm {
 
@@ -57,10 +58,18 @@ void Transformer::check_not_released(const char* what) const {
             " weights were already given back by an earlier pack_weights or quantize_int8 (PlainWeights::kRelease)");
 }
 
+void Transformer::make_output_screen() {
+  TFM_CHECK(params_.dtype() == DType::F32 && params_.device() == Device::CPU,
+            "make_output_screen: needs a float32 model on the CPU");
+  screen_ = std::make_shared<const ops::ScreenedProjection>(
+      ops::screen_projection(params_.value(output_weight), output_bias >= 0 ? params_.value(output_bias) : Tensor()));
+}
+
 void Transformer::quantize_int8(PlainWeights plain) {
   TFM_CHECK(params_.dtype() == DType::F32, "int8 quantization needs a float32 model");
   check_not_released("quantize_int8");
   int8_.clear();
+  screen_.reset();  // the products are int8 already
   // Packed copies may still refer to the plain weights for some products: none may outlive them.
   if (plain == PlainWeights::kRelease) packed_.clear();
   for (const DecoderLayer& l : decoder) {
@@ -86,6 +95,7 @@ void Transformer::pack_weights(PlainWeights plain, ops::Precision products) {
   TFM_CHECK(params_.dtype() == DType::F32, "packed weights need a float32 model");
   check_not_released("pack_weights");
   packed_.clear();
+  screen_.reset();
   packed_products_ = products;
   if (products == ops::Precision::kBf16) inference_products_ = products;
   // The feed-forward layers' first products take their activation with them.
@@ -117,6 +127,10 @@ void Transformer::pack_weights(PlainWeights plain, ops::Precision products) {
     }
     packed_.emplace(id, std::move(p));
   }
+  // Greedy search without scores then skips most of the float32 output projection (ops/screen.h).
+  if (products == ops::Precision::kFloat32 && params_.device() == Device::CPU &&
+      config_.vocab_size >= kScreenMinVocabulary)
+    make_output_screen();
 }
 
 void Transformer::use_bf16_products(PlainWeights plain) {

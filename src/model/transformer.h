@@ -14,6 +14,7 @@
 #include "model/config.h"
 #include "model/decode_state.h"
 #include "ops/positional.h"
+#include "ops/screen.h"
 
 namespace tfm {
 
@@ -102,8 +103,26 @@ class Transformer {
   // then [B', V'], column j scoring ids[j] (a vocabulary shortlist, decode/shortlist.h).
   void restrict_output(const Context& ctx, DecodeState& state, const std::vector<int32_t>& ids) const;
   // Feeds each hypothesis's last token, int32 [B'], and returns the next token's logits [B', V]
-  // (or [B', V'] after restrict_output).
+  // (or [B', V'] after restrict_output): project_step(decode_hidden(...)).
   Tensor decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const;
+  // The two halves of decode_step: the decoder's output for the step [B', D] (after the final layer
+  // norm of pre-LN models), and its logits [B', V] (or [B', V']).
+  Tensor decode_hidden(const Context& ctx, DecodeState& state, const Tensor& tokens) const;
+  Tensor project_step(const Context& ctx, const DecodeState& state, const Tensor& hidden) const;
+  // Greedy search's choice without the logits (ops/screen.h): for each row of hidden [B', D], the
+  // column of its largest logit among those not banned, exactly as project_step then
+  // ops::top_k_logprobs would choose it. False (ids unspecified) where the model has no screen (see
+  // make_output_screen), the output is restricted (a shortlist), the products are not float32's, or
+  // some row is too close to call: the caller then takes project_step.
+  bool screened_argmax(const Context& ctx, const DecodeState& state, const Tensor& hidden,
+                       const std::vector<int32_t>& banned, std::vector<int32_t>& ids) const;
+  // The int8 copy of the output projection that screened_argmax reads (V · D bytes more, 16 MB for
+  // base). pack_weights makes it in float32 on the CPU for vocabularies of at least
+  // kScreenMinVocabulary entries, where it pays (docs/performance.md, session 30); this makes it for
+  // any (tests). Dropped by quantize_int8 and by pack_weights in bf16.
+  void make_output_screen();
+  bool screens_output() const { return screen_ != nullptr; }
+  static constexpr int64_t kScreenMinVocabulary = 8192;
   // Keeps hypotheses `rows` (int32 [B'']), in that order: beam reordering, expansion of sentences
   // into beams, dropping finished sentences. Their rows of key_rows move, no keys or values; B'' ≤
   // R = sentences × start_decoding's `hypotheses`. `memory_rows` (int32 [B_s''])
@@ -212,6 +231,7 @@ class Transformer {
   ParamStore params_;
   Int8Weights int8_;
   PackedWeights packed_;
+  std::shared_ptr<const ops::ScreenedProjection> screen_;  // make_output_screen's
   ops::Precision inference_products_ = ops::Precision::kFloat32;
   ops::Precision packed_products_ = ops::Precision::kFloat32;  // pack_weights' (a shortlist's rows are packed alike)
 };

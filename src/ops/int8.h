@@ -15,7 +15,7 @@ struct QuantizedMatrix {
   Tensor scale;  // float32 [out]
   Tensor bias;   // float32 [out] added by every product (a fused product's own), or undefined
   // q packed once for the project's own int8 kernel, where it beats oneDNN's gemm (ops/cpu/int8.cc:
-  // 7-bit activations, outputs below 8,192); null elsewhere. The same integer sums either way.
+  // 7-bit activations); null elsewhere. The same integer sums either way.
   // Copies share it: q is not to be changed once packed.
   std::shared_ptr<const void> panels;
   int64_t in = 0;  // q's columns (the product's depth), kept when q goes; 0: q's own

@@ -17,6 +17,8 @@ tr() { "$bin" translate -m "$model" --threads 1 "$@"; }
 
 tr --beam 1 < "$fix/input.en" > "$work/greedy.de"
 diff "$fix/expected.greedy.de" "$work/greedy.de" || fail "greedy output differs from the committed expected output"
+# Greedy search computes scores only for --scores (SearchOptions::return_scores): the same text.
+tr --beam 1 --scores < "$fix/input.en" | cut -f1 | diff "$work/greedy.de" - || fail "greedy text changed with --scores"
 tr --beam 4 --input "$fix/input.en" > "$work/beam.de"
 diff "$fix/expected.beam4.de" "$work/beam.de" || fail "beam-4 output differs from the committed expected output"
 

@@ -49,19 +49,15 @@ int int8_activation_levels() {
 #endif
 }
 
-namespace {
 // Where the project's own int8 panels (simd/int8_panels.cc) serve: 7-bit activations (oneDNN's
 // products there have no VNNI, and its gemm packs the weight again at every call) in the AVX2 and
-// AVX-512 builds, k a multiple of the panels' 4-byte groups, but for wide outputs (the output
-// projection: oneDNN's gemm per block of columns was as fast, 286–361 GOP/s against 293–364).
-// 2 threads, AMD EPYC Zen 4 at the avx2 level, GOP/s, panels against oneDNN: 64 rows 302–371 /
-// 281–337, 256 rows 318–388 / 323–376 (BM_DecodeProductInt8*, docs/performance.md).
-constexpr int64_t kWideColumns = 8192;
-}  // namespace
-
+// AVX-512 builds, k a multiple of the panels' 4-byte groups. 2 threads, AMD EPYC Zen 4 at the avx2
+// level, GOP/s, panels against oneDNN: 64 rows 302–371 / 281–337, 256 rows 318–388 / 323–376; the
+// output projection (512 → 32,000, medians of 3) at 64 rows 319 / 263, at 256 rows 368 / 334
+// (BM_DecodeProductInt8*, docs/performance.md, sessions 26 and 30; until session 30 outputs of
+// 8,192 columns and more stayed with oneDNN, then measured as fast there).
 bool int8_panels_serve(int64_t n, int64_t k) {
-  return int8_activation_levels() == 63 && simd_build(isa()) != SimdBuild::kGeneric && k % 4 == 0 && n > 0 &&
-         n < kWideColumns;
+  return int8_activation_levels() == 63 && simd_build(isa()) != SimdBuild::kGeneric && k % 4 == 0 && n > 0;
 }
 
 std::shared_ptr<const void> pack_int8(int64_t n, int64_t k, const int8_t* w) {
@@ -74,7 +70,8 @@ std::shared_ptr<const void> pack_int8(int64_t n, int64_t k, const int8_t* w) {
 }
 
 void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
-                 const float* bias, ops::Activation act, float* y, const void* panels) {
+                 const float* bias, ops::Activation act, float* y, const void* panels,
+                 const std::function<void(int64_t c0, int64_t nc)>* after_block) {
   // Scratch reused across calls (decoding calls this thousands of times): grown, never cleared.
   if (m == 0 || n == 0) return;
   thread_local std::vector<uint8_t> xq;
@@ -112,6 +109,7 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
       if (panels) {
         matmul_int8_panels(m, c0, nc, k, xq_data, panels, n, acc.data());
         dequantize_rows(m, c0, nc, acc.data(), scale_data, w_scale, bias, act, y, n);
+        if (after_block) (*after_block)(c0, nc);
         continue;
       }
       const dnnl_status_t status = product_columns(m, c0, nc, k, xq_data, offset, w, acc.data());
@@ -121,6 +119,7 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
         continue;
       }
       dequantize_rows(m, c0, nc, acc.data(), scale_data, w_scale, bias, act, y, n);
+      if (after_block) (*after_block)(c0, nc);
     }
     check_product(failed);
     return;
@@ -130,6 +129,7 @@ void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* 
   int32_t* acc_data = acc.data();
   check_product(product_columns(m, 0, n, k, xq_data, offset, w, acc_data));
   dequantize_rows(m, 0, n, acc_data, scale_data, w_scale, bias, act, y, n);
+  if (after_block) (*after_block)(0, n);
 }
 
 }  // namespace tfm::cpu

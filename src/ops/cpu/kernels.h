@@ -6,6 +6,7 @@
 // build and chosen at run time by the CPU's level (ops/cpu/isa.h); the products call BLAS and oneDNN,
 // which choose their own kernels (oneDNN within the level's limit).
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "core/rng.h"
@@ -59,8 +60,12 @@ int int8_activation_levels();  // 127 (8 bits) where oneDNN's products run on VN
 // panels: w packed once by pack_int8 (or null): the same integer sums through the project's own
 // kernel (simd/int8_panels.cc), which pack_int8 uses where it beats oneDNN's gemm (int8_panels_serve;
 // null elsewhere).
+// after_block (or null): called with each block of columns [c0, c0 + nc) once every row of y there
+// is final, by the thread that made it, while the block is in its cache (ops/screen.cc reads each
+// row's maximum there); blocks are whole 16-column units, any order, in parallel.
 void matmul_int8(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const float* w_scale,
-                 const float* bias, ops::Activation act, float* y, const void* panels = nullptr);
+                 const float* bias, ops::Activation act, float* y, const void* panels = nullptr,
+                 const std::function<void(int64_t c0, int64_t nc)>* after_block = nullptr);
 bool int8_panels_serve(int64_t n, int64_t k);
 std::shared_ptr<const void> pack_int8(int64_t n, int64_t k, const int8_t* w);
 
