@@ -70,6 +70,7 @@ struct TranslateArgs {
   int64_t sampling_topk;
   double sampling_topp, sampling_temperature;
   uint64_t seed;
+  bool return_scores;
 
   TranslateOptions options() const {
     TranslateOptions o;
@@ -88,6 +89,7 @@ struct TranslateArgs {
     o.search.sampling_topp = sampling_topp;
     o.search.sampling_temperature = sampling_temperature;
     o.search.seed = seed;
+    o.search.return_scores = return_scores;
     return o;
   }
 };
@@ -105,11 +107,12 @@ void def_translate(py::class_<Translator>& c, const char* name, const char* argu
                double max_length_a, double max_length_b, int64_t min_length, bool attention, int64_t batch_size,
                int64_t max_input_tokens, std::optional<int64_t> max_memory, int64_t parallel_batches,
                int64_t sampling_topk, double sampling_topp, double sampling_temperature, uint64_t seed,
-               const std::optional<Sources>& target_prefixes) {
+               const std::optional<Sources>& target_prefixes, bool return_scores) {
         const TranslateOptions o =
             TranslateArgs{beam,       n_best,     length_penalty,   max_length_a, max_length_b,
                           min_length, attention,  batch_size,       max_input_tokens, max_memory,
-                          parallel_batches, sampling_topk, sampling_topp, sampling_temperature, seed}
+                          parallel_batches, sampling_topk, sampling_topp, sampling_temperature, seed,
+                          return_scores}
                 .options();
         const Sources prefixes = target_prefixes.value_or(Sources{});
         py::gil_scoped_release release;
@@ -120,7 +123,7 @@ void def_translate(py::class_<Translator>& c, const char* name, const char* argu
       py::arg("attention") = false, py::arg("batch_size") = 64, py::arg("max_input_tokens") = 1024,
       py::arg("max_memory") = py::none(), py::arg("parallel_batches") = 0, py::arg("sampling_topk") = 0,
       py::arg("sampling_topp") = 1.0, py::arg("sampling_temperature") = 1.0, py::arg("seed") = 0,
-      py::arg("target_prefixes") = py::none(), doc);
+      py::arg("target_prefixes") = py::none(), py::arg("return_scores") = true, doc);
 }
 
 template <class Sources>
@@ -401,7 +404,8 @@ several threads may use one Translator at once.)");
       "Sentences → a list of Translation, in input order (sorted by length into batches internally). "
       "sampling_topk (0: search; -1: the whole vocabulary; k: the k most probable), sampling_topp, "
       "sampling_temperature and seed sample instead of searching (beam=1); target_prefixes (one per line, \"\" "
-      "for none) force the start of each translation.");
+      "for none) force the start of each translation. return_scores=False: scores are NaN, and greedy search "
+      "(beam=1) is faster.");
   def_translate<std::vector<std::vector<int32_t>>>(
       translator, "translate_ids", "sources", &Translator::translate_ids,
       "Token-id lists (without end of sentence) → Translations whose hypotheses have ids only (text \"\").");

@@ -2,6 +2,7 @@
 attention, scores by teacher forcing, ids, the input policy, and model files."""
 
 import gc
+import math
 import os
 import pathlib
 
@@ -88,6 +89,16 @@ def test_translate_ids_gives_the_ids_of_translate(translator):
         assert [h.ids for h in a.hypotheses] == [h.ids for h in b.hypotheses]
         assert all(h.text == "" for h in b.hypotheses)
         assert b.source_ids == a.source_ids
+
+
+def test_without_scores_the_same_translations_and_nan_scores(translator):
+    lines = ["three hundred forty-two", "sixteen", "nine thousand"]
+    for beam in (1, 4):
+        with_scores = translator.translate(lines, beam=beam)
+        without = translator.translate(lines, beam=beam, return_scores=False)
+        assert [r.best.ids for r in without] == [r.best.ids for r in with_scores]
+        assert all(math.isnan(r.best.score) and math.isnan(r.best.normalized) for r in without)
+        assert not any(math.isnan(r.best.score) for r in with_scores)
 
 
 def test_options_reach_the_search(translator):

@@ -118,6 +118,7 @@ class Translator:
         sampling_temperature: float = 1.0,
         seed: int = 0,
         target_prefixes: Optional[Sequence[_Text]] = None,
+        return_scores: bool = True,
     ) -> list[Translation]: ...
     def translate_ids(
         self,
@@ -139,6 +140,7 @@ class Translator:
         sampling_temperature: float = 1.0,
         seed: int = 0,
         target_prefixes: Optional[Sequence[Sequence[int]]] = None,
+        return_scores: bool = True,
     ) -> list[Translation]: ...
     def score(
         self, sources: Sequence[_Text], targets: Sequence[_Text], *, batch_size: int = 64, max_input_tokens: int = 1024

@@ -375,6 +375,8 @@ struct Server::Impl {
     o.search.record_attention = f.boolean("attention", false);
     o.max_input_tokens = options.max_input_tokens;
     const bool scores = f.boolean("scores", false);
+    // Computed only where returned: greedy search is faster without (SearchOptions::return_scores).
+    o.search.return_scores = scores || o.search.n_best > 1 || o.search.record_attention;
     std::vector<std::vector<std::string>> warnings(texts.size());
     std::vector<std::vector<int32_t>> sources;
     std::vector<int64_t> costs;
@@ -396,7 +398,7 @@ struct Server::Impl {
     uint64_t penalty_bits = 0;
     std::memcpy(&penalty_bits, &o.search.length_penalty, sizeof penalty_bits);
     const std::string key = cat(m.spec.name, "\ttranslate\t", o.search.beam_size, "\t", o.search.n_best, "\t",
-                                penalty_bits, "\t", o.search.record_attention);
+                                penalty_bits, "\t", o.search.record_attention, "\t", o.search.return_scores);
     auto job = std::make_shared<TranslateJob>(key, costs, *m.translator, o, std::move(sources));
     submit(job);
     json out = json::array();
