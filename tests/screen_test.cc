@@ -143,7 +143,7 @@ TEST(Screen, GreedySearchWithoutScoresChoosesTheSameTokens) {
     auto m = testing::scaled_model(300, 7, DType::F32, scale, /*pre_norm=*/scale > 2);
     m->pack_weights();
     EXPECT_FALSE(m->screens_output()) << "made only from kScreenMinVocabulary entries";
-    m->make_output_screen();
+    m->screen_output();
     ASSERT_TRUE(m->screens_output());
     std::mt19937 gen(5);
     std::uniform_int_distribution<int32_t> id(4, 299), len(1, 12);

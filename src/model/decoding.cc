@@ -163,7 +163,11 @@ bool Transformer::screened_argmax(const Context& ctx, const DecodeState& state, 
   if (!screen_ || state.output_ids.defined() || !float32 || hidden.device() != Device::CPU ||
       hidden.dtype() != DType::F32)
     return false;
-  return ops::screened_argmax(hidden, *screen_, banned, ids).undecided == 0;
+  std::call_once(screen_->once, [&] {
+    screen_->projection = std::make_shared<const ops::ScreenedProjection>(ops::screen_projection(
+        params_.value(output_weight), output_bias >= 0 ? params_.value(output_bias) : Tensor()));
+  });
+  return ops::screened_argmax(hidden, *screen_->projection, banned, ids).undecided == 0;
 }
 
 void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& memory_rows) const {

@@ -58,11 +58,10 @@ void Transformer::check_not_released(const char* what) const {
             " weights were already given back by an earlier pack_weights or quantize_int8 (PlainWeights::kRelease)");
 }
 
-void Transformer::make_output_screen() {
+void Transformer::screen_output() {
   TFM_CHECK(params_.dtype() == DType::F32 && params_.device() == Device::CPU,
-            "make_output_screen: needs a float32 model on the CPU");
-  screen_ = std::make_shared<const ops::ScreenedProjection>(
-      ops::screen_projection(params_.value(output_weight), output_bias >= 0 ? params_.value(output_bias) : Tensor()));
+            "screen_output: needs a float32 model on the CPU");
+  screen_ = std::make_shared<Screen>();
 }
 
 void Transformer::quantize_int8(PlainWeights plain) {
@@ -130,7 +129,7 @@ void Transformer::pack_weights(PlainWeights plain, ops::Precision products) {
   // Greedy search without scores then skips most of the float32 output projection (ops/screen.h).
   if (products == ops::Precision::kFloat32 && params_.device() == Device::CPU &&
       config_.vocab_size >= kScreenMinVocabulary)
-    make_output_screen();
+    screen_output();
 }
 
 void Transformer::use_bf16_products(PlainWeights plain) {

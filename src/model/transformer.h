@@ -5,6 +5,7 @@
 // Parameters live in one ParamStore: one flat buffer of values, one of gradients.
 #include <cmath>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "layers/attention.h"
@@ -111,16 +112,17 @@ class Transformer {
   Tensor project_step(const Context& ctx, const DecodeState& state, const Tensor& hidden) const;
   // Greedy search's choice without the logits (ops/screen.h): for each row of hidden [B', D], the
   // column of its largest logit among those not banned, exactly as project_step then
-  // ops::top_k_logprobs would choose it. False (ids unspecified) where the model has no screen (see
-  // make_output_screen), the output is restricted (a shortlist), the products are not float32's, or
-  // some row is too close to call: the caller then takes project_step.
+  // ops::top_k_logprobs would choose it. False (ids unspecified) where the model does not screen
+  // (see screen_output), the output is restricted (a shortlist), the products are not float32's, or
+  // some row is too close to call: the caller then takes project_step. Thread-safe.
   bool screened_argmax(const Context& ctx, const DecodeState& state, const Tensor& hidden,
                        const std::vector<int32_t>& banned, std::vector<int32_t>& ids) const;
-  // The int8 copy of the output projection that screened_argmax reads (V · D bytes more, 16 MB for
-  // base). pack_weights makes it in float32 on the CPU for vocabularies of at least
-  // kScreenMinVocabulary entries, where it pays (docs/performance.md, session 30); this makes it for
-  // any (tests). Dropped by quantize_int8 and by pack_weights in bf16.
-  void make_output_screen();
+  // Lets screened_argmax choose: the int8 copy of the output projection it reads (V · D bytes, 16 MB
+  // for base) is made at its first call, so that beam search alone never pays for it. pack_weights
+  // turns it on in float32 on the CPU for vocabularies of at least kScreenMinVocabulary entries,
+  // where it pays (docs/performance.md, session 30); this turns it on for any (tests). Off again
+  // after quantize_int8 and pack_weights in bf16.
+  void screen_output();
   bool screens_output() const { return screen_ != nullptr; }
   static constexpr int64_t kScreenMinVocabulary = 8192;
   // Keeps hypotheses `rows` (int32 [B'']), in that order: beam reordering, expansion of sentences
@@ -231,7 +233,12 @@ class Transformer {
   ParamStore params_;
   Int8Weights int8_;
   PackedWeights packed_;
-  std::shared_ptr<const ops::ScreenedProjection> screen_;  // make_output_screen's
+  // screen_output's: made once, at the first screened_argmax (any thread); null: no screening.
+  struct Screen {
+    std::once_flag once;
+    std::shared_ptr<const ops::ScreenedProjection> projection;
+  };
+  std::shared_ptr<Screen> screen_;
   ops::Precision inference_products_ = ops::Precision::kFloat32;
   ops::Precision packed_products_ = ops::Precision::kFloat32;  // pack_weights' (a shortlist's rows are packed alike)
 };
