@@ -82,8 +82,9 @@ void Transformer::quantize_int8(PlainWeights plain) {
   for (int id : product_weights()) {
     if (params_.released(id)) continue;  // a fused copy's part, kept only there
     ops::QuantizedMatrix q = ops::quantize_rows(params_.value(id));
-    // One copy of each: the panels where they serve, but for the output projection, whose rows a
-    // shortlist selects from q (decoding.cc).
+    // One copy of each: the panels where they serve. The output projection keeps q as well (16 MB
+    // for base where its panels serve, the 7-bit levels): a shortlist selects its rows from q
+    // (decoding.cc).
     if (id != output_weight) ops::release_unpacked(q);
     int8_.emplace(id, std::move(q));
     if (plain == PlainWeights::kRelease && only_in_products(id)) params_.release(id);

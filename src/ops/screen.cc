@@ -94,6 +94,34 @@ ScreenedProjection screen_projection(const Tensor& weight, const Tensor& bias) {
   return p;
 }
 
+ScreenBounds screen_bounds(const float* x, int64_t D, const ScreenedProjection& p) {
+  ScreenBounds out;
+  double sum2 = 0;
+  float max = 0;
+  for (int64_t i = 0; i < D; ++i) {
+    out.finite = out.finite && std::isfinite(x[i]);
+    sum2 += double(x[i]) * double(x[i]);
+    max = std::max(max, std::abs(x[i]));
+  }
+  if (!out.finite || !p.finite) {
+    out.finite = false;
+    return out;
+  }
+  const double xn = up(std::sqrt(sum2)), dn = activation_error_norm(x, D, max, int8_activation_levels());
+  const double xq = xn + dn;  // ≥ ‖x̂‖
+  // |x·w_k − s·scale_k·Σ q̂ q| ≤ ‖x‖ ‖w_k − ŵ_k‖ + ‖x − x̂‖ ‖ŵ_k‖ (Cauchy–Schwarz); the int8 product's
+  // dequantization (the int32 sum to float, two float products) adds 3.01 units of |x̂·ŵ_k| ≤
+  // ‖x̂‖ ‖ŵ_k‖, and its bias's addition 1 unit of the result, counted as 2.01 units of ‖x̂‖ ‖ŵ_k‖ + |b_k|.
+  out.int8 = up(xn * p.max_error_norm + dn * p.max_quantized_norm + 3.01 * kUnit * xq * p.max_quantized_norm +
+                2.01 * kUnit * (xq * p.max_quantized_norm * (1 + 4 * kUnit) + p.max_bias));
+  // The float32 product: γ_D ‖x‖ ‖w_k‖ in any summation order (fused or not), then 1 unit of the logit
+  // for the bias's addition.
+  const double gamma = double(D) * kUnit / (1 - double(D) * kUnit);
+  out.limit = up(xn * p.max_norm + p.max_bias);
+  out.float32 = up(gamma * xn * p.max_norm + 1.01 * kUnit * (out.limit * (1 + gamma)));
+  return out;
+}
+
 ScreenStats screened_argmax(const Tensor& x, const ScreenedProjection& p, const std::vector<int32_t>& banned,
                             std::vector<int32_t>& ids) {
   check_rank("screened_argmax", "x", x, 2);
@@ -136,9 +164,6 @@ ScreenStats screened_argmax(const Tensor& x, const ScreenedProjection& p, const 
   const float* xs = x.data<float>();
   const float* w = p.weight.data<float>();
   const float* b = p.bias.defined() ? p.bias.data<float>() : nullptr;
-  const int levels = int8_activation_levels();
-  // γ_D: the float32 product's rounding, relative to Σ |x_i w_i| ≤ ‖x‖ ‖w‖, in any summation order.
-  const double gamma = double(D) * kUnit / (1 - double(D) * kUnit);
   int64_t undecided = 0, candidates = 0;
 #pragma omp parallel reduction(+ : undecided, candidates)
   {
@@ -147,33 +172,16 @@ ScreenStats screened_argmax(const Tensor& x, const ScreenedProjection& p, const 
     for (int64_t r = 0; r < R; ++r) {
       const float* xr = xs + r * D;
       float* y = ys + r * V;
-      double sum2 = 0;
-      float max = 0;
-      bool finite = true;
-      for (int64_t i = 0; i < D; ++i) {
-        finite = finite && std::isfinite(xr[i]);
-        sum2 += double(xr[i]) * double(xr[i]);
-        max = std::max(max, std::abs(xr[i]));
-      }
-      if (!finite) {
+      const ScreenBounds bounds = screen_bounds(xr, D, p);
+      // Logits near float32's range: the float32 product may overflow where this would not.
+      if (!bounds.finite || bounds.limit + bounds.int8 + bounds.float32 >= 0.25 * std::numeric_limits<float>::max()) {
         ++undecided;
         continue;
       }
-      const double xn = up(std::sqrt(sum2)), dn = activation_error_norm(xr, D, max, levels);
-      // |x·w_k − s·scale_k·Σ q̂ q| ≤ ‖x‖ ‖w_k − ŵ_k‖ + ‖x − x̂‖ ‖ŵ_k‖; the int8 product's float32
-      // dequantization (the sum to float, two products) adds 3.01 units of |x̂·ŵ_k| ≤ ‖x̂‖ ‖ŵ_k‖;
-      // the float32 product's own rounding γ_D ‖x‖ ‖w_k‖ and its bias's, 1 unit of the logit.
-      const double xq = xn + dn;
-      const double bound_int8 = xn * p.max_error_norm + dn * p.max_quantized_norm +
-                                3.01 * kUnit * xq * p.max_quantized_norm;
-      const double logit_max = xn * p.max_norm * (1 + gamma) + p.max_bias;
-      const double bound_f32 = up(gamma * xn * p.max_norm + 1.01 * kUnit * logit_max);
-      // The double recomputation's own error: far below this.
-      const double bound_own = 1e-12 * (logit_max + 1);
-      const double total = up((bound_int8 + bound_f32) * (1 + 1e-9));
+      const double total = up(bounds.int8 + bounds.float32);
       // The row's best int8 logit (bias included), then the columns within 2 · total of it, in the
-      // blocks whose largest reaches that far; in float32, whose rounding of the bias's addition (at
-      // most one unit of |x̂·ŵ_k| + |b_k|) `slack` covers.
+      // blocks whose largest reaches that far. A column k outside: its float32 logit is at most
+      // y_k + total < best − total, at most the float32 logit of the column holding `best`.
       const float* bm = bmax.data() + r * units;
       float best = -std::numeric_limits<float>::infinity();
       int nans = 0;
@@ -185,9 +193,12 @@ ScreenStats screened_argmax(const Tensor& x, const ScreenedProjection& p, const 
         ++undecided;
         continue;
       }
-      const double slack = 2.01 * kUnit * (xq * p.max_quantized_norm * (1 + 4 * kUnit) + p.max_bias);
-      const float floor = std::nextafter(static_cast<float>(double(best) - 2 * total - 2 * slack),
-                                         -std::numeric_limits<float>::infinity());
+      const float floor =
+          std::nextafter(static_cast<float>(double(best) - 2 * total), -std::numeric_limits<float>::infinity());
+      if (!std::isfinite(floor)) {
+        ++undecided;
+        continue;
+      }
       cand.clear();
       for (int64_t u = 0; u < units && static_cast<int64_t>(cand.size()) <= kMaxScreenCandidates; ++u)
         if (bwidth[static_cast<size_t>(u)] > 0 && bm[u] >= floor)
@@ -216,7 +227,9 @@ ScreenStats screened_argmax(const Tensor& x, const ScreenedProjection& p, const 
           second = std::max(second, v);
         }
       }
-      if (top_k >= 0 && top - second > 2 * (bound_f32 + bound_own)) ids[static_cast<size_t>(r)] = top_k;
+      // The double recomputation's own error is far below this.
+      const double own = 1e-12 * (bounds.limit + 1);
+      if (top_k >= 0 && top - second > 2 * (bounds.float32 + own)) ids[static_cast<size_t>(r)] = top_k;
       else ++undecided;
     }
   }

@@ -32,6 +32,16 @@ struct ScreenedProjection {
 // undefined.
 ScreenedProjection screen_projection(const Tensor& weight, const Tensor& bias = Tensor());
 
+// For one row x [D] (float32 on the CPU), the bounds screened_argmax decides with: `int8` on
+// |the int8 product's logit (bias included) − (x·w_k + b_k)|, `float32` on |the float32 product's
+// logit (any summation order, then + b_k) − (x·w_k + b_k)|, and `limit` on |x·w_k + b_k|, for every k
+// (exact real values on the right). finite: x's values and the projection's are.
+struct ScreenBounds {
+  double int8 = 0, float32 = 0, limit = 0;
+  bool finite = true;
+};
+ScreenBounds screen_bounds(const float* x, int64_t D, const ScreenedProjection& p);
+
 struct ScreenStats {
   int64_t undecided = 0;   // rows left for the full product
   int64_t candidates = 0;  // columns recomputed, over all rows
