@@ -124,7 +124,7 @@ class Transformer {
   // after quantize_int8 and pack_weights in bf16.
   void screen_output();
   bool screens_output() const { return screen_ != nullptr; }
-  static constexpr int64_t kScreenMinVocabulary = 8192;
+  static constexpr int64_t kScreenMinVocabulary = 4096;
   // Keeps hypotheses `rows` (int32 [B'']), in that order: beam reordering, expansion of sentences
   // into beams, dropping finished sentences. Their rows of key_rows move, no keys or values; B'' ≤
   // R = sentences × start_decoding's `hypotheses`. `memory_rows` (int32 [B_s''])
