@@ -1,9 +1,13 @@
 // transformer info MODEL: the configuration, the parameter count per component and the file size.
 // transformer info --cpu: the CPU, its instruction-set level and what each library runs on it.
+#include <optional>
+#include <string>
+
 #include "cli/commands.h"
 #include "cli/model_io.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "data/vocab.h"
 #include "dist/communicator.h"
 #include "dist/device_communicator.h"
 #include "transformer/system.h"
@@ -20,6 +24,29 @@ std::string grouped(int64_t n) {  // 12345678 → "12,345,678"
     out += digits[i];
   }
   return out;
+}
+
+// A vocabulary given where a model file is expected (its .model or vocabulary.json beside it): what
+// it is, its size and the fingerprint model files record, instead of a safetensors header error.
+// Nothing for any other file, which then goes to model_info and its errors.
+std::optional<int> vocabulary_info(const std::string& path) {
+  const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  const bool model = path.size() >= 6 && path.compare(path.size() - 6, 6, ".model") == 0;
+  if (!json && !model) return std::nullopt;
+  Vocab vocab;
+  try {
+    vocab = Vocab::load(path);
+  } catch (const Error&) {
+    return std::nullopt;  // not a vocabulary after all: model_info says what it is not
+  }
+  std::printf("vocabulary  %s\n", path.c_str());
+  std::printf("kind        %s\n", vocab.has_piece_table() ? "a piece vocabulary (an imported model's) with its "
+                                                           "SentencePiece models"
+                                                         : "a SentencePiece model");
+  std::printf("size        %lld entries\n", static_cast<long long>(vocab.size()));
+  std::printf("fingerprint %s (model files trained with it record this)\n", vocab.fingerprint().c_str());
+  std::printf("\nthis is a vocabulary, not a model: `transformer info MODEL.safetensors` describes a model\n");
+  return 0;
 }
 }  // namespace
 
@@ -52,6 +79,7 @@ Action add_info(CLI::App& app) {
       std::printf("\n");
     }
     TFM_CHECK(!path->empty(), "info: give a model file, or --cpu");
+    if (const std::optional<int> vocabulary = vocabulary_info(*path)) return *vocabulary;
     const transformer::ModelInfo info = transformer::model_info(*path, !*no_verify);
     print_notes(info.notes);
     std::printf("model      %s\n", path->c_str());

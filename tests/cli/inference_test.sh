@@ -115,6 +115,15 @@ grep -q "configurations differ (.*d_model 16 against " "$work/err" || fail "mixe
 head -c 1000 "$model" > "$work/broken.safetensors"
 "$bin" info "$work/broken.safetensors" 2>"$work/err" && fail "broken model accepted"
 grep -q "truncated" "$work/err" || fail "broken model message: $(cat "$work/err")"
+# info on the vocabulary instead of the model says what it is; on a .model that is neither, the
+# safetensors error.
+"$bin" info "$fix/vocab.model" > "$work/vocab_info" || fail "info on a vocabulary failed"
+grep -q "a SentencePiece model" "$work/vocab_info" && grep -q "this is a vocabulary, not a model" "$work/vocab_info" ||
+  fail "info on a vocabulary: $(cat "$work/vocab_info")"
+grep -Eq "^fingerprint [0-9a-f]{16} " "$work/vocab_info" || fail "info on a vocabulary: no fingerprint"
+echo garbage > "$work/garbage.model"
+"$bin" info "$work/garbage.model" 2>"$work/err" && fail "a garbage .model accepted"
+grep -q "not a safetensors file" "$work/err" || fail "garbage .model message: $(cat "$work/err")"
 cp "$model" "$work/lonely.safetensors"
 echo one | "$bin" translate -m "$work/lonely.safetensors" 2>"$work/err" && fail "missing vocabulary accepted"
 grep -q "vocab.model' does not exist" "$work/err" || fail "missing vocabulary message"
