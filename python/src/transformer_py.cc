@@ -574,7 +574,12 @@ several threads may use one Translator at once.)");
       .def_readonly("loss", &ValidationResult::loss)
       .def_readonly("ppl", &ValidationResult::ppl)
       .def_readonly("bleu", &ValidationResult::bleu)
-      .def_readonly("exact", &ValidationResult::exact, "fraction of translations equal to their reference");
+      .def_readonly("exact", &ValidationResult::exact, "fraction of translations equal to their reference")
+      .def("__repr__", [](const ValidationResult& v) {
+        auto num = [](double x) { return py::repr(py::float_(x)).cast<std::string>(); };
+        return "ValidationResult(loss=" + num(v.loss) + ", ppl=" + num(v.ppl) + ", bleu=" + num(v.bleu) +
+               ", exact=" + num(v.exact) + ")";
+      });
   py::class_<StepResult>(m, "StepResult", "What one Trainer.step() did.")
       .def_readonly("step", &StepResult::step)
       .def_readonly("epoch", &StepResult::epoch)
@@ -582,7 +587,14 @@ several threads may use one Translator at once.)");
       .def_readonly("loss", &StepResult::loss)
       .def_readonly("tokens", &StepResult::tokens)
       .def_readonly("learning_rate", &StepResult::learning_rate)
-      .def_readonly("finished", &StepResult::finished);
+      .def_readonly("finished", &StepResult::finished)
+      .def("__repr__", [](const StepResult& r) {
+        auto num = [](double x) { return py::repr(py::float_(x)).cast<std::string>(); };
+        return "StepResult(step=" + std::to_string(r.step) + ", epoch=" + std::to_string(r.epoch) +
+               ", stepped=" + (r.stepped ? "True" : "False") + ", loss=" + num(r.loss) + ", tokens=" +
+               std::to_string(r.tokens) + ", learning_rate=" + num(r.learning_rate) +
+               ", finished=" + (r.finished ? "True" : "False") + ")";
+      });
   py::class_<TrainResult>(m, "TrainResult", "How a training ended.")
       .def_readonly("steps", &TrainResult::steps)
       .def_readonly("epochs", &TrainResult::epochs)

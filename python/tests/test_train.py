@@ -78,6 +78,7 @@ def test_step_by_step_equals_run_and_a_stop_resumes(data, tmp_path):
         r = t.step()
         if r.stepped:
             steps.append(r.step)
+            assert repr(r).startswith(f"StepResult(step={r.step}, epoch=") and "stepped=True" in repr(r)
     assert steps == [4, 5, 6, 7, 8]
     assert t.result.steps == 8
     a = (tmp_path / "whole" / "model.safetensors").read_bytes()
