@@ -239,3 +239,26 @@ TEST(Int8, QuantizedModelTranslatesLikeTheFloatModel) {
 
 }  // namespace
 }  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// A row with a NaN or an infinity (a broken model's activations) is quantized to zeros, as a row of
+// zeros is: its products are 0 (the sanitizer build checks that no value is converted undefined).
+TEST(Int8, NonFiniteActivationRowsAreQuantizedToZeros) {
+  Tensor x = testing::random_tensor({3, 40}, 5).to(DType::F32);
+  x.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+  x.data<float>()[40 + 3] = std::numeric_limits<float>::infinity();
+  const Tensor w = testing::random_tensor({20, 40}, 6).to(DType::F32);
+  Tensor y = Tensor::zeros({3, 20}), exact = Tensor::zeros({3, 20});
+  ops::matmul_int8(x, ops::quantize_rows(w), y);
+  ops::matmul(x, w, exact, {.trans_b = true});
+  for (int64_t c = 0; c < 20; ++c) {
+    EXPECT_EQ(y.data<float>()[c], 0.0f) << c;
+    EXPECT_EQ(y.data<float>()[20 + c], 0.0f) << c;
+    EXPECT_NEAR(y.data<float>()[40 + c], exact.data<float>()[40 + c], 0.05) << c;  // the finite row as usual
+  }
+}
+
+}  // namespace
+}  // namespace tfm

@@ -15,7 +15,7 @@ TFM_SIMD_BEGIN
 
 namespace {
 // Whether a row whose largest magnitude is max gets a scale max / levels that is a normal float:
-// rows of zeros, of denormals (whose 1 / scale would be ∞) or with a NaN are quantized to zeros.
+// rows of zeros, of denormals (whose 1 / scale would be ∞) or with a NaN or ∞ are quantized to zeros.
 inline bool scalable(float max, float levels) { return max >= levels * std::numeric_limits<float>::min(); }
 }  // namespace
 
@@ -38,12 +38,22 @@ void quantize_activations(int64_t m, int64_t k, const float* x, int levels, uint
   for (int64_t r = 0; r < m; ++r) {
     const float* row = x + r * k;
     float max = 0;
-#pragma omp simd reduction(max : max)
-    for (int64_t c = 0; c < k; ++c) max = std::max(max, std::abs(row[c]));
-    const bool ok = scalable(max, top);
+    int nan = 0;
+#pragma omp simd reduction(max : max) reduction(| : nan)
+    for (int64_t c = 0; c < k; ++c) {
+      max = std::max(max, std::abs(row[c]));
+      nan |= row[c] != row[c];
+    }
+    // A row with a NaN or an infinity (a broken model's) is quantized to zeros too: converting its
+    // values to integers would be undefined.
+    const bool ok = scalable(max, top) && !nan && max <= std::numeric_limits<float>::max();
     const float s = ok ? max / top : 1.0f, inv = ok ? 1.0f / s : 0.0f;
     x_scale[r] = s;
     uint8_t* out = xq + r * k;
+    if (!ok) {
+      std::fill(out, out + k, static_cast<uint8_t>(levels + 1));
+      continue;
+    }
 #pragma omp simd
     for (int64_t c = 0; c < k; ++c) {
       // v in [-levels, levels]: rounded half away from zero, then shifted by levels + 1 into
