@@ -147,11 +147,10 @@ Tensor Transformer::decode_hidden(const Context& ctx, DecodeState& state, const 
 
 Tensor Transformer::project_step(const Context& ctx, const DecodeState& state, const Tensor& hidden) const {
   const int64_t rows = hidden.size(0);
-  const Tensor& x = hidden;
-  if (!state.output_ids.defined()) return project(ctx, x).view({rows, config_.vocab_size});
+  if (!state.output_ids.defined()) return project(ctx, hidden).view({rows, config_.vocab_size});
   // project_onto reads only the row count of its weight argument when given the int8 rows.
   const Tensor& w = state.output_int8 ? state.output_int8->q : state.output_weight;
-  Tensor logits = project_onto(x, w, state.output_int8.get(), state.output_packed.get(), ctx.products);
+  Tensor logits = project_onto(hidden, w, state.output_int8.get(), state.output_packed.get(), ctx.products);
   if (state.output_bias.defined()) add_output_bias(logits, state.output_bias);
   return logits.view({rows, state.output_ids.numel()});
 }

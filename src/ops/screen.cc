@@ -1,7 +1,5 @@
 #include "ops/screen.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
