@@ -58,6 +58,9 @@ TranslatorOptions::Weights parse_weights(const std::string& name) {
   throw Error("weights must be 'packed', 'int8', 'plain' or 'bf16', got '" + name + "'");
 }
 
+// A float as Python prints it (repr): the shortest digits that read back to it, nan, inf.
+std::string repr_float(double x) { return py::repr(py::float_(x)).cast<std::string>(); }
+
 // The keyword arguments of translate and translate_ids, in TranslateOptions.
 struct TranslateArgs {
   int64_t beam, n_best;
@@ -295,7 +298,7 @@ PYBIND11_MODULE(_transformer, m) {
                              "array [layers, heads, target, source], end of sentence included on both sides; else None")
       .def("__repr__", [](const Hypothesis& h) {
         return "Hypothesis(text=" + py::repr(text_of(h.text)).cast<std::string>() + ", score=" +
-               py::repr(py::float_(h.score)).cast<std::string>() + ")";
+               repr_float(h.score) + ")";
       });
 
   py::class_<Translation>(m, "Translation", "A sentence's translations, best first.")
@@ -335,7 +338,7 @@ PYBIND11_MODULE(_transformer, m) {
       .def_readonly("source_repairs", &Score::source_repairs)
       .def_readonly("target_repairs", &Score::target_repairs)
       .def("__repr__", [](const Score& s) {
-        return "Score(total=" + py::repr(py::float_(s.total)).cast<std::string>() + ", tokens=" +
+        return "Score(total=" + repr_float(s.total) + ", tokens=" +
                std::to_string(s.tokens) + ")";
       });
 
@@ -558,7 +561,7 @@ several threads may use one Translator at once.)");
       .def_readonly("eta_s", &Progress::eta_s, "seconds to max_steps at this pace; -1 when max_steps is 0")
       .def_readonly("log_step", &Progress::log_step, "a log step: a training record follows")
       .def("__repr__", [](const Progress& p) {
-        return "Progress(step=" + std::to_string(p.step) + ", loss=" + py::repr(py::float_(p.loss)).cast<std::string>() + ")";
+        return "Progress(step=" + std::to_string(p.step) + ", loss=" + repr_float(p.loss) + ")";
       });
   py::class_<MetricsRecord>(m, "MetricsRecord", "One record of RUN/metrics.jsonl.")
       .def_property_readonly("kind", [](const MetricsRecord& r) {
@@ -576,9 +579,8 @@ several threads may use one Translator at once.)");
       .def_readonly("bleu", &ValidationResult::bleu)
       .def_readonly("exact", &ValidationResult::exact, "fraction of translations equal to their reference")
       .def("__repr__", [](const ValidationResult& v) {
-        auto num = [](double x) { return py::repr(py::float_(x)).cast<std::string>(); };
-        return "ValidationResult(loss=" + num(v.loss) + ", ppl=" + num(v.ppl) + ", bleu=" + num(v.bleu) +
-               ", exact=" + num(v.exact) + ")";
+        return "ValidationResult(loss=" + repr_float(v.loss) + ", ppl=" + repr_float(v.ppl) + ", bleu=" + repr_float(v.bleu) +
+               ", exact=" + repr_float(v.exact) + ")";
       });
   py::class_<StepResult>(m, "StepResult", "What one Trainer.step() did.")
       .def_readonly("step", &StepResult::step)
@@ -589,10 +591,9 @@ several threads may use one Translator at once.)");
       .def_readonly("learning_rate", &StepResult::learning_rate)
       .def_readonly("finished", &StepResult::finished)
       .def("__repr__", [](const StepResult& r) {
-        auto num = [](double x) { return py::repr(py::float_(x)).cast<std::string>(); };
         return "StepResult(step=" + std::to_string(r.step) + ", epoch=" + std::to_string(r.epoch) +
-               ", stepped=" + (r.stepped ? "True" : "False") + ", loss=" + num(r.loss) + ", tokens=" +
-               std::to_string(r.tokens) + ", learning_rate=" + num(r.learning_rate) +
+               ", stepped=" + (r.stepped ? "True" : "False") + ", loss=" + repr_float(r.loss) + ", tokens=" +
+               std::to_string(r.tokens) + ", learning_rate=" + repr_float(r.learning_rate) +
                ", finished=" + (r.finished ? "True" : "False") + ")";
       });
   py::class_<TrainResult>(m, "TrainResult", "How a training ended.")
