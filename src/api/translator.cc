@@ -29,13 +29,6 @@ const Hypothesis& Translation::best() const {
   return hypotheses.front();
 }
 
-void ScoreOptions::validate() const {
-  TFM_CHECK(batch_sentences >= 1 && batch_sentences <= kMaxBatchSentences, "batch size must be in [1, ",
-            kMaxBatchSentences, "] pairs, got ", batch_sentences);
-  TFM_CHECK(max_input_tokens >= 1 && max_input_tokens <= kMaxInputTokens, "the input token limit must be in [1, ",
-            kMaxInputTokens, "], got ", max_input_tokens);
-}
-
 namespace {
 // A text's tokens, at least `max_tokens` + 1 of them when it has that many, without tokenizing all
 // of an enormous one: tokenizing takes about 250 bytes of memory per byte of text (a 20 MB line took
@@ -305,9 +298,8 @@ std::vector<Score> Translator::score_ids(const std::vector<std::vector<int32_t>>
     tfm::ops::cross_entropy(logits.view({logits.shape().rows(), V}), batch.tgt_out.view({batch.tgt_out.numel()}),
                             {0.0, c.pad_id}, lse);
     // Read on the host (a model on a GPU computed them there).
-    auto host = [](const tfm::Tensor& t) { return t.device() == tfm::Device::CPU ? t : t.to_device(tfm::Device::CPU); };
-    const tfm::Tensor flat = host(logits).view({logits.shape().rows(), V});  // [B·T, V]
-    const tfm::Tensor lse_host = host(lse);
+    const tfm::Tensor flat = logits.to_host().view({logits.shape().rows(), V});  // [B·T, V]
+    const tfm::Tensor lse_host = lse.to_host();
     const int64_t T = batch.tgt_out.size(1);
     for (size_t b = 0; b < end - begin; ++b) {
       const int32_t len = batch.tgt_lengths.data<int32_t>()[b];

@@ -259,6 +259,8 @@ Tensor Tensor::to_device(Device device) const {
   return t;
 }
 
+Tensor Tensor::on(Device device) const { return device_ == device ? *this : to_device(device); }
+
 Tensor Tensor::clone() const {
   Tensor t = empty(shape_, dtype_, device_);
   t.copy_from(*this);

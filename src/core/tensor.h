@@ -77,6 +77,8 @@ class Tensor {
   void copy_from(const Tensor& src) const;    // same shape and dtype; between the CPU and a device too
   Tensor clone() const;                       // on the same device
   Tensor to_device(Device device) const;      // a copy on `device`
+  Tensor on(Device device) const;             // this tensor when already on `device`, else a copy there
+  Tensor to_host() const { return on(Device::CPU); }  // what the host reads: this or a CPU copy
   std::vector<double> to_doubles() const;     // any dtype and device, as doubles on the host
   Tensor to(DType dtype) const;               // converted copy (F32 <-> F64, I32 -> float); CPU only
 

@@ -8,35 +8,6 @@
 #include <limits>
 #include <string>
 
-void transformer::SearchOptions::validate() const {
-  using tfm::kMaxBeamSize;
-  TFM_CHECK(beam_size >= 1 && beam_size <= kMaxBeamSize, "beam size must be in [1, ", kMaxBeamSize, "], got ",
-            beam_size);
-  TFM_CHECK(n_best >= 1 && n_best <= beam_size, "n-best must be in [1, beam size ", beam_size, "], got ", n_best);
-  TFM_CHECK(std::isfinite(length_penalty), "length penalty must be finite, got ", length_penalty);
-  TFM_CHECK(min_length >= 0, "the minimum output length must be >= 0, got ", min_length);
-  TFM_CHECK(std::isfinite(max_length_a) && std::isfinite(max_length_b) && max_length_a >= 0 && max_length_b >= 0 &&
-                max_length_a + max_length_b >= 1,
-            "the maximum output length a * source + b needs finite a, b >= 0 and a + b >= 1, got a = ", max_length_a,
-            ", b = ", max_length_b);
-  TFM_CHECK(sampling_topk >= -1,
-            "sampling top-k must be -1 (the whole vocabulary), 0 (no sampling) or a number of tokens >= 1, got ",
-            sampling_topk);
-  TFM_CHECK(sampling_topp > 0 && sampling_topp <= 1, "sampling top-p must be in (0, 1], got ", sampling_topp);
-  TFM_CHECK(sampling_temperature > 0 && std::isfinite(sampling_temperature),
-            "the sampling temperature must be finite and > 0, got ", sampling_temperature);
-  if (!sampling()) {
-    const char* hint = " applies only to sampling, which is off (sampling top-k 0): set sampling top-k (-1: the "
-                       "whole vocabulary) or leave it at 1";
-    TFM_CHECK(sampling_topp == 1, "sampling top-p ", sampling_topp, hint);
-    TFM_CHECK(sampling_temperature == 1, "the sampling temperature ", sampling_temperature, hint);
-  } else {
-    TFM_CHECK(beam_size == 1, "sampling (sampling top-k ", sampling_topk,
-              ") draws one hypothesis per sentence: it needs beam size 1 and n-best 1, got beam size ", beam_size,
-              " and n-best ", n_best);
-  }
-}
-
 namespace tfm {
 
 int64_t estimate_search_bytes(const ModelConfig& c, int64_t sentences, int64_t source_tokens,
@@ -69,9 +40,6 @@ double length_penalty(int64_t length, double alpha, SearchOptions::LengthNormali
 
 namespace {
 
-// A decoding step's results where the search reads them: a model on a GPU returns them there.
-Tensor on_host(const Tensor& t) { return t.device() == Device::CPU ? t : t.to_device(Device::CPU); }
-
 // A step's logits [rows, V or V'] where decode_step left them (on a GPU the selection runs there and
 // only its k best per row come back), and a copy on the host made on first use: the logit of a
 // prefix's token or of a forced EOS, or sampling.
@@ -80,7 +48,7 @@ class StepLogits {
   explicit StepLogits(Tensor logits) : logits_(std::move(logits)) {}
   const Tensor& operator*() const { return logits_; }
   const Tensor& host() const {
-    if (!host_.defined()) host_ = on_host(logits_);
+    if (!host_.defined()) host_ = logits_.to_host();
     return host_;
   }
 
@@ -193,7 +161,7 @@ TopK select(const Tensor& logits, const Columns& cols, int64_t k, const ModelCon
   TopK top{Tensor::empty({R, k}, DType::F64, d), Tensor::empty({R, k}, DType::I32, d),
            Tensor::empty({R}, DType::F64, d)};
   ops::top_k_logprobs(logits, k, banned, top.logp, top.ids, top.lse);
-  if (d != Device::CPU) top = {on_host(top.logp), on_host(top.ids), on_host(top.lse)};
+  if (d != Device::CPU) top = {top.logp.to_host(), top.ids.to_host(), top.lse.to_host()};
   if (!cols.token.empty())
     for (int32_t* id = top.ids.data<int32_t>(), *end = id + top.ids.numel(); id != end; ++id) *id = cols.token_of(*id);
   return top;
@@ -229,7 +197,7 @@ Hypothesis backtrack(const std::vector<StepRecord>& steps, int64_t step, int32_t
     for (int64_t t = 0; t < length; ++t)
       for (int64_t l = 0; l < layers; ++l) {
         const Tensor& a = steps[t].attention[l];  // [rows, H, 1, S_batch]
-        const Tensor af = a.dtype() == DType::F32 ? on_host(a) : on_host(a).to(DType::F32);
+        const Tensor af = a.dtype() == DType::F32 ? a.to_host() : a.to_host().to(DType::F32);
         const int64_t s_batch = a.size(3);
         const float* src = af.data<float>() + chain[t] * heads * s_batch;
         for (int64_t hd = 0; hd < heads; ++hd)

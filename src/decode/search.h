@@ -10,12 +10,12 @@
 #include "core/rng.h"
 #include "decode/shortlist.h"
 #include "model/transformer.h"
-#include "transformer/translator.h"
+#include "transformer/search_options.h"
 
 namespace tfm {
 
 // The options (beam size, length penalty, limits, attention) are the public API's
-// (include/transformer/translator.h); kMaxBeamSize is the largest beam accepted.
+// (include/transformer/search_options.h); kMaxBeamSize is the largest beam accepted.
 using transformer::kMaxBeamSize;
 using transformer::SearchOptions;
 

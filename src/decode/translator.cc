@@ -15,22 +15,6 @@
 
 namespace tfm {
 
-}  // namespace tfm
-
-void transformer::TranslateOptions::validate() const {
-  using namespace tfm;
-  search.validate();
-  TFM_CHECK(batch_sentences >= 1 && batch_sentences <= kMaxBatchSentences, "batch size must be in [1, ",
-            kMaxBatchSentences, "] sentences, got ", batch_sentences);
-  TFM_CHECK(max_input_tokens >= 1 && max_input_tokens <= kMaxInputTokens, "the input token limit must be in [1, ",
-            kMaxInputTokens, "], got ", max_input_tokens);
-  TFM_CHECK(max_memory >= -1, "max_memory must be a number of bytes, 0 (no limit) or -1 (automatic), got ",
-            max_memory);
-  TFM_CHECK(parallel_batches >= 0, "parallel batches must be >= 0 (0: automatic), got ", parallel_batches);
-}
-
-namespace tfm {
-
 namespace {
 // Bytes for people: GiB with two decimals, MiB below a tenth of a GiB, plain bytes below a MiB.
 std::string amount(double bytes) {
@@ -149,15 +133,6 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
   }
   if (failure) std::rethrow_exception(failure);
   return out;
-}
-
-std::vector<Translation> translate_lines(const Transformer& model, const Vocab& vocab,
-                                         const std::vector<std::string>& lines, const TranslateOptions& o,
-                                         const Shortlist* shortlist) {
-  std::vector<std::vector<int32_t>> ids;
-  ids.reserve(lines.size());
-  for (const std::string& line : lines) ids.push_back(vocab.encode(line));
-  return translate_ids(model, ids, o, shortlist);
 }
 
 }  // namespace tfm

@@ -9,7 +9,7 @@
 
 namespace tfm {
 
-// The options are the public API's (include/transformer/translator.h).
+// The options are the public API's (include/transformer/search_options.h).
 using transformer::kMaxBatchSentences;
 using transformer::kMaxInputTokens;
 using transformer::TranslateOptions;
@@ -28,8 +28,5 @@ struct Translation {
 std::vector<Translation> translate_ids(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
                                        const TranslateOptions& options, const Shortlist* shortlist = nullptr,
                                        const std::vector<std::vector<int32_t>>& prefixes = {});
-std::vector<Translation> translate_lines(const Transformer& model, const Vocab& vocab,
-                                         const std::vector<std::string>& lines, const TranslateOptions& options,
-                                         const Shortlist* shortlist = nullptr);
 
 }  // namespace tfm

@@ -13,13 +13,13 @@ void save_model(const Transformer& model, const std::string& path, const std::ma
   std::vector<NamedTensor> tensors;
   const ParamStore& p = model.params();
   // The file is written from host memory: parameters on a device are copied over first.
-  const Tensor values = p.device() == Device::CPU ? p.values() : p.values().to_device(Device::CPU);
+  const Tensor values = p.values().to_host();
   for (int id = 0; id < p.size(); ++id) {
     const Tensor v = values.view({values.numel()}).rows(p.offset(id), p.shape(id).numel()).view(p.shape(id));
     tensors.push_back({p.name(id), v.dtype() == DType::F32 ? v : v.to(DType::F32)});
   }
   for (const NamedTensor& t : extra_tensors)
-    tensors.push_back({t.name, t.tensor.device() == Device::CPU ? t.tensor : t.tensor.to_device(Device::CPU)});
+    tensors.push_back({t.name, t.tensor.to_host()});
   write_safetensors(path, metadata, tensors);
 }
 

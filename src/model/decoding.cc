@@ -134,7 +134,7 @@ Tensor Transformer::decode_hidden(const Context& ctx, DecodeState& state, const 
       TFM_CHECK(src_lengths[b] >= 0 && src_lengths[b] <= S, "decode_step: src_lengths[", b, "] = ", src_lengths[b],
                 " is outside the encoder output's [0, ", S, "]");
   }
-  auto there = [&](const Tensor& t) { return t.device() == device ? t : t.to_device(device); };
+  auto there = [&](const Tensor& t) { return t.on(device); };
   state.step_lengths_there = there(state.step_lengths);
   state.key_rows_there = there(state.key_rows);
   state.src_lengths_there = there(state.src_lengths);

@@ -59,7 +59,7 @@ void dispatch(const char* op, DType dtype, Device device, F&& cpu_kernel, G&& cu
 // `t` where a kernel on `device` reads it: itself when it is there, else a copy (the small int32
 // tensors of ids, lengths and targets that callers build on the host).
 inline Tensor on_device(const Tensor& t, Device device) {
-  return !t.defined() || t.device() == device ? t : t.to_device(device);
+  return t.defined() ? t.on(device) : t;
 }
 
 // Throws unless every tensor is on `device` with `dtype`; names the offending one.

@@ -37,7 +37,7 @@ void top_k_logprobs(const Tensor& logits, int64_t k, const std::vector<int32_t>&
     // another device than the logits): the logits copied over, the outputs copied back.
     const Tensor host_logp = Tensor::empty(logp.shape(), DType::F64), host_ids = Tensor::empty(ids.shape(), DType::I32),
                  host_lse = Tensor::empty(lse.shape(), DType::F64);
-    top_k_logprobs(logits.device() == Device::CPU ? logits : logits.to_device(Device::CPU), k, banned, host_logp,
+    top_k_logprobs(logits.to_host(), k, banned, host_logp,
                    host_ids, host_lse);
     logp.copy_from(host_logp);
     ids.copy_from(host_ids);

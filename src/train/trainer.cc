@@ -411,7 +411,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
     comm.broadcast(state, 0);
     if (!root()) s = nlohmann::json::parse(state).get<tfm::TrainState>();
     for (const tfm::Tensor* t : {&model->params().values(), static_cast<const tfm::Tensor*>(&m), static_cast<const tfm::Tensor*>(&v)}) {
-      const tfm::Tensor host = t->device() == tfm::Device::CPU ? *t : t->to_device(tfm::Device::CPU);
+      const tfm::Tensor host = t->to_host();
       comm.broadcast(host.raw(), host.numel() * static_cast<int64_t>(tfm::size_of(host.dtype())), 0);
       if (t->device() != tfm::Device::CPU) t->copy_from(host);
     }
@@ -643,7 +643,7 @@ void Trainer::Impl::check_same_as_root(uint64_t mine, const std::string& what) c
 void Trainer::Impl::check_ranks_agree() const {
   if (comm.size() == 1) return;
   const tfm::Tensor& on_device = model->params().values();
-  const tfm::Tensor values = on_device.device() == tfm::Device::CPU ? on_device : on_device.to_device(tfm::Device::CPU);
+  const tfm::Tensor values = on_device.to_host();
   check_same_as_root(tfm::checksum_of({static_cast<const char*>(values.raw()),
                                          static_cast<size_t>(values.numel()) * tfm::size_of(values.dtype())}),
                        cat("weights after step ", s.step));
