@@ -118,7 +118,7 @@ void BM_TrainStep(benchmark::State& state, const char* preset, ops::Precision pr
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Issue 24's training step on a CUDA GPU: 500 sentences of 50 tokens per side (25,000 source +
+// The training step on a CUDA GPU: 500 sentences of 50 tokens per side (25,000 source +
 // 25,000 target tokens, EOS included), a shared vocabulary of 37,000, dropout on, as
 // bench/torch_gpu_train_step.py times PyTorch on the same GPU. Each step ends with the device idle
 // (a read of one weight), so the time is the GPU's. Registered only where a CUDA device is found.
@@ -310,7 +310,7 @@ void BM_Translate(benchmark::State& state, int64_t beam, Weights weights, int64_
   time_translation(state, model, beam, weights, shortlist, scores);
 }
 
-// Translation with an imported OPUS-MT-shaped model (issue 26): d=512, 8 heads, FFN 2048, 6+6
+// Translation with an imported OPUS-MT-shaped model: d=512, 8 heads, FFN 2048, 6+6
 // layers, post-norm, swish, 58,101 vocabulary entries, tied embeddings, a logits bias, random
 // weights. scripts/bench.sh writes it (tools/marian_files.py opus-mt-base, then `transformer import
 // marian`), names its model file in TFM_BENCH_OPUS_MT, and converts the same .npz for CTranslate2
@@ -340,7 +340,7 @@ void BM_TranslateOpusMt(benchmark::State& state, const std::string& path, int64_
   return true;
 }();
 
-// Issue 5's translation benchmark: 500 sentences of 25 tokens through the translator (batches of 64
+// The translation benchmark: 500 sentences of 25 tokens through the translator (batches of 64
 // sentences, sorted by length), output forced to 25 tokens, base shape, greedy and beam 4: with
 // translate's default, 8 batches on 2 threads are decoded two at a time (TranslateOptions::
 // parallel_batches); `greedy_one_batch_at_a_time` decodes them one after the other on every thread.

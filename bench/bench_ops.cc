@@ -83,7 +83,7 @@ BENCHMARK(BM_OpenBlasSquare)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond
 
 // The other ceiling: reading memory, a sum over 256 MB on every thread. Decoding streams the
 // weights from memory at every step (41–165 MB for base), and on these shared machines the memory
-// bandwidth varies on its own (19.5 GB/s in most sessions, 5–6.5 during session 11's run O) while
+// bandwidth varies on its own (19.5 GB/s in most runs, 5–6.5 in docs/performance.md's run O) while
 // the in-cache product peak above does not: `make bench` prints it beside the peak.
 void BM_MemoryRead(benchmark::State& state) {
   const int64_t n = int64_t{64} << 20;

@@ -39,7 +39,7 @@ tfm=${TFM:-$(dirname "$bin")/../transformer}
 peer=$(mktemp)
 opus=$(mktemp -d)
 trap 'rm -rf "$peer" "$peer.d" "$opus"' EXIT
-# An OPUS-MT-shaped model (issue 26): tools/marian_files.py writes random weights in Marian's files
+# An OPUS-MT-shaped model: tools/marian_files.py writes random weights in Marian's files
 # (numpy only), `transformer import marian` imports them, BM_TranslateOpusMt translates with the result
 # (registered only when TFM_BENCH_OPUS_MT names it), and CTranslate2's OPUS-MT converter converts the
 # same .npz below. About 900 MB in a temporary folder; OPUS_MT=0 skips it.
@@ -170,7 +170,7 @@ rows = [("training step small, tok/s", "BM_TrainStep/small/", ("pytorch", "small
          ("ctranslate2", "int8 greedy shortlist 3200"), 2650),
         ("  int8 beam 4, shortlist 3200", "BM_Translate/beam4_int8_shortlist3200/",
          ("ctranslate2", "int8 beam 4 shortlist 3200"), 1100),
-        # The imported OPUS-MT-shaped model (issue 26: >= 1.2x CTranslate2, no absolute target).
+        # The imported OPUS-MT-shaped model (target >= 1.2x CTranslate2, no absolute target).
         ("OPUS-MT float32 greedy, tok/s", "BM_TranslateOpusMt/greedy/", ("ctranslate2", "opus-mt float32 greedy"), None),
         ("OPUS-MT float32 beam 4, tok/s", "BM_TranslateOpusMt/beam4/", ("ctranslate2", "opus-mt float32 beam 4"), None),
         ("OPUS-MT int8 greedy, tok/s", "BM_TranslateOpusMt/greedy_int8/", ("ctranslate2", "opus-mt int8 greedy"), None),
@@ -198,7 +198,7 @@ print("peers: training PyTorch (torch.nn.Transformer, float32), translation CTra
 PY
 fi
 
-# Data-parallel training (issue 25): the base shape on Multi30k (../shared/data), 2 ranks of 1 thread
+# Data-parallel training: the base shape on Multi30k (../shared/data), 2 ranks of 1 thread
 # against 1 process of 1 thread accumulating the same 2 batches per step: the same work and the same
 # result, so the ratio of the times of steps 3-6 is the speed-up; the ranks with the gradients summed
 # during the backward pass (the default) and after it. DATA_PARALLEL=0 skips it.

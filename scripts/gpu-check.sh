@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CUDA backend's checks on a GPU machine (issue 24), in two steps: a build machine packs what a
+# The CUDA backend's checks on a GPU machine, in two steps: a build machine packs what a
 # machine with a GPU but none of Debian's packages needs, and the GPU machine runs it.
 #
 #   scripts/gpu-check.sh pack [BUILD]   # here: the CUDA-enabled build's test binaries and the shared
@@ -32,7 +32,7 @@ pack() {
     esac
   done
   # Open MPI's launcher and its plugins (the GPU machine has no Debian packages), relocated there
-  # with OPAL_PREFIX: one rank's training through NCCL (issue 25).
+  # with OPAL_PREFIX: one rank's training through NCCL.
   if [[ -x /usr/bin/orterun && -d /usr/lib/x86_64-linux-gnu/openmpi ]]; then
     local mpi=$stage/mpi/usr
     mkdir -p "$mpi/bin" "$mpi/lib/x86_64-linux-gnu" "$mpi/share" "$stage/mpi/lib"

@@ -1,4 +1,4 @@
-// The CUDA backend (issue 24) against the CPU: every op on the same inputs on both devices, float32
+// The CUDA backend against the CPU: every op on the same inputs on both devices, float32
 // within 1e-5 of the CPU's result (relative to the tensor's largest value), dropout masks
 // bit-identical, bf16 products against the CPU's definition (bf16-rounded inputs, float32 sums);
 // then the whole model's logits, loss and every gradient, and a few Adam steps.
@@ -820,7 +820,7 @@ TEST(Cuda, UntiedOutputProjectionWithBf16WeightsAndAShortlist) {
     }
 }
 
-// NCCL (several GPUs, issue 25) with the one rank a machine with one GPU can run: its send and
+// NCCL (several GPUs) with the one rank a machine with one GPU can run: its send and
 // receive calls move every slice to its place and back (a wrong offset or count would garble the
 // buffer), for float32 and float64, a whole buffer and a range inside one. Where the build has no
 // NCCL, dist::nccl() refuses with an error that says so.

@@ -53,7 +53,7 @@ double batch_loss(const Transformer& model, const Batch& batch, uint64_t dropout
 struct ModelCase {
   const char* name;
   bool pre_norm, tied;
-  void (*variant)(ModelConfig&) = nullptr;  // published models' configurations (issue 26)
+  void (*variant)(ModelConfig&) = nullptr;  // published models' configurations
 };
 
 // As an imported Marian model: swish, sines then cosines at Marian's rates, no padding token, the

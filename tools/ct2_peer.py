@@ -43,7 +43,7 @@ How the two engines line up (checked against CTranslate2 4.x's decoding.cc and b
   forced EOS) for the same tgt-len tokens. In a real translation both engines take that step: a
   sentence of n tokens costs n + 1 steps, the last choosing the EOS. --end-step gives CTranslate2
   that step too: it decodes tgt-len + 1 tokens and counts tgt-len, so both engines run the same
-  steps for the same count (scripts/bench.sh uses it since session 28).
+  steps for the same count (scripts/bench.sh uses it).
 """
 
 import argparse

@@ -25,7 +25,7 @@ struct SearchOptions {
   // false: the hypotheses' score and normalized are NaN, not computed (CTranslate2's return_scores).
   // Greedy search then chooses each token from an int8 screen of the output projection and float32
   // logits of the few tokens it leaves (ops/screen.h): the same tokens as with scores, about 10%
-  // faster for base on the CPU (docs/performance.md, session 30).
+  // faster for base on the CPU (docs/performance.md).
   bool return_scores = true;
   // How scores of hypotheses of different lengths L (end of sentence included) are compared: a score
   // is divided by lp(L). kGnmt: ((5 + L) / 6)^α (Wu et al., 2016); kPower: L^α (Marian's --normalize,

@@ -1,6 +1,6 @@
 #pragma once
 // Memory on a device other than the CPU, as tensors need it: allocation, zeroing, filling and
-// copies in either direction (issue 24). The build's backend (the CUDA one, ops/cuda, when the build
+// copies in either direction. The build's backend (the CUDA one, ops/cuda, when the build
 // has it) is found at link time, and a test may register another; core/ never includes a device's
 // headers. Without a backend, a tensor on that device is refused with an error that says so.
 #include <cstddef>

@@ -1,6 +1,6 @@
 #pragma once
-// Sums a flat gradient buffer over the ranks while the backward pass that fills it still runs
-// (issue 25). The buffer's ranges come in a fixed plan, in the order a backward pass completes
+// Sums a flat gradient buffer over the ranks while the backward pass that fills it still runs.
+// The buffer's ranges come in a fixed plan, in the order a backward pass completes
 // them (Transformer::grads_done_order); consecutive ranges that touch are gathered into buckets of
 // about `bucket_elements`, and what no range covers (gaps between parameters) ends the plan. As the
 // pass reports ranges complete (Context::grads_done), a thread of the reducer's own sums each bucket

@@ -1,5 +1,5 @@
 #pragma once
-// The processes of a data-parallel training (issue 25): each rank computes the gradients of its share
+// The processes of a data-parallel training: each rank computes the gradients of its share
 // of a step's batches, and the ranks sum them with one all-reduce, so that every rank applies the
 // same update. The training code sees this interface only; which engine carries it is chosen at
 // build time by the file that defines world(): dist/world_mpi.cc (MPI, when the build found it:

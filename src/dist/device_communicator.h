@@ -1,5 +1,5 @@
 #pragma once
-// Sums of gradient buffers that live on a GPU, between the ranks' GPUs (issue 25): NCCL, whose
+// Sums of gradient buffers that live on a GPU, between the ranks' GPUs: NCCL, whose
 // communicator is set up over the ranks' host Communicator (MPI): rank 0 makes NCCL's id and
 // broadcasts it. The trainer uses it in place of Communicator::all_reduce_tree when the parameters
 // are on a GPU; everything else (losses, checks, checkpoints) still goes over the host Communicator.

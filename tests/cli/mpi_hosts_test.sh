@@ -2,7 +2,7 @@
 # Two "machines" on one: two network namespaces joined by a veth pair, each with its own address and
 # host name, and one rank in each; mpirun starts the second rank through a launcher agent that enters
 # the other namespace (where a cluster would use ssh), and the ranks talk over TCP only. The model
-# must be byte-identical to one process accumulating the same 2 batches per step (issue 25).
+# must be byte-identical to one process accumulating the same 2 batches per step.
 # Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN, for `ip netns` and `unshare --uts`); skipped (77)
 # where the machine refuses.
 # Usage: mpi_hosts_test.sh PATH/TO/transformer PATH/TO/mpiexec

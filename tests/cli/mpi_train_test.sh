@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data-parallel training through mpirun (issue 25), 1 thread per rank on loopback:
+# Data-parallel training through mpirun, 1 thread per rank on loopback:
 #  1. the same global batch gives the same bits: 1 process accumulating 4 batches, 2 ranks of 2 and
 #     4 ranks of 1 write byte-identical models and identical loss records after 50 steps;
 #  2. a run of 4 ranks resumed by 1 process (and one of 1 resumed by 2 ranks) ends where the
