@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/tensor.h"
+#include "core/dtype.h"
 
 namespace tfm {
 

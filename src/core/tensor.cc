@@ -15,34 +15,6 @@
 
 namespace tfm {
 
-const char* name(Device d) {
-  switch (d) {
-    case Device::CPU: return "cpu";
-    case Device::CUDA: return "cuda";
-  }
-  return "?";
-}
-
-const char* name(DType t) {
-  switch (t) {
-    case DType::F32: return "float32";
-    case DType::F64: return "float64";
-    case DType::I32: return "int32";
-    case DType::I8: return "int8";
-  }
-  return "?";
-}
-
-size_t size_of(DType t) {
-  switch (t) {
-    case DType::F32: return 4;
-    case DType::F64: return 8;
-    case DType::I32: return 4;
-    case DType::I8: return 1;
-  }
-  return 0;
-}
-
 namespace {
 constexpr size_t kAlignment = 64;  // one cache line; AVX-512 loads
 

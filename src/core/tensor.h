@@ -8,23 +8,11 @@
 #include <memory>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/shape.h"
 
 namespace tfm {
-
-enum class Device : uint8_t { CPU, CUDA };
-enum class DType : uint8_t { F32, F64, I32, I8 };
-
-const char* name(Device d);
-const char* name(DType t);
-size_t size_of(DType t);
-
-template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::F32; }
-template <> constexpr DType dtype_of<double>() { return DType::F64; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::I32; }
-template <> constexpr DType dtype_of<int8_t>() { return DType::I8; }
 
 class Tensor {
  public:
