@@ -1,5 +1,5 @@
 #pragma once
-// The CUDA kernels behind the device-neutral ops in ops/*.h (issue 24), as ops/cpu/kernels.h is for
+// The CUDA kernels behind the device-neutral ops in ops/*.h, as ops/cpu/kernels.h is for
 // the CPU: the ops validate their arguments, then call these with raw device pointers and sizes
 // (ops/dispatch.h picks the device). Float32 only. Plain C++: no CUDA header is included, so the ops
 // compile the same with and without the CUDA toolkit; the build's backend is found at link time

@@ -1,4 +1,4 @@
-// The CUDA device's memory for tensors (core/device.h; issue 24): a caching allocator over
+// The CUDA device's memory for tensors (core/device.h): a caching allocator over
 // cudaMalloc, zeroing, filling and copies. Compiled when the build finds nvcc (TFM_CUDA); a machine
 // without a GPU (or without a driver) gets no backend, and CUDA tensors are refused saying so.
 #include <cuda_runtime.h>
