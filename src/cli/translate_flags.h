@@ -16,8 +16,9 @@ struct TranslateFlags {
   std::string input, attention_path, shortlist_path, prefix_path;
   transformer::TranslateOptions translate;
   bool scores = false, ids = false, int8 = false, bf16 = false, stats = false, packed = true;
-  int64_t threads = 0, chunk_lines = 10000;
-  std::string device = "cpu";
+  int64_t threads = transformer::TranslatorOptions{}.threads;  // wider than the field: checked, then narrowed
+  int64_t chunk_lines = 10000;
+  std::string device = transformer::TranslatorOptions{}.device;
   double max_memory_gib = -1;  // -1: automatic
   // SearchOptions::seed, parsed as an unsigned 64-bit integer
   std::string seed = std::to_string(transformer::SearchOptions{}.seed);
