@@ -25,7 +25,7 @@ struct EvalOptions {
   std::vector<std::string> refs;
   std::string hyp;  // empty: stdin
   bool lowercase = false;
-  std::string tokenize = "13a";
+  std::string tokenize = bleu_tokenize_name(BleuOptions{}.tokenize);  // the BLEU tokenizer by name
   std::vector<std::string> metrics = {"bleu", "chrf"};
   bool json = false;
 };
@@ -40,34 +40,79 @@ std::string chrf_signature(size_t nrefs, const ChrfOptions& o) {
              "|nc:", o.char_order, "|nw:", o.word_order, "|space:", o.whitespace ? "yes" : "no");
 }
 
-int run_eval(const EvalOptions& o) {
-  std::vector<std::string> hyps;
-  std::string hyp_name;
-  if (o.hyp.empty()) {
-    hyp_name = "stdin";
-    check_stdin();
-    const std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
-    TFM_CHECK(!std::cin.bad(), "cannot read the hypotheses from stdin");
-    hyps = split_text_lines(text, hyp_name);
-  } else {
-    hyp_name = o.hyp;
-    hyps = read_text_lines(o.hyp);
+// The hypotheses, from --hyp or standard input, and the name errors give them.
+std::vector<std::string> read_hypotheses(const EvalOptions& o, std::string& name) {
+  if (!o.hyp.empty()) {
+    name = o.hyp;
+    return read_text_lines(o.hyp);
   }
+  name = "stdin";
+  check_stdin();
+  const std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  TFM_CHECK(!std::cin.bad(), "cannot read the hypotheses from stdin");
+  return split_text_lines(text, name);
+}
+
+// Every reference file, each with as many lines as the hypotheses.
+std::vector<std::vector<std::string>> read_references(const EvalOptions& o, size_t hyps, const std::string& hyp_name) {
   std::vector<std::vector<std::string>> refs;
   for (const std::string& path : o.refs) {
     refs.push_back(read_text_lines(path));
-    TFM_CHECK(refs.back().size() == hyps.size(), "the hypotheses (", hyp_name, ") have ", hyps.size(),
-              " lines but the reference ", path, " has ", refs.back().size(), " lines");
+    TFM_CHECK(refs.back().size() == hyps, "the hypotheses (", hyp_name, ") have ", hyps, " lines but the reference ",
+              path, " has ", refs.back().size(), " lines");
   }
+  return refs;
+}
 
-  bool want_bleu = false, want_chrf = false, want_exact = false;
-  for (const std::string& m : o.metrics) {
-    if (m == "bleu") want_bleu = true;
-    else if (m == "chrf") want_chrf = true;
-    else if (m == "exact") want_exact = true;
+// The metrics --metrics asks for.
+struct Wanted {
+  bool bleu = false, chrf = false, exact = false;
+};
+
+Wanted wanted_metrics(const std::vector<std::string>& metrics) {
+  Wanted w;
+  for (const std::string& m : metrics) {
+    if (m == "bleu") w.bleu = true;
+    else if (m == "chrf") w.chrf = true;
+    else if (m == "exact") w.exact = true;
     else throw Error(cat("unknown metric '", m, "' (choices: bleu, chrf, exact)"));
   }
-  TFM_CHECK(want_bleu || want_chrf || want_exact, "--metrics names no metric");
+  TFM_CHECK(w.bleu || w.chrf || w.exact, "--metrics names no metric");
+  return w;
+}
+
+nlohmann::ordered_json bleu_json(const BleuScore& b, size_t nrefs, const BleuOptions& options) {
+  return {
+      {"score", b.score},
+      {"precisions", std::vector<double>(std::begin(b.precisions), std::end(b.precisions))},
+      {"bp", b.bp},
+      {"ratio", b.ratio},
+      {"hyp_len", b.stats.hyp_len},
+      {"ref_len", b.stats.ref_len},
+      {"counts", std::vector<int64_t>(std::begin(b.stats.correct), std::end(b.stats.correct))},
+      {"totals", std::vector<int64_t>(std::begin(b.stats.total), std::end(b.stats.total))},
+      {"signature", bleu_signature(nrefs, options)},
+      {"line", b.format()},
+  };
+}
+
+nlohmann::ordered_json chrf_json(const ChrfScore& c, size_t nrefs, const ChrfOptions& options) {
+  return {
+      {"name", c.name},
+      {"score", c.score},
+      {"char_order", options.char_order},
+      {"word_order", options.word_order},
+      {"beta", options.beta},
+      {"signature", chrf_signature(nrefs, options)},
+      {"line", c.format()},
+  };
+}
+
+int run_eval(const EvalOptions& o) {
+  std::string hyp_name;
+  const std::vector<std::string> hyps = read_hypotheses(o, hyp_name);
+  const std::vector<std::vector<std::string>> refs = read_references(o, hyps.size(), hyp_name);
+  const Wanted want = wanted_metrics(o.metrics);
 
   BleuOptions bleu_options;
   bleu_options.lowercase = o.lowercase;
@@ -76,42 +121,17 @@ int run_eval(const EvalOptions& o) {
   chrf_options.lowercase = o.lowercase;
 
   nlohmann::ordered_json j;
-  if (want_bleu) {
+  if (want.bleu) {
     const BleuScore b = corpus_bleu(hyps, refs, bleu_options);
-    if (o.json) {
-      j["bleu"] = {
-          {"score", b.score},
-          {"precisions", std::vector<double>(std::begin(b.precisions), std::end(b.precisions))},
-          {"bp", b.bp},
-          {"ratio", b.ratio},
-          {"hyp_len", b.stats.hyp_len},
-          {"ref_len", b.stats.ref_len},
-          {"counts", std::vector<int64_t>(std::begin(b.stats.correct), std::end(b.stats.correct))},
-          {"totals", std::vector<int64_t>(std::begin(b.stats.total), std::end(b.stats.total))},
-          {"signature", bleu_signature(refs.size(), bleu_options)},
-          {"line", b.format()},
-      };
-    } else {
-      std::printf("%s\n", b.format().c_str());
-    }
+    if (o.json) j["bleu"] = bleu_json(b, refs.size(), bleu_options);
+    else std::printf("%s\n", b.format().c_str());
   }
-  if (want_chrf) {
+  if (want.chrf) {
     const ChrfScore c = corpus_chrf(hyps, refs, chrf_options);
-    if (o.json) {
-      j["chrf"] = {
-          {"name", c.name},
-          {"score", c.score},
-          {"char_order", chrf_options.char_order},
-          {"word_order", chrf_options.word_order},
-          {"beta", chrf_options.beta},
-          {"signature", chrf_signature(refs.size(), chrf_options)},
-          {"line", c.format()},
-      };
-    } else {
-      std::printf("%s\n", c.format().c_str());
-    }
+    if (o.json) j["chrf"] = chrf_json(c, refs.size(), chrf_options);
+    else std::printf("%s\n", c.format().c_str());
   }
-  if (want_exact) {
+  if (want.exact) {
     // Exact match: the share of segments identical to one of their references (after --lowercase).
     const transformer::ExactMatch m = transformer::exact_match(hyps, refs, o.lowercase);
     const int64_t same = m.matches;

@@ -103,25 +103,23 @@ std::string dashed(std::string s) {
   return s;
 }
 
-Action add_train(CLI::App& app) {
-  struct Options {
-    std::string config;
-    std::map<std::string, std::string> train;  // field → text from the command line
-    std::map<std::string, std::string> model;
-    std::string layers;
-    std::map<std::string, bool> flags;  // boolean options: --resume, or --resume=false
-    std::map<std::string, CLI::Option*> flag_options;  // to tell "given as false" from "not given"
-  };
-  auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("train", "train a model from parallel text; under mpirun -np N, data-parallel over N processes (options: docs/training.md)");
-  cmd->add_option("--config", o->config, "JSON file of training options; flags override it");
-  const TrainOptions default_options;
-  const nlohmann::json defaults = default_options;
+// What train's command line gives: texts by field, read over the config file's options.
+struct TrainFlags {
+  std::string config;
+  std::map<std::string, std::string> train;  // field → text from the command line
+  std::map<std::string, std::string> model;
+  std::string layers;
+  std::map<std::string, bool> flags;  // boolean options: --resume, or --resume=false
+  std::map<std::string, CLI::Option*> flag_options;  // to tell "given as false" from "not given"
+};
+
+// One flag per TrainOptions field (its default in the help) and per ModelConfig field, then --layers.
+void add_train_flags(CLI::App& cmd, TrainFlags& o, const nlohmann::json& defaults) {
   for (const auto& [field, value] : defaults.items()) {
     if (field == "model") continue;
     const std::string help = cat(train_option_help(field), " (default: ", value.dump(), ")");
-    if (value.is_boolean()) o->flag_options[field] = cmd->add_flag("--" + dashed(field), o->flags[field], help);
-    else cmd->add_option("--" + dashed(field), o->train[field], help)->type_name("VALUE");
+    if (value.is_boolean()) o.flag_options[field] = cmd.add_flag("--" + dashed(field), o.flags[field], help);
+    else cmd.add_option("--" + dashed(field), o.train[field], help)->type_name("VALUE");
   }
   // The vocabulary fixes the model's vocab_size and special ids, so they have no flags here.
   const std::set<std::string> from_vocab = {"vocab_size", "pad_id", "unk_id", "bos_id", "eos_id"};
@@ -130,72 +128,99 @@ Action add_train(CLI::App& app) {
   for (const std::string& field : model_config_fields())
     if (from_vocab.count(field)) continue;
     else if (model_fields[field].is_boolean())
-      o->flag_options["model." + field] =
-          cmd->add_flag("--" + dashed(field), o->flags["model." + field], "model: " + field + " (or =false)");
-    else cmd->add_option("--" + dashed(field), o->model[field], "model: override the preset's " + field)->type_name("VALUE");
-  cmd->add_option("--layers", o->layers, "model: encoder and decoder depth at once")->type_name("N");
+      o.flag_options["model." + field] =
+          cmd.add_flag("--" + dashed(field), o.flags["model." + field], "model: " + field + " (or =false)");
+    else cmd.add_option("--" + dashed(field), o.model[field], "model: override the preset's " + field)->type_name("VALUE");
+  cmd.add_option("--layers", o.layers, "model: encoder and decoder depth at once")->type_name("N");
+}
+
+// A flag's text is read as JSON for numbers and booleans, as is for strings (`like` is the
+// field's default).
+nlohmann::json flag_value(const std::string& field, const std::string& text, const nlohmann::json& like) {
+  if (like.is_string()) return nlohmann::json(text);
+  nlohmann::json v = nlohmann::json::parse(text, nullptr, false);
+  TFM_CHECK(!v.is_discarded() && !v.is_string() && !v.is_object() && !v.is_array(), "--", dashed(field), ": '",
+            text, "' is not a ", like.is_boolean() ? "boolean (true/false)" : "number");
+  return v;
+}
+
+// The fields the flags set, as a JSON object of options (the model's under "model").
+nlohmann::json flag_overrides(const TrainFlags& o, const nlohmann::json& defaults) {
+  nlohmann::json overrides = nlohmann::json::object();
+  for (const auto& [field, text] : o.train)
+    if (!text.empty()) overrides[field] = flag_value(field, text, defaults[field]);
+  const ModelConfig default_model;
+  const nlohmann::json model_defaults = default_model;
+  for (const auto& [field, text] : o.model)
+    if (!text.empty()) overrides["model"][field] = flag_value(field, text, model_defaults[field]);
+  for (const auto& [name, option] : o.flag_options) {
+    if (option->count() == 0) continue;
+    const bool on = o.flags.at(name);
+    if (name.starts_with("model.")) overrides["model"][name.substr(6)] = on;
+    else overrides[name] = on;
+  }
+  if (!o.layers.empty())
+    overrides["model"]["encoder_layers"] = overrides["model"]["decoder_layers"] =
+        flag_value("layers", o.layers, model_defaults["encoder_layers"]);
+  return overrides;
+}
+
+// The options: the defaults, then the config file's, then the flags'.
+TrainOptions train_options(const TrainFlags& o, const nlohmann::json& defaults) {
+  TrainOptions options;
+  if (!o.config.empty()) {
+    nlohmann::json file;
+    try {
+      file = nlohmann::json::parse(read_file(o.config));
+    } catch (const nlohmann::json::exception& e) {
+      throw tfm::Error(cat(o.config, ": not valid JSON: ", e.what()));
+    }
+    from_json(file, options);
+  }
+  from_json(flag_overrides(o, defaults), options);
+  return options;
+}
+
+// Trains, drawing the progress; prints the final model's path. A run stopped by a signal says how
+// to go on and ends as the signal asks.
+int run_train(const TrainOptions& options) {
+  ProgressLine progress;
+  transformer::TrainCallbacks callbacks;
+  callbacks.on_message = [&](const std::string& line) { progress.message(line); };
+  callbacks.on_progress = [&](const transformer::Progress& p) { progress.update(p); };
+  transformer::Trainer trainer(options, std::move(callbacks));
+  transformer::TrainResult r;
+  {
+    const StopOnSignals stop(trainer);
+    r = trainer.run();
+  }
+  if (!r.final_model.empty()) std::printf("%s\n", r.final_model.c_str());  // rank 0 writes it
+  if (!r.interrupted) return 0;
+  if (!r.final_model.empty())
+    progress.message(cat("to go on: transformer train --config '",
+                         (std::filesystem::path(options.run_dir) / "config.json").string(), "' --resume"));
+  // SIGINT and SIGTERM end the process by the signal once the checkpoint is saved, as the shell
+  // expects of a program that Ctrl-C stopped (status 130 or 143; a script running it stops too).
+  // SIGUSR1, the stop request that mpirun forwards, and a stop requested otherwise exit with 130.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (const int signal = g_stop_signal.load(); signal == SIGINT || signal == SIGTERM) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+  }
+  return 130;
+}
+
+Action add_train(CLI::App& app) {
+  auto o = std::make_shared<TrainFlags>();
+  CLI::App* cmd = app.add_subcommand("train", "train a model from parallel text; under mpirun -np N, data-parallel over N processes (options: docs/training.md)");
+  cmd->add_option("--config", o->config, "JSON file of training options; flags override it");
+  const TrainOptions default_options;
+  const nlohmann::json defaults = default_options;
+  add_train_flags(*cmd, *o, defaults);
   return [cmd, o, defaults] {
     if (!*cmd) return -1;
-    TrainOptions options;
-    if (!o->config.empty()) {
-      nlohmann::json file;
-      try {
-        file = nlohmann::json::parse(read_file(o->config));
-      } catch (const nlohmann::json::exception& e) {
-        throw tfm::Error(cat(o->config, ": not valid JSON: ", e.what()));
-      }
-      from_json(file, options);
-    }
-    // A flag's text is read as JSON for numbers and booleans, as is for strings.
-    auto value_of = [](const std::string& field, const std::string& text, const nlohmann::json& like) {
-      if (like.is_string()) return nlohmann::json(text);
-      nlohmann::json v = nlohmann::json::parse(text, nullptr, false);
-      TFM_CHECK(!v.is_discarded() && !v.is_string() && !v.is_object() && !v.is_array(), "--", dashed(field), ": '",
-                text, "' is not a ", like.is_boolean() ? "boolean (true/false)" : "number");
-      return v;
-    };
-    nlohmann::json overrides = nlohmann::json::object();
-    for (const auto& [field, text] : o->train)
-      if (!text.empty()) overrides[field] = value_of(field, text, defaults[field]);
-    const ModelConfig default_model;
-    const nlohmann::json model_defaults = default_model;
-    for (const auto& [field, text] : o->model)
-      if (!text.empty()) overrides["model"][field] = value_of(field, text, model_defaults[field]);
-    for (const auto& [name, option] : o->flag_options) {
-      if (option->count() == 0) continue;
-      const bool on = o->flags.at(name);
-      if (name.starts_with("model.")) overrides["model"][name.substr(6)] = on;
-      else overrides[name] = on;
-    }
-    if (!o->layers.empty())
-      overrides["model"]["encoder_layers"] = overrides["model"]["decoder_layers"] =
-          value_of("layers", o->layers, model_defaults["encoder_layers"]);
-    from_json(overrides, options);
-    ProgressLine progress;
-    transformer::TrainCallbacks callbacks;
-    callbacks.on_message = [&](const std::string& line) { progress.message(line); };
-    callbacks.on_progress = [&](const transformer::Progress& p) { progress.update(p); };
-    transformer::Trainer trainer(options, std::move(callbacks));
-    transformer::TrainResult r;
-    {
-      const StopOnSignals stop(trainer);
-      r = trainer.run();
-    }
-    if (!r.final_model.empty()) std::printf("%s\n", r.final_model.c_str());  // rank 0 writes it
-    if (!r.interrupted) return 0;
-    if (!r.final_model.empty())
-      progress.message(cat("to go on: transformer train --config '",
-                           (std::filesystem::path(options.run_dir) / "config.json").string(), "' --resume"));
-    // SIGINT and SIGTERM end the process by the signal once the checkpoint is saved, as the shell
-    // expects of a program that Ctrl-C stopped (status 130 or 143; a script running it stops too).
-    // SIGUSR1, the stop request that mpirun forwards, and a stop requested otherwise exit with 130.
-    std::fflush(stdout);
-    std::fflush(stderr);
-    if (const int signal = g_stop_signal.load(); signal == SIGINT || signal == SIGTERM) {
-      std::signal(signal, SIG_DFL);
-      std::raise(signal);
-    }
-    return 130;
+    return run_train(train_options(*o, defaults));
   };
 }
 

@@ -33,12 +33,13 @@ struct Options {
   std::vector<std::string> models;
   std::string vocab, api_key_file;
   bool int8 = false, bf16 = false, packed = true, no_verify = false;
-  int workers = 0, threads = 1;
+  int workers = 0;
   int drain_seconds = 30;
   serve::ServerOptions server;
 };
 
-int run(Options& o) {
+// The flags read into the server's options, checked.
+const serve::ServerOptions& server_options(Options& o) {
   serve::ServerOptions& s = o.server;
   for (const std::string& m : o.models) s.models.push_back(serve::parse_model_spec(m));
   if (!o.vocab.empty()) {
@@ -52,24 +53,47 @@ int run(Options& o) {
   s.verify = !o.no_verify;
   TFM_CHECK(o.workers >= 0, "--workers must be >= 0 (0: one per core), got ", o.workers);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  s.batching.workers = o.workers > 0 ? o.workers : std::max(1, cores / std::max(1, o.threads));
-  s.threads_per_worker = o.threads;
+  s.batching.workers = o.workers > 0 ? o.workers : std::max(1, cores / std::max(1, s.threads_per_worker));
   if (!o.api_key_file.empty()) s.api_key = serve::read_api_key(o.api_key_file);
   s.validate();
-  // SIGTERM and SIGINT write their number into a pipe (all a handler may safely do), from before
-  // the models load; a thread reading it stops the server, whose listen() then returns once the
-  // requests in flight are answered. A signal while loading ends the command once loading is done;
-  // a second signal, or connections still open drain_seconds after the first, end it at once.
-  TFM_CHECK(pipe(g_signal_pipe) == 0, "serve: cannot create a pipe for the signals");
-  struct sigaction action = {};
-  action.sa_handler = on_signal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
-  std::mutex mutex;
-  serve::Server* serving = nullptr;  // under mutex
-  bool stop_requested = false;       // under mutex
-  std::thread waiter([&] {
+  return s;
+}
+
+// SIGTERM and SIGINT write their number into a pipe (all a handler may safely do), from before
+// the models load; a thread reading it stops the server, whose listen() then returns once the
+// requests in flight are answered. A signal while loading ends the command once loading is done;
+// a second signal, or connections still open drain_seconds after the first, end it at once.
+class SignalStop {
+ public:
+  explicit SignalStop(int drain_seconds) : drain_seconds_(drain_seconds) {
+    TFM_CHECK(pipe(g_signal_pipe) == 0, "serve: cannot create a pipe for the signals");
+    struct sigaction action = {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGINT, &action, nullptr);
+    waiter_ = std::thread([this] { wait_for_signals(); });
+  }
+  SignalStop(const SignalStop&) = delete;
+  SignalStop& operator=(const SignalStop&) = delete;
+
+  // The server a signal stops from now on (at once when one already came).
+  void attach(serve::Server& server) {
+    std::lock_guard lock(mutex_);
+    serving_ = &server;
+    if (stop_requested_) server.stop();  // listen() then returns at once
+  }
+
+  // Gives the signals their default action back and ends the thread waiting for them.
+  void end() {
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    close(g_signal_pipe[1]);  // ends the waiter if no signal came
+    waiter_.join();
+  }
+
+ private:
+  void wait_for_signals() {
     for (int signals = 0;; ++signals) {
       unsigned char signal = 0;
       ssize_t n;
@@ -82,50 +106,46 @@ int run(Options& o) {
         std::_Exit(128 + signal);
       }
       std::fprintf(stderr, "serve: %s: finishing the requests in flight (at most %d s), then exiting\n", name,
-                   o.drain_seconds);
-      std::lock_guard lock(mutex);
-      stop_requested = true;
-      if (serving) serving->stop();
-      std::thread([seconds = o.drain_seconds] {
+                   drain_seconds_);
+      std::lock_guard lock(mutex_);
+      stop_requested_ = true;
+      if (serving_) serving_->stop();
+      std::thread([seconds = drain_seconds_] {
         std::this_thread::sleep_for(std::chrono::seconds(seconds));
         std::fprintf(stderr, "serve: connections still open %d s after the signal (slow or idle clients): exiting\n",
                      seconds);
         std::_Exit(1);
       }).detach();
     }
-  });
-  auto end_waiter = [&] {
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    close(g_signal_pipe[1]);  // ends the waiter if no signal came
-    waiter.join();
-  };
-  std::unique_ptr<serve::Server> server;
-  try {
-    server = std::make_unique<serve::Server>(s);
-  } catch (...) {
-    end_waiter();
-    throw;
   }
-  for (const std::string& line : server->load_messages()) std::fprintf(stderr, "%s\n", line.c_str());
+
+  const int drain_seconds_;
+  std::mutex mutex_;
+  serve::Server* serving_ = nullptr;  // under mutex_
+  bool stop_requested_ = false;       // under mutex_
+  std::thread waiter_;
+};
+
+int run(Options& o) {
+  const serve::ServerOptions& s = server_options(o);
+  SignalStop signals(o.drain_seconds);
+  std::unique_ptr<serve::Server> server;
   int port = 0;
   try {
+    server = std::make_unique<serve::Server>(s);
+    for (const std::string& line : server->load_messages()) std::fprintf(stderr, "%s\n", line.c_str());
     port = server->bind();
   } catch (...) {
-    end_waiter();
+    signals.end();
     throw;
   }
-  {
-    std::lock_guard lock(mutex);
-    serving = server.get();
-    if (stop_requested) server->stop();  // listen() below then returns at once
-  }
+  signals.attach(*server);
   std::string names;
   for (const auto& m : s.models) names += (names.empty() ? "" : ", ") + m.name;
   std::fprintf(stderr, "serving %s on http://%s:%d/ (%d workers of %d threads; POST /v1/translate, GET /openapi.json)\n",
                names.c_str(), s.host.c_str(), port, s.batching.workers, s.threads_per_worker);
   server->listen();
-  end_waiter();
+  signals.end();
   std::fprintf(stderr, "serve: stopped\n");
   return 0;
 }
@@ -151,7 +171,7 @@ Action add_serve(CLI::App& app) {
   cmd->add_option("--workers", o->workers,
                   "batches decoded at the same time, each by one worker (0: cores / --threads)")
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "threads of each worker")->capture_default_str();
+  cmd->add_option("--threads", s.threads_per_worker, "threads of each worker")->capture_default_str();
   cmd->add_option("--max-batch-tokens", s.batching.max_batch_tokens,
                   "source tokens per batch: a batch goes as soon as it has this many")
       ->capture_default_str();

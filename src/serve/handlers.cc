@@ -1,0 +1,69 @@
+// The work of the JSON endpoints: /v1/translate and /v1/score read their request, queue its
+// sentences in the batcher and answer with their results; /v1/models and /health describe the server.
+#include "core/error.h"
+#include "serve/http_error.h"
+#include "serve/jobs.h"
+#include "serve/request.h"
+#include "serve/responses.h"
+#include "serve/server_impl.h"
+
+namespace tfm::serve {
+
+using json = nlohmann::json;
+
+void Server::Impl::submit(const std::shared_ptr<Job>& job) {
+  if (!batcher->submit(job))
+    throw HttpError{503, cat("the server is busy: its queue holds ", batcher->queued(), " of ",
+                             options.batching.max_queue_sentences, " sentences and this request has ", job->size(),
+                             "; retry later")};
+  job->wait();  // decoding errors (e.g. the memory limit) are thrown here: 500
+}
+
+json Server::Impl::translate(const httplib::Request& req) {
+  const Fields f(req.body, {"text", "model", "beam", "n_best", "length_penalty", "scores", "attention"});
+  LoadedModel& m = models.find(f.string("model"));
+  const std::vector<std::string> texts = f.texts("text", options.max_sentences);
+  const TranslateRequest request = translate_request(f, options);
+  TranslateInputs in = translate_inputs(m, texts, request.options, options);
+  auto job = std::make_shared<TranslateJob>(translate_key(m.spec.name, request.options.search), std::move(in.costs),
+                                            *m.translator, request.options, std::move(in.sources));
+  submit(job);
+  json out = json::array();
+  int64_t source_tokens = 0, target_tokens = 0;
+  for (size_t i = 0; i < job->results.size(); ++i) {
+    const transformer::Translation& r = job->results[i];
+    source_tokens += static_cast<int64_t>(r.source_ids.size()) + 1;
+    target_tokens += static_cast<int64_t>(r.best().ids.size()) + 1;
+    out.push_back(translation_json(*m.translator, r, request, in.warnings[i]));
+  }
+  metrics.sentences(m.spec.name, "translate", static_cast<int64_t>(texts.size()), source_tokens, target_tokens);
+  return {{"model", m.spec.name}, {"translations", std::move(out)}};
+}
+
+json Server::Impl::score(const httplib::Request& req) {
+  const Fields f(req.body, {"source", "target", "model"});
+  LoadedModel& m = models.find(f.string("model"));
+  ScoreInputs in = score_inputs(m, f, options);
+  const transformer::Translator& scorer = m.score_translator();
+  auto job = std::make_shared<ScoreJob>(score_key(m.spec.name), std::move(in.costs), scorer, options.max_input_tokens,
+                                        std::move(in.sources), std::move(in.targets));
+  submit(job);
+  json out = json::array();
+  int64_t source_tokens = 0, target_tokens = 0;
+  for (size_t i = 0; i < job->results.size(); ++i) {
+    const transformer::Score& s = job->results[i];
+    source_tokens += static_cast<int64_t>(job->sources[i].size()) + 1;
+    target_tokens += s.tokens;
+    out.push_back(score_json(s, in.warnings[i]));
+  }
+  metrics.sentences(m.spec.name, "score", static_cast<int64_t>(job->results.size()), source_tokens, target_tokens);
+  return {{"model", m.spec.name}, {"scores", std::move(out)}};
+}
+
+json Server::Impl::list_models() const { return json{{"models", models.info()}}; }
+
+json Server::Impl::health() const {
+  return json{{"status", "ok"}, {"models", models.size()}, {"queue", batcher->queued()}};
+}
+
+}  // namespace tfm::serve

@@ -1,0 +1,88 @@
+// The models a server loaded, by name: loading each with the server's weight form, the scoring
+// translator loaded on first use, and the lookup of a request's "model".
+#include "serve/models.h"
+
+#include "core/error.h"
+#include "serve/http_error.h"
+#include "transformer/model.h"
+
+namespace tfm::serve {
+
+using json = nlohmann::json;
+
+const transformer::Translator& LoadedModel::score_translator() {
+  if (options.weights == transformer::TranslatorOptions::Weights::kPlain ||
+      options.weights == transformer::TranslatorOptions::Weights::kBf16)
+    return *translator;  // scoring runs on these weights as they are
+  std::lock_guard lock(scorer_mutex);
+  if (!scorer) {
+    transformer::TranslatorOptions o = options;
+    o.weights = transformer::TranslatorOptions::Weights::kPlain;
+    o.verify = false;  // verified when the server started
+    scorer = std::make_unique<transformer::Translator>(spec.path, o);
+  }
+  return *scorer;
+}
+
+namespace {
+
+std::unique_ptr<LoadedModel> load(const ModelSpec& spec, const ServerOptions& options) {
+  auto m = std::make_unique<LoadedModel>();
+  m->spec = spec;
+  m->options.vocab = spec.vocab;
+  m->options.verify = options.verify;
+  m->options.weights = options.weights;
+  m->options.threads = options.threads_per_worker;
+  try {
+    const transformer::ModelInfo info = transformer::model_info(spec.path, false);
+    m->translator = std::make_unique<transformer::Translator>(spec.path, m->options);
+    json config = json::object();
+    for (const auto& [k, v] : info.config) config[k] = json::parse(v);
+    m->info = {{"name", spec.name}, {"config", config}, {"parameters", info.total_parameters}};
+    m->decoder_layers = info.decoder_layers;
+    m->heads = config.value("heads", int64_t{1});
+  } catch (const Error& e) {
+    throw Error(cat("model '", spec.name, "': ", e.what()));
+  }
+  return m;
+}
+
+}  // namespace
+
+Models::Models(const ServerOptions& options) {
+  for (const ModelSpec& spec : options.models) models_.push_back(load(spec, options));
+}
+
+LoadedModel& Models::find(const std::string& name) {
+  if (name.empty()) {
+    if (models_.size() == 1) return *models_[0];
+    throw HttpError{400, cat("this server has ", models_.size(), " models: name one in 'model' (", names(), ")")};
+  }
+  for (auto& m : models_)
+    if (m->spec.name == name) return *m;
+  throw HttpError{404, cat("unknown model '", name, "' (this server has: ", names(), ")")};
+}
+
+std::string Models::names() const {
+  std::string out;
+  for (const auto& m : models_) out += (out.empty() ? "" : ", ") + m->spec.name;
+  return out;
+}
+
+json Models::info() const {
+  json list = json::array();
+  for (const auto& m : models_) list.push_back(m->info);
+  return list;
+}
+
+std::vector<std::string> Models::load_messages() const {
+  std::vector<std::string> out;
+  for (const auto& m : models_) {
+    for (const std::string& n : m->translator->load_notes().notes) out.push_back(cat("note: model '", m->spec.name, "': ", n));
+    for (const std::string& w : m->translator->load_notes().warnings)
+      out.push_back(cat("warning: model '", m->spec.name, "': ", w));
+  }
+  return out;
+}
+
+}  // namespace tfm::serve
