@@ -5,7 +5,8 @@ Layers, lowest first: core, ops, the peers layers/data/io/eval/dist/viz, model, 
 then cli/serve/import/python at the top. A file may include files of its own layer or below, never
 above. Each public header (include/transformer) counts at the layer of the code that implements
 what it declares; value types (options, results, errors) count as core. A module is a source file
-with its header (src/train/trainer.h and .cc); no two modules may include each other, directly or
+with its header (src/train/trainer.h and .cc; a private implementation header, server_impl.h, belongs to
+server's module); no two modules may include each other, directly or
 through others (a cycle).
 
 Usage: tools/check_layers.py [ROOT]    (exit status 1 and one line per violation when any)
@@ -31,18 +32,23 @@ PUBLIC = {
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
+def module(path):
+    name = os.path.splitext(path)[0]
+    return name[: -len("_impl")] if name.endswith("_impl") else name
+
+
 def layer_of(path):
     """(layer name, module name) of a repository-relative path, or None outside the library."""
     parts = path.split("/")
     if parts[0] == "src" and len(parts) > 2:
-        return parts[1], os.path.splitext(path)[0]
+        return parts[1], module(path)
     if parts[0] == "include" and parts[1] == "transformer":
         name = parts[2]
         if name not in PUBLIC:
             raise SystemExit(f"{path}: a public header with no layer in tools/check_layers.py's PUBLIC")
-        return PUBLIC[name], os.path.splitext(path)[0]
+        return PUBLIC[name], module(path)
     if parts[0] == "python" and parts[1] == "src":
-        return "python", os.path.splitext(path)[0]
+        return "python", module(path)
     return None
 
 
