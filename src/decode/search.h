@@ -4,6 +4,14 @@
 // Sentences of a batch are decoded together, all their beams in one batch of hypotheses, with the
 // model's incremental decoding cache (keys and values of earlier tokens; the encoder output's
 // keys and values computed once per sentence).
+//
+// Shapes in the decode layer's comments use these letters:
+//   B  sentences of a batch          K  beam size (hypotheses per sentence)
+//   R  hypothesis rows decoded at a step (at most B·K; one per sentence not yet ended in greedy search)
+//   S  source tokens (EOS included; the batch's longest)
+//   T  target tokens (EOS included)  V  vocabulary (V': a shortlist's selection)
+//   D  model width                   L  decoder layers      H  attention heads
+//   k  the top k selected per row;   B'', R'': the sentences and rows kept for the next step
 #include <cstdint>
 #include <vector>
 
@@ -23,8 +31,8 @@ struct Hypothesis {
   std::vector<int32_t> tokens;  // without BOS and EOS
   double score = 0;             // Σ log p of the tokens and EOS
   double normalized = 0;        // score / lp(|tokens| + 1): what beam search ranks by
-  // When recorded: encoder-decoder attention [layers, heads, |tokens| + 1, source length incl. EOS].
-  Tensor attention;
+  // When recorded: encoder-decoder attention, over its own source (EOS included, no padding).
+  Tensor attention;  // [L, H, |tokens| + 1, S]
 };
 
 // An estimate of the memory (bytes) a search of `sentences` sources of at most `source_tokens` tokens

@@ -50,6 +50,135 @@ int32_t parse_id(const std::string& word, int64_t vocab_size, const std::string&
   return static_cast<int32_t>(v);
 }
 
+// A shortlist file's text read line by line, with the number of the line last read for errors.
+struct LineReader {
+  LineReader(const std::string& path, const std::string& text) : path(path), text(text) {}
+
+  const std::string& path;
+  const std::string& text;
+  size_t pos = 0;  // where the next line starts
+  int64_t n = 0;   // the number of the line last read
+  std::string line;
+
+  bool at_end() const { return pos >= text.size(); }
+  void next(const char* what) {
+    TFM_CHECK(pos < text.size(), path, ": ends before its ", what, " line (line ", n + 1, ")");
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++n;
+  }
+  // Splits a header line "KEY VALUE" and checks the key; returns the value.
+  std::string field(const char* key, const char* form) const {
+    std::istringstream f(line);
+    std::string k, value, extra;
+    f >> k >> value;
+    TFM_CHECK(k == key && !value.empty() && !(f >> extra), path, ": line ", n, " must be '", form, "', got '",
+              line.substr(0, 60), "'");
+    return value;
+  }
+  int64_t count(const std::string& value, const char* what, long long max) const {
+    char* end = nullptr;
+    const long long v = std::strtoll(value.c_str(), &end, 10);
+    TFM_CHECK(!value.empty() && *end == '\0' && v >= 1 && v <= max, path, ": line ", n, ": '", value, "' is not ",
+              what);
+    return static_cast<int64_t>(v);
+  }
+};
+
+// What a shortlist file's header records.
+struct Header {
+  int64_t vocab_size = 0;
+  std::string fingerprint;  // "" when unknown
+  int64_t lines = 0;        // after the header
+  uint64_t checksum = 0;
+  size_t digits = 0;  // where the checksum's digits start in the text
+};
+
+Header read_header(LineReader& in) {
+  const std::string& path = in.path;
+  const std::string& line = in.line;
+  in.next("header");
+  TFM_CHECK(line != kMagicVersion1, path, ": a shortlist of format version 1, which records neither its length nor a "
+            "checksum and is no longer read: rebuild it with `transformer shortlist` (it takes seconds)");
+  TFM_CHECK(line == kMagic, path, ": not a shortlist file: its first line is '", line.substr(0, 60), "', expected '",
+            kMagic, "'");
+  Header h;
+  in.next("vocab_size");
+  h.vocab_size = in.count(in.field("vocab_size", "vocab_size N"), "a vocabulary size", 1LL << 30);
+  in.next("vocab_fingerprint");
+  const std::string fingerprint = in.field("vocab_fingerprint", "vocab_fingerprint F (or -)");
+  h.fingerprint = fingerprint == "-" ? "" : fingerprint;
+  in.next("lines");
+  h.lines = in.count(in.field("lines", "lines N"), "a number of lines", 1LL << 40);
+  in.next("checksum");
+  constexpr std::string_view kChecksumField = "checksum ";
+  TFM_CHECK(line.starts_with(kChecksumField), path, ": line ", in.n, " must be 'checksum ", kChecksumPrefix,
+            "HEX', got '", line.substr(0, 60), "'");
+  h.checksum = parse_checksum(std::string_view(line).substr(kChecksumField.size()), cat(path, ": line ", in.n));
+  h.digits = in.pos - line.size() - 1 + kChecksumField.size() + kChecksumPrefix.size();
+  return h;
+}
+
+// The whole file is checked before any of its lists is read: the number of lines after the header,
+// then the checksum of every byte, the checksum's own digits read as '0's.
+void check_body(const LineReader& in, const Header& h) {
+  const std::string& path = in.path;
+  const std::string& text = in.text;
+  const size_t pos = in.pos;
+  const int64_t n = in.n, lines = h.lines;
+  const int64_t body_lines =
+      pos >= text.size() ? 0 : std::count(text.begin() + static_cast<std::ptrdiff_t>(pos), text.end(), '\n');
+  TFM_CHECK(!text.ends_with('\n') || body_lines >= lines, path, ": truncated: ", body_lines, " of the ", lines,
+            " lines after the header are there");
+  TFM_CHECK(text.ends_with('\n'), path, ": truncated: its last line (", pos > text.size() ? n : n + body_lines + 1,
+            ") has no end; the header records ", lines, " lines after it");
+  TFM_CHECK(body_lines == lines, path, ": ", body_lines, " lines after the header, which records ", lines,
+            ": the file was changed after it was written");
+  Checksum sum;
+  sum.update(std::string_view(text).substr(0, h.digits));
+  sum.update(std::string(kChecksumDigits, '0'));
+  sum.update(std::string_view(text).substr(h.digits + kChecksumDigits));
+  TFM_CHECK(sum.value() == h.checksum, path, ": checksum mismatch: the header records ", format_checksum(h.checksum),
+            " but the file hashes to ", format_checksum(sum.value()),
+            ": it was corrupted after it was written; rebuild it with `transformer shortlist`");
+}
+
+// The line "frequent ID...".
+std::vector<int32_t> read_frequent(LineReader& in, int64_t vocab_size) {
+  in.next("frequent");
+  std::vector<int32_t> frequent;
+  std::istringstream f(in.line);
+  std::string word;
+  f >> word;
+  TFM_CHECK(word == "frequent", in.path, ": line ", in.n, " must be 'frequent ID...', got '", in.line.substr(0, 60),
+            "'");
+  while (f >> word) frequent.push_back(parse_id(word, vocab_size, in.path, in.n));
+  return frequent;
+}
+
+// The lines "SOURCE_ID<TAB>TARGET_ID...": [V] each source token's targets.
+std::vector<std::vector<int32_t>> read_lists(LineReader& in, int64_t vocab_size) {
+  std::vector<std::vector<int32_t>> by_source(static_cast<size_t>(vocab_size));
+  std::vector<char> listed(static_cast<size_t>(vocab_size), 0);
+  const std::string& line = in.line;
+  while (!in.at_end()) {
+    in.next("source");
+    if (line.empty()) continue;
+    const size_t tab = line.find('\t');
+    TFM_CHECK(tab != std::string::npos, in.path, ": line ", in.n,
+              " has no tab: expected 'SOURCE_ID<TAB>TARGET_ID...'");
+    const int32_t s = parse_id(line.substr(0, tab), vocab_size, in.path, in.n);
+    TFM_CHECK(!listed[s], in.path, ": line ", in.n, ": source id ", s, " has a second line");
+    listed[s] = 1;
+    std::vector<int32_t>& targets = by_source[static_cast<size_t>(s)];
+    std::istringstream f(line.substr(tab + 1));
+    std::string word;
+    while (f >> word) targets.push_back(parse_id(word, vocab_size, in.path, in.n));
+  }
+  return by_source;
+}
+
 }  // namespace
 
 Shortlist Shortlist::build(const std::vector<std::vector<int32_t>>& sources,
@@ -130,97 +259,17 @@ const std::vector<int32_t>& Shortlist::targets_of(int32_t s) const {
 
 Shortlist Shortlist::load(const std::string& path, int64_t expected_vocab_size) {
   const std::string text = read_file(path);
-  size_t pos = 0;  // where the next line starts
-  int64_t n = 0;   // the number of the line last read
-  std::string line;
-  auto next = [&](const char* what) {
-    TFM_CHECK(pos < text.size(), path, ": ends before its ", what, " line (line ", n + 1, ")");
-    const size_t end = std::min(text.find('\n', pos), text.size());
-    line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++n;
-  };
-  // Splits a header line "KEY VALUE" and checks the key; returns the value.
-  auto field = [&](const char* key, const char* form) {
-    std::istringstream f(line);
-    std::string k, value, extra;
-    f >> k >> value;
-    TFM_CHECK(k == key && !value.empty() && !(f >> extra), path, ": line ", n, " must be '", form, "', got '",
-              line.substr(0, 60), "'");
-    return value;
-  };
-  auto count = [&](const std::string& value, const char* what, long long max) {
-    char* end = nullptr;
-    const long long v = std::strtoll(value.c_str(), &end, 10);
-    TFM_CHECK(!value.empty() && *end == '\0' && v >= 1 && v <= max, path, ": line ", n, ": '", value,
-              "' is not ", what);
-    return static_cast<int64_t>(v);
-  };
-
-  next("header");
-  TFM_CHECK(line != kMagicVersion1, path, ": a shortlist of format version 1, which records neither its length nor a "
-            "checksum and is no longer read: rebuild it with `transformer shortlist` (it takes seconds)");
-  TFM_CHECK(line == kMagic, path, ": not a shortlist file: its first line is '", line.substr(0, 60), "', expected '",
-            kMagic, "'");
-  Shortlist out;
-  next("vocab_size");
-  out.vocab_size_ = count(field("vocab_size", "vocab_size N"), "a vocabulary size", 1LL << 30);
-  next("vocab_fingerprint");
-  const std::string fingerprint = field("vocab_fingerprint", "vocab_fingerprint F (or -)");
-  out.fingerprint_ = fingerprint == "-" ? "" : fingerprint;
-  next("lines");
-  const int64_t lines = count(field("lines", "lines N"), "a number of lines", 1LL << 40);
-  next("checksum");
-  constexpr std::string_view kChecksumField = "checksum ";
-  TFM_CHECK(line.starts_with(kChecksumField), path, ": line ", n, " must be 'checksum ", kChecksumPrefix, "HEX', got '",
-            line.substr(0, 60), "'");
-  const uint64_t recorded = parse_checksum(std::string_view(line).substr(kChecksumField.size()), cat(path, ": line ", n));
-  const size_t digits = pos - line.size() - 1 + kChecksumField.size() + kChecksumPrefix.size();
-
-  // The whole file is checked before any of its lists is read: the number of lines after the header,
-  // then the checksum of every byte, the checksum's own digits read as '0's.
-  const int64_t body_lines =
-      pos >= text.size() ? 0 : std::count(text.begin() + static_cast<std::ptrdiff_t>(pos), text.end(), '\n');
-  TFM_CHECK(!text.ends_with('\n') || body_lines >= lines, path, ": truncated: ", body_lines, " of the ", lines,
-            " lines after the header are there");
-  TFM_CHECK(text.ends_with('\n'), path, ": truncated: its last line (", pos > text.size() ? n : n + body_lines + 1,
-            ") has no end; the header records ", lines, " lines after it");
-  TFM_CHECK(body_lines == lines, path, ": ", body_lines, " lines after the header, which records ", lines,
-            ": the file was changed after it was written");
-  Checksum sum;
-  sum.update(std::string_view(text).substr(0, digits));
-  sum.update(std::string(kChecksumDigits, '0'));
-  sum.update(std::string_view(text).substr(digits + kChecksumDigits));
-  TFM_CHECK(sum.value() == recorded, path, ": checksum mismatch: the header records ", format_checksum(recorded),
-            " but the file hashes to ", format_checksum(sum.value()),
-            ": it was corrupted after it was written; rebuild it with `transformer shortlist`");
-  TFM_CHECK(expected_vocab_size <= 0 || out.vocab_size_ == expected_vocab_size, path,
-            ": the shortlist was built for a vocabulary of ", out.vocab_size_, " tokens but the model has ",
+  LineReader in(path, text);
+  const Header h = read_header(in);
+  check_body(in, h);
+  TFM_CHECK(expected_vocab_size <= 0 || h.vocab_size == expected_vocab_size, path,
+            ": the shortlist was built for a vocabulary of ", h.vocab_size, " tokens but the model has ",
             expected_vocab_size);
-
-  next("frequent");
-  {
-    std::istringstream f(line);
-    std::string word;
-    f >> word;
-    TFM_CHECK(word == "frequent", path, ": line ", n, " must be 'frequent ID...', got '", line.substr(0, 60), "'");
-    while (f >> word) out.frequent_.push_back(parse_id(word, out.vocab_size_, path, n));
-  }
-  out.by_source_.resize(static_cast<size_t>(out.vocab_size_));
-  std::vector<char> listed(static_cast<size_t>(out.vocab_size_), 0);
-  while (pos < text.size()) {
-    next("source");
-    if (line.empty()) continue;
-    const size_t tab = line.find('\t');
-    TFM_CHECK(tab != std::string::npos, path, ": line ", n, " has no tab: expected 'SOURCE_ID<TAB>TARGET_ID...'");
-    const int32_t s = parse_id(line.substr(0, tab), out.vocab_size_, path, n);
-    TFM_CHECK(!listed[s], path, ": line ", n, ": source id ", s, " has a second line");
-    listed[s] = 1;
-    std::vector<int32_t>& targets = out.by_source_[static_cast<size_t>(s)];
-    std::istringstream f(line.substr(tab + 1));
-    std::string word;
-    while (f >> word) targets.push_back(parse_id(word, out.vocab_size_, path, n));
-  }
+  Shortlist out;
+  out.vocab_size_ = h.vocab_size;
+  out.fingerprint_ = h.fingerprint;
+  out.frequent_ = read_frequent(in, h.vocab_size);
+  out.by_source_ = read_lists(in, h.vocab_size);
   return out;
 }
 

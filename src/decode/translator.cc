@@ -59,6 +59,97 @@ void check_memory(const ModelConfig& c, Device device, const TranslateOptions& o
             o.search.beam_size, in_flight > 1 ? cat(", ", in_flight, " batches at a time") : std::string(),
             ". Lower the beam size, the batch size or the maximum output length, or raise the limit (0: none)");
 }
+
+// The sentences to decode: each source truncated to the input limit, with its prefix, and the
+// indices of the non-empty ones sorted by length (stable), so that a batch holds similar lengths.
+struct Prepared {
+  std::vector<Translation> out;  // [sentences]
+  std::vector<size_t> order;     // the non-empty sources, shortest first
+  bool any_prefix = false;       // some source has a non-empty prefix
+};
+
+Prepared prepare(const std::vector<std::vector<int32_t>>& sources, const TranslateOptions& o,
+                 const std::vector<std::vector<int32_t>>& prefixes) {
+  Prepared p;
+  p.out.resize(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    Translation& t = p.out[i];
+    t.source_ids = sources[i];
+    if (static_cast<int64_t>(sources[i].size()) > o.max_input_tokens) {
+      t.source_ids.resize(static_cast<size_t>(o.max_input_tokens));
+      t.truncated = true;
+    }
+    if (!prefixes.empty() && !t.source_ids.empty()) {
+      if (static_cast<int64_t>(prefixes[i].size()) > o.max_input_tokens)
+        throw transformer::SentenceError(static_cast<long long>(i),
+                                         cat("the target prefix has ", prefixes[i].size(),
+                                             " tokens, more than the input token limit of ", o.max_input_tokens));
+      t.prefix_ids = prefixes[i];
+      p.any_prefix = p.any_prefix || !prefixes[i].empty();
+    }
+    if (!t.source_ids.empty()) p.order.push_back(i);
+  }
+  std::stable_sort(p.order.begin(), p.order.end(),
+                   [&](size_t a, size_t b) { return p.out[a].source_ids.size() < p.out[b].source_ids.size(); });
+  return p;
+}
+
+// What decoding the batches needs: the model, the options and the shortlist.
+struct BatchDecoder {
+  const Transformer& model;
+  const TranslateOptions& o;
+  const Shortlist* shortlist;
+
+  // Decodes batch i of the sorted sentences into their translations.
+  void operator()(Prepared& p, int64_t i) const {
+    const size_t begin = static_cast<size_t>(i * o.batch_sentences);
+    const size_t end = std::min(p.order.size(), begin + static_cast<size_t>(o.batch_sentences));
+    std::vector<std::vector<int32_t>> batch, batch_prefixes;
+    for (size_t j = begin; j < end; ++j) batch.push_back(p.out[p.order[j]].source_ids);
+    if (p.any_prefix)
+      for (size_t j = begin; j < end; ++j) batch_prefixes.push_back(p.out[p.order[j]].prefix_ids);
+    if (o.search.beam_size == 1 && o.search.n_best == 1) {
+      std::vector<Hypothesis> best = greedy_search(model, batch, o.search, shortlist, batch_prefixes);
+      for (size_t j = begin; j < end; ++j) p.out[p.order[j]].hypotheses = {std::move(best[j - begin])};
+    } else {
+      std::vector<std::vector<Hypothesis>> nbest = beam_search(model, batch, o.search, shortlist, batch_prefixes);
+      for (size_t j = begin; j < end; ++j) p.out[p.order[j]].hypotheses = std::move(nbest[j - begin]);
+    }
+  }
+};
+
+// How many batches to decode at once: the option, or (0) one per thread when there are at least
+// two batches per thread; one on a GPU.
+int64_t parallel_batches(const Transformer& model, const TranslateOptions& o, int64_t batches) {
+  const int64_t threads = omp_in_parallel() ? 1 : num_threads();
+  int64_t parallel = o.parallel_batches == 0 ? (batches >= 2 * threads ? threads : 1) : o.parallel_batches;
+  parallel = std::min({parallel, threads, batches});
+  if (model.params().device() != Device::CPU) parallel = 1;  // one stream of device work, in order
+  return parallel;
+}
+
+// Longest sentences first (the batches are sorted by length), so that no long batch starts last
+// and runs alone. Each thread decodes its batches alone: its own parallel regions, BLAS and
+// oneDNN calls run on it. No exception may leave the parallel region: the first is kept, the
+// batches not yet started are skipped, and it is rethrown after the region.
+void decode_in_parallel(const BatchDecoder& decode, Prepared& p, int64_t batches, int64_t parallel) {
+  std::exception_ptr failure;
+  std::atomic<bool> failed{false};
+#pragma omp parallel for schedule(dynamic, 1) num_threads(parallel)
+  for (int64_t i = batches - 1; i >= 0; --i) {
+    if (failed.load()) continue;
+    omp_set_num_threads(1);
+    try {
+      decode(p, i);
+    } catch (...) {
+#pragma omp critical(translate_failure)
+      if (!failure) failure = std::current_exception();
+      failed = true;
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
 }  // namespace
 
 std::vector<Translation> translate_ids(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
@@ -67,72 +158,17 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
   o.validate();
   TFM_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "there are ", sources.size(), " sentences but ",
             prefixes.size(), " target prefixes");
-  std::vector<Translation> out(sources.size());
-  std::vector<size_t> order;
-  bool any_prefix = false;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    out[i].source_ids = sources[i];
-    if (static_cast<int64_t>(sources[i].size()) > o.max_input_tokens) {
-      out[i].source_ids.resize(static_cast<size_t>(o.max_input_tokens));
-      out[i].truncated = true;
-    }
-    if (!prefixes.empty() && !out[i].source_ids.empty()) {
-      if (static_cast<int64_t>(prefixes[i].size()) > o.max_input_tokens)
-        throw transformer::SentenceError(static_cast<long long>(i),
-                                         cat("the target prefix has ", prefixes[i].size(),
-                                             " tokens, more than the input token limit of ", o.max_input_tokens));
-      out[i].prefix_ids = prefixes[i];
-      any_prefix = any_prefix || !prefixes[i].empty();
-    }
-    if (!out[i].source_ids.empty()) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return out[a].source_ids.size() < out[b].source_ids.size(); });
-  const int64_t batches = order.empty() ? 0 : (static_cast<int64_t>(order.size()) - 1) / o.batch_sentences + 1;
-  auto decode = [&](int64_t i) {  // batch i of the sorted sentences
-    const size_t begin = static_cast<size_t>(i * o.batch_sentences);
-    const size_t end = std::min(order.size(), begin + static_cast<size_t>(o.batch_sentences));
-    std::vector<std::vector<int32_t>> batch, batch_prefixes;
-    for (size_t j = begin; j < end; ++j) batch.push_back(out[order[j]].source_ids);
-    if (any_prefix)
-      for (size_t j = begin; j < end; ++j) batch_prefixes.push_back(out[order[j]].prefix_ids);
-    if (o.search.beam_size == 1 && o.search.n_best == 1) {
-      std::vector<Hypothesis> best = greedy_search(model, batch, o.search, shortlist, batch_prefixes);
-      for (size_t j = begin; j < end; ++j) out[order[j]].hypotheses = {std::move(best[j - begin])};
-    } else {
-      std::vector<std::vector<Hypothesis>> nbest = beam_search(model, batch, o.search, shortlist, batch_prefixes);
-      for (size_t j = begin; j < end; ++j) out[order[j]].hypotheses = std::move(nbest[j - begin]);
-    }
-  };
-  const int64_t threads = omp_in_parallel() ? 1 : num_threads();
-  int64_t parallel = o.parallel_batches == 0 ? (batches >= 2 * threads ? threads : 1) : o.parallel_batches;
-  parallel = std::min({parallel, threads, batches});
-  if (model.params().device() != Device::CPU) parallel = 1;  // one stream of device work, in order
-  check_memory(model.config(), model.params().device(), o, order, out, batches, std::max<int64_t>(parallel, 1));
+  Prepared p = prepare(sources, o, prefixes);
+  const int64_t batches = p.order.empty() ? 0 : (static_cast<int64_t>(p.order.size()) - 1) / o.batch_sentences + 1;
+  const int64_t parallel = parallel_batches(model, o, batches);
+  check_memory(model.config(), model.params().device(), o, p.order, p.out, batches, std::max<int64_t>(parallel, 1));
+  const BatchDecoder decode{model, o, shortlist};
   if (parallel <= 1) {
-    for (int64_t i = 0; i < batches; ++i) decode(i);
-    return out;
+    for (int64_t i = 0; i < batches; ++i) decode(p, i);
+  } else {
+    decode_in_parallel(decode, p, batches, parallel);
   }
-  // Longest sentences first (the batches are sorted by length), so that no long batch starts last
-  // and runs alone. Each thread decodes its batches alone: its own parallel regions, BLAS and
-  // oneDNN calls run on it. No exception may leave the parallel region: the first is kept, the
-  // batches not yet started are skipped, and it is rethrown after the region.
-  std::exception_ptr failure;
-  std::atomic<bool> failed{false};
-#pragma omp parallel for schedule(dynamic, 1) num_threads(parallel)
-  for (int64_t i = batches - 1; i >= 0; --i) {
-    if (failed.load()) continue;
-    omp_set_num_threads(1);
-    try {
-      decode(i);
-    } catch (...) {
-#pragma omp critical(translate_failure)
-      if (!failure) failure = std::current_exception();
-      failed = true;
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
-  return out;
+  return std::move(p.out);
 }
 
 }  // namespace tfm

@@ -120,6 +120,121 @@ ScreenBounds screen_bounds(const float* x, int64_t D, const ScreenedProjection& 
   return out;
 }
 
+namespace {
+
+// What every row's screening reads: the projection, the int8 logits [R, V] (bias included), and
+// as each block of columns is made (in its thread, while in its cache) each row's largest there:
+// bmax [R, units of 16 columns], at the unit that starts the block (NaN where the block holds one),
+// and the block's width at that unit.
+struct Int8Screen {
+  const ScreenedProjection& p;
+  int64_t R = 0, D = 0, V = 0, units = 0;
+  Tensor approx;                // float32 [R, V]
+  std::vector<float> bmax;      // [R, units]
+  std::vector<int64_t> bwidth;  // [units]
+};
+
+// Fills the int8 logits and each block's largest, the banned columns set to −inf first.
+void int8_logits(Int8Screen& s, const Tensor& x, const std::vector<int32_t>& banned) {
+  const ScreenedProjection& p = s.p;
+  const int64_t R = s.R, V = s.V, units = s.units;
+  s.approx = Tensor::empty({R, V});
+  s.bmax.assign(static_cast<size_t>(R * units), -std::numeric_limits<float>::infinity());
+  s.bwidth.assign(static_cast<size_t>(units), 0);
+  float* ys = s.approx.data<float>();
+  const std::function<void(int64_t, int64_t)> block_max = [&](int64_t c0, int64_t nc) {
+    s.bwidth[static_cast<size_t>(c0 / 16)] = nc;
+    for (int64_t r = 0; r < R; ++r) {
+      float* y = ys + r * V;
+      for (int32_t j : banned)
+        if (j >= c0 && j < c0 + nc) y[j] = -std::numeric_limits<float>::infinity();
+      float m = -std::numeric_limits<float>::infinity();
+      int nans = 0;
+#pragma omp simd reduction(max : m) reduction(| : nans)
+      for (int64_t k = c0; k < c0 + nc; ++k) {
+        m = std::max(m, y[k]);
+        nans |= y[k] != y[k];
+      }
+      s.bmax[static_cast<size_t>(r * units + c0 / 16)] = nans ? std::numeric_limits<float>::quiet_NaN() : m;
+    }
+  };
+  cpu::matmul_int8(R, V, s.D, x.data<float>(), p.q.q.defined() ? p.q.q.data<int8_t>() : nullptr,
+                   p.q.scale.data<float>(), p.bias.defined() ? p.bias.data<float>() : nullptr, Activation::kNone, ys,
+                   p.q.panels.get(), &block_max);
+}
+
+// The lowest int8 logit a candidate of row r may have: 2 · total below the row's best (bias
+// included); not finite where the row is undecided (a NaN, no finite best).
+float candidate_floor(const Int8Screen& s, int64_t r, double total) {
+  const float* bm = s.bmax.data() + r * s.units;
+  float best = -std::numeric_limits<float>::infinity();
+  int nans = 0;
+  for (int64_t u = 0; u < s.units; ++u) {
+    best = std::max(best, bm[u]);
+    nans |= bm[u] != bm[u];
+  }
+  if (nans || !std::isfinite(best)) return std::numeric_limits<float>::quiet_NaN();
+  return std::nextafter(static_cast<float>(double(best) - 2 * total), -std::numeric_limits<float>::infinity());
+}
+
+// The columns of row r at or above the floor, in the blocks whose largest reaches it (stopping
+// once there are more than kMaxScreenCandidates). A column k outside: its float32 logit is at most
+// y_k + total < best − total, at most the float32 logit of the column holding `best`.
+void gather_candidates(const Int8Screen& s, int64_t r, float floor, std::vector<int32_t>& cand) {
+  const float* bm = s.bmax.data() + r * s.units;
+  const float* y = s.approx.data<float>() + r * s.V;
+  cand.clear();
+  for (int64_t u = 0; u < s.units && static_cast<int64_t>(cand.size()) <= kMaxScreenCandidates; ++u)
+    if (s.bwidth[static_cast<size_t>(u)] > 0 && bm[u] >= floor)
+      for (int64_t k = 16 * u; k < 16 * u + s.bwidth[static_cast<size_t>(u)]; ++k)
+        if (y[k] >= floor) cand.push_back(static_cast<int32_t>(k));
+}
+
+// The candidates' logits in double; the best (the lower column on a tie) must beat the runner-up
+// by more than both float32 products' rounding could move them. −1 where it does not.
+int32_t recompute_best(const Int8Screen& s, const float* xr, const std::vector<int32_t>& cand,
+                       const ScreenBounds& bounds) {
+  const int64_t D = s.D;
+  const float* w = s.p.weight.data<float>();
+  const float* b = s.p.bias.defined() ? s.p.bias.data<float>() : nullptr;
+  double top = -std::numeric_limits<double>::infinity(), second = top;
+  int32_t top_k = -1;
+  for (int32_t k : cand) {
+    const float* wk = w + int64_t(k) * D;
+    double dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t i = 0; i < D; ++i) dot += double(xr[i]) * double(wk[i]);
+    const double v = dot + (b ? double(b[k]) : 0.0);
+    if (v > top) {
+      second = top;
+      top = v;
+      top_k = k;
+    } else {
+      second = std::max(second, v);
+    }
+  }
+  // The double recomputation's own error is far below this.
+  const double own = 1e-12 * (bounds.limit + 1);
+  return top_k >= 0 && top - second > 2 * (bounds.float32 + own) ? top_k : -1;
+}
+
+// Row r's column, or −1 where it is undecided; counts the candidates it recomputed.
+int32_t screen_row(const Int8Screen& s, const float* xr, int64_t r, std::vector<int32_t>& cand, int64_t& candidates) {
+  const ScreenBounds bounds = screen_bounds(xr, s.D, s.p);
+  // Logits near float32's range: the float32 product may overflow where this would not.
+  if (!bounds.finite || bounds.limit + bounds.int8 + bounds.float32 >= 0.25 * std::numeric_limits<float>::max())
+    return -1;
+  const double total = up(bounds.int8 + bounds.float32);
+  const float floor = candidate_floor(s, r, total);
+  if (!std::isfinite(floor)) return -1;
+  gather_candidates(s, r, floor, cand);
+  candidates += static_cast<int64_t>(cand.size());
+  if (static_cast<int64_t>(cand.size()) > kMaxScreenCandidates) return -1;
+  return recompute_best(s, xr, cand, bounds);
+}
+
+}  // namespace
+
 ScreenStats screened_argmax(const Tensor& x, const ScreenedProjection& p, const std::vector<int32_t>& banned,
                             std::vector<int32_t>& ids) {
   check_rank("screened_argmax", "x", x, 2);
@@ -132,102 +247,17 @@ ScreenStats screened_argmax(const Tensor& x, const ScreenedProjection& p, const 
   ScreenStats stats;
   if (!p.finite) stats.undecided = R;
   if (R == 0 || !p.finite) return stats;
-  // The int8 logits [R, V], bias included, and as each block of columns is made (in its thread,
-  // while in its cache) each row's largest there: bmax [R, units of 16 columns], at the unit that
-  // starts the block (NaN where the block holds one), and the block's width at that unit.
-  const int64_t units = (V + 15) / 16;
-  const Tensor approx = Tensor::empty({R, V});
-  std::vector<float> bmax(static_cast<size_t>(R * units), -std::numeric_limits<float>::infinity());
-  std::vector<int64_t> bwidth(static_cast<size_t>(units), 0);
-  float* ys = approx.data<float>();
-  const std::function<void(int64_t, int64_t)> block_max = [&](int64_t c0, int64_t nc) {
-    bwidth[static_cast<size_t>(c0 / 16)] = nc;
-    for (int64_t r = 0; r < R; ++r) {
-      float* y = ys + r * V;
-      for (int32_t j : banned)
-        if (j >= c0 && j < c0 + nc) y[j] = -std::numeric_limits<float>::infinity();
-      float m = -std::numeric_limits<float>::infinity();
-      int nans = 0;
-#pragma omp simd reduction(max : m) reduction(| : nans)
-      for (int64_t k = c0; k < c0 + nc; ++k) {
-        m = std::max(m, y[k]);
-        nans |= y[k] != y[k];
-      }
-      bmax[static_cast<size_t>(r * units + c0 / 16)] = nans ? std::numeric_limits<float>::quiet_NaN() : m;
-    }
-  };
-  cpu::matmul_int8(R, V, D, x.data<float>(), p.q.q.defined() ? p.q.q.data<int8_t>() : nullptr, p.q.scale.data<float>(),
-                   p.bias.defined() ? p.bias.data<float>() : nullptr, Activation::kNone, ys, p.q.panels.get(),
-                   &block_max);
+  Int8Screen s{p, R, D, V, (V + 15) / 16, Tensor(), {}, {}};
+  int8_logits(s, x, banned);
   const float* xs = x.data<float>();
-  const float* w = p.weight.data<float>();
-  const float* b = p.bias.defined() ? p.bias.data<float>() : nullptr;
   int64_t undecided = 0, candidates = 0;
 #pragma omp parallel reduction(+ : undecided, candidates)
   {
     std::vector<int32_t> cand;
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < R; ++r) {
-      const float* xr = xs + r * D;
-      float* y = ys + r * V;
-      const ScreenBounds bounds = screen_bounds(xr, D, p);
-      // Logits near float32's range: the float32 product may overflow where this would not.
-      if (!bounds.finite || bounds.limit + bounds.int8 + bounds.float32 >= 0.25 * std::numeric_limits<float>::max()) {
-        ++undecided;
-        continue;
-      }
-      const double total = up(bounds.int8 + bounds.float32);
-      // The row's best int8 logit (bias included), then the columns within 2 · total of it, in the
-      // blocks whose largest reaches that far. A column k outside: its float32 logit is at most
-      // y_k + total < best − total, at most the float32 logit of the column holding `best`.
-      const float* bm = bmax.data() + r * units;
-      float best = -std::numeric_limits<float>::infinity();
-      int nans = 0;
-      for (int64_t u = 0; u < units; ++u) {
-        best = std::max(best, bm[u]);
-        nans |= bm[u] != bm[u];
-      }
-      if (nans || !std::isfinite(best)) {
-        ++undecided;
-        continue;
-      }
-      const float floor =
-          std::nextafter(static_cast<float>(double(best) - 2 * total), -std::numeric_limits<float>::infinity());
-      if (!std::isfinite(floor)) {
-        ++undecided;
-        continue;
-      }
-      cand.clear();
-      for (int64_t u = 0; u < units && static_cast<int64_t>(cand.size()) <= kMaxScreenCandidates; ++u)
-        if (bwidth[static_cast<size_t>(u)] > 0 && bm[u] >= floor)
-          for (int64_t k = 16 * u; k < 16 * u + bwidth[static_cast<size_t>(u)]; ++k)
-            if (y[k] >= floor) cand.push_back(static_cast<int32_t>(k));
-      candidates += static_cast<int64_t>(cand.size());
-      if (static_cast<int64_t>(cand.size()) > kMaxScreenCandidates) {
-        ++undecided;
-        continue;
-      }
-      // The candidates' logits in double; the best (the lower column on a tie) must beat the
-      // runner-up by more than both float32 products' rounding could move them.
-      double top = -std::numeric_limits<double>::infinity(), second = top;
-      int32_t top_k = -1;
-      for (int32_t k : cand) {
-        const float* wk = w + int64_t(k) * D;
-        double dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int64_t i = 0; i < D; ++i) dot += double(xr[i]) * double(wk[i]);
-        const double v = dot + (b ? double(b[k]) : 0.0);
-        if (v > top) {
-          second = top;
-          top = v;
-          top_k = k;
-        } else {
-          second = std::max(second, v);
-        }
-      }
-      // The double recomputation's own error is far below this.
-      const double own = 1e-12 * (bounds.limit + 1);
-      if (top_k >= 0 && top - second > 2 * (bounds.float32 + own)) ids[static_cast<size_t>(r)] = top_k;
+      const int32_t id = screen_row(s, xs + r * D, r, cand, candidates);
+      if (id >= 0) ids[static_cast<size_t>(r)] = id;
       else ++undecided;
     }
   }

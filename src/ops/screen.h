@@ -9,7 +9,7 @@
 // chooses, ties to the lower id, wherever the recomputed best stands further from the runner-up
 // than float32 rounding can move either; a row where it does not is left undecided, for the
 // caller's full product. At 64 rows × 512 → 32,000 the int8 product reads a quarter of the float32
-// weight's bytes (docs/performance.md, session 30).
+// weight's bytes (docs/performance.md).
 #include <cstdint>
 #include <vector>
 
