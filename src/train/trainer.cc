@@ -1,5 +1,5 @@
 // transformer::Trainer: from parallel text to a model, as the paper trained it (§5).
-#include "train/trainer.h"
+#include "transformer/trainer.h"
 
 #include <atomic>
 #include <chrono>
@@ -27,41 +27,12 @@
 #include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
+#include "train/batch_loss.h"
 #include "train/metrics.h"
 #include "train/options.h"
 #include "train/plot.h"
 #include "train/state.h"
 #include "train/validation.h"
-
-namespace tfm {
-
-ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batch& batch, double smoothing,
-                        double dloss_scale, bool backward) {
-  Transformer::Saved saved;
-  const Tensor logits = model.forward(ctx, batch, backward ? &saved : nullptr);
-  const int64_t V = model.config().vocab_size;
-  const Tensor flat = logits.view({logits.shape().rows(), V});
-  const Tensor targets = batch.tgt_out.view({batch.tgt_out.numel()});
-  const Tensor lse = Tensor::empty({flat.size(0)}, flat.dtype(), flat.device());
-  const ops::LossArgs args{smoothing, model.config().pad_id};
-  const ops::LossSum sum = ops::cross_entropy(flat, targets, args, lse);
-  if (backward) {
-    ops::cross_entropy_backward_in_place(flat, targets, lse, args, dloss_scale);  // logits → dL/dlogits
-    model.backward(ctx, batch, saved, logits);
-  }
-  return sum;
-}
-
-Batch to_batch(const std::vector<Example>& examples, const std::vector<int32_t>& indices, const ModelConfig& c) {
-  std::vector<std::vector<int32_t>> src, tgt;
-  for (int32_t i : indices) {
-    src.push_back(examples[i].src);
-    tgt.push_back(examples[i].tgt);
-  }
-  return make_batch(src, tgt, c);
-}
-
-}  // namespace tfm
 
 namespace transformer {
 

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "decode/scorer.h"
 #include "decode/translator.h"
 #include "eval/bleu.h"
-#include "transformer/metrics.h"
-#include "train/trainer.h"
+#include "eval/exact_match.h"
+#include "train/batch_loss.h"
 
 namespace tfm {
 
@@ -16,7 +17,8 @@ ValidationResult validate(const Transformer& model, const Vocab& vocab, const Va
   double nll = 0;
   int64_t tokens = 0;
   for (const auto& indices : plan_batches(data.examples, o.batch_tokens)) {
-    const ops::LossSum s = batch_loss(model, model.context(), to_batch(data.examples, indices, model.config()), 0.0, 0, false);
+    const Batch batch = to_batch(data.examples, indices, model.config());
+    const ops::LossSum s = score_batch(model, model.context(), batch, 0.0, nullptr).sum;
     nll += s.loss;
     tokens += s.tokens;
   }
@@ -39,7 +41,7 @@ ValidationResult validate(const Transformer& model, const Vocab& vocab, const Va
   }
   if (n > 0) {
     r.bleu = corpus_bleu(hyps, {refs}).score;
-    const transformer::ExactMatch m = transformer::exact_match(hyps, {refs});  // as `eval --metrics exact`
+    const ExactMatch m = exact_match(hyps, {refs});  // as `eval --metrics exact`
     r.exact = static_cast<double>(m.matches) / static_cast<double>(m.segments);
   }
   return r;
