@@ -1,7 +1,9 @@
+// Validating a model during training, and what a scheduled validation does to the run's state.
 #include "train/validation.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "decode/scorer.h"
 #include "decode/translator.h"
@@ -45,6 +47,26 @@ ValidationResult validate(const Transformer& model, const Vocab& vocab, const Va
     r.exact = static_cast<double>(m.matches) / static_cast<double>(m.segments);
   }
   return r;
+}
+
+bool record_validation(const ValidationResult& r, const TrainOptions& o, TrainState& s) {
+  const double score = o.best_metric == "bleu" ? r.bleu : -r.loss;
+  const bool better = !s.has_best || score > s.best;
+  if (better) {
+    s.has_best = true;
+    s.best = score;
+    s.bad_validations = 0;
+  } else {
+    ++s.bad_validations;
+  }
+  return better;
+}
+
+std::string validation_line(int64_t step, const ValidationResult& r, bool best) {
+  char line[256];
+  std::snprintf(line, sizeof line, "validation at step %lld: loss %.4f | ppl %.2f | BLEU %.2f | exact %.1f%%%s",
+                static_cast<long long>(step), r.loss, r.ppl, r.bleu, 100 * r.exact, best ? " (best)" : "");
+  return line;
 }
 
 }  // namespace tfm
