@@ -19,7 +19,7 @@
 #include "ops/cuda/kernels.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
-#include "train/trainer.h"
+#include "train/batch_loss.h"
 
 namespace tfm {
 namespace {

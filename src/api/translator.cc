@@ -13,11 +13,11 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "data/vocab.h"
+#include "decode/scorer.h"
 #include "decode/shortlist.h"
 #include "decode/translator.h"
 #include "model/batch.h"
 #include "model/checkpoint.h"
-#include "ops/loss.h"
 #include "ops/matmul.h"
 
 namespace transformer {
@@ -287,31 +287,19 @@ std::vector<Score> Translator::score_ids(const std::vector<std::vector<int32_t>>
       }
   }
   tfm::ScopedThreads threads(impl_->options.threads);
-  const int64_t V = c.vocab_size;
   const auto batch_size = static_cast<size_t>(options.batch_sentences);
   for (size_t begin = 0; begin < src.size(); begin += batch_size) {
     const size_t end = std::min(src.size(), begin + batch_size);
     const tfm::Batch batch = tfm::make_batch({src.begin() + begin, src.begin() + end},
                                              {tgt.begin() + begin, tgt.begin() + end}, c);
-    const tfm::Tensor logits = model.forward(model.context(), batch, nullptr);  // [B, T, V]
-    const tfm::Tensor lse = tfm::Tensor::empty({logits.shape().rows()}, logits.dtype(), logits.device());  // [B·T]
-    tfm::ops::cross_entropy(logits.view({logits.shape().rows(), V}), batch.tgt_out.view({batch.tgt_out.numel()}),
-                            {0.0, c.pad_id}, lse);
-    // Read on the host (a model on a GPU computed them there).
-    const tfm::Tensor flat = logits.to_host().view({logits.shape().rows(), V});  // [B·T, V]
-    const tfm::Tensor lse_host = lse.to_host();
-    const int64_t T = batch.tgt_out.size(1);
+    const tfm::ScoredBatch scored = tfm::score_batch(model, model.context(), batch, 0.0, nullptr);
+    const std::vector<double> totals = tfm::sentence_log_probs(batch, scored);
     for (size_t b = 0; b < end - begin; ++b) {
       const int32_t len = batch.tgt_lengths.data<int32_t>()[b];
-      double total = 0;
-      for (int64_t t = 0; t < len; ++t) {
-        const int64_t row = static_cast<int64_t>(b) * T + t;
-        total += flat.data<float>()[row * V + batch.tgt_out.data<int32_t>()[row]] - lse_host.data<float>()[row];
-      }
       Score& s = out[begin + b];
-      s.total = total;
+      s.total = totals[b];
       s.tokens = len;
-      s.per_token = total / len;
+      s.per_token = totals[b] / len;
     }
   }
   return out;

@@ -152,6 +152,11 @@ std::string newest_checkpoint(const std::string& run_dir) {
   return all.empty() ? "" : all.back();
 }
 
+std::string kept_checkpoint(int64_t last_saved) {
+  return last_saved > 0 ? cat("the last checkpoint, of step ", last_saved, ", is kept")
+                        : std::string("no checkpoint was saved yet");
+}
+
 std::string save_checkpoint(const Transformer& model, const TrainOptions& o, const TrainState& s, const Tensor& m,
                             const Tensor& v, const std::string& vocab_fingerprint) {
   const std::string path = checkpoint_path(o.run_dir, s.step);

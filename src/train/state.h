@@ -64,6 +64,10 @@ std::vector<std::string> checkpoints(const std::string& run_dir);
 // The newest checkpoint in a run folder ("" if none).
 std::string newest_checkpoint(const std::string& run_dir);
 
+// What a run that stopped now would keep: "the last checkpoint, of step N, is kept" for the
+// checkpoint of `last_saved`, or that none was saved yet (0).
+std::string kept_checkpoint(int64_t last_saved);
+
 // Writes the checkpoint of step s.step (atomically), then removes all but the newest keep_last;
 // returns its path.
 std::string save_checkpoint(const Transformer& model, const TrainOptions& o, const TrainState& s, const Tensor& m,

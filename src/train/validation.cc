@@ -1,12 +1,15 @@
+// Validating a model during training, and what a scheduled validation does to the run's state.
 #include "train/validation.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
+#include "decode/scorer.h"
 #include "decode/translator.h"
 #include "eval/bleu.h"
-#include "transformer/metrics.h"
-#include "train/trainer.h"
+#include "eval/exact_match.h"
+#include "train/batch_loss.h"
 
 namespace tfm {
 
@@ -16,7 +19,8 @@ ValidationResult validate(const Transformer& model, const Vocab& vocab, const Va
   double nll = 0;
   int64_t tokens = 0;
   for (const auto& indices : plan_batches(data.examples, o.batch_tokens)) {
-    const ops::LossSum s = batch_loss(model, model.context(), to_batch(data.examples, indices, model.config()), 0.0, 0, false);
+    const Batch batch = to_batch(data.examples, indices, model.config());
+    const ops::LossSum s = score_batch(model, model.context(), batch, 0.0, nullptr).sum;
     nll += s.loss;
     tokens += s.tokens;
   }
@@ -39,10 +43,30 @@ ValidationResult validate(const Transformer& model, const Vocab& vocab, const Va
   }
   if (n > 0) {
     r.bleu = corpus_bleu(hyps, {refs}).score;
-    const transformer::ExactMatch m = transformer::exact_match(hyps, {refs});  // as `eval --metrics exact`
+    const ExactMatch m = exact_match(hyps, {refs});  // as `eval --metrics exact`
     r.exact = static_cast<double>(m.matches) / static_cast<double>(m.segments);
   }
   return r;
+}
+
+bool record_validation(const ValidationResult& r, const TrainOptions& o, TrainState& s) {
+  const double score = o.best_metric == "bleu" ? r.bleu : -r.loss;
+  const bool better = !s.has_best || score > s.best;
+  if (better) {
+    s.has_best = true;
+    s.best = score;
+    s.bad_validations = 0;
+  } else {
+    ++s.bad_validations;
+  }
+  return better;
+}
+
+std::string validation_line(int64_t step, const ValidationResult& r, bool best) {
+  char line[256];
+  std::snprintf(line, sizeof line, "validation at step %lld: loss %.4f | ppl %.2f | BLEU %.2f | exact %.1f%%%s",
+                static_cast<long long>(step), r.loss, r.ppl, r.bleu, 100 * r.exact, best ? " (best)" : "");
+  return line;
 }
 
 }  // namespace tfm

@@ -1,6 +1,7 @@
 #pragma once
 // A training's validation: the loss on the validation pairs (plain cross-entropy, so that
-// perplexity = exp(loss)) and BLEU and exact match of the translations of their sources.
+// perplexity = exp(loss)) and BLEU and exact match of the translations of their sources, and what a
+// scheduled one does to the run's best score and patience.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "data/vocab.h"
 #include "model/transformer.h"
 #include "train/options.h"
+#include "train/state.h"
 #include "transformer/trainer.h"
 
 namespace tfm {
@@ -24,5 +26,13 @@ struct ValidData {
 // Batches of o.batch_tokens for the loss; the first o.valid_max_sentences sources (0: all)
 // translated with beam o.valid_beam. Reads the model only (no dropout, no random numbers).
 ValidationResult validate(const Transformer& model, const Vocab& vocab, const ValidData& data, const TrainOptions& o);
+
+// A scheduled validation's result in the run's state: a better score by o.best_metric (BLEU, or
+// −loss) than the best so far becomes the best and resets the count of bad validations, another
+// adds one to it. Returns whether it was better.
+bool record_validation(const ValidationResult& r, const TrainOptions& o, TrainState& s);
+
+// "validation at step 1000: loss 2.3100 | ppl 10.07 | BLEU 21.40 | exact 12.0%", " (best)" added when `best`.
+std::string validation_line(int64_t step, const ValidationResult& r, bool best);
 
 }  // namespace tfm

@@ -1,6 +1,6 @@
 #pragma once
-// The training loop's parts that the Trainer (include/transformer/trainer.h) shares with its
-// validation and the training-step benchmark.
+// One training batch: the batch of some examples, and its label-smoothed loss and gradients, what
+// each training step runs for each of its batches (the training-step benchmark runs it too).
 #include <cstdint>
 #include <vector>
 
@@ -9,13 +9,11 @@
 #include "model/batch.h"
 #include "model/transformer.h"
 #include "ops/loss.h"
-#include "transformer/trainer.h"
 
 namespace tfm {
 
 // One batch's label-smoothed loss (Σ over its target tokens); when `backward`, also its gradients,
 // accumulated into the model's with dL/dlogits scaled by `dloss_scale` (1 / the step's tokens).
-// What each training step runs for each of its batches; the training-step benchmark runs it too.
 ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batch& batch, double smoothing,
                         double dloss_scale, bool backward);
 

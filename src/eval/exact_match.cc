@@ -1,4 +1,5 @@
-#include "transformer/metrics.h"
+// Exact match: the share of hypotheses identical to one of their references.
+#include "eval/exact_match.h"
 
 #include "core/error.h"
 #include "eval/text.h"
