@@ -1,5 +1,5 @@
-# Type stubs of the C++ extension module (python/src/transformer_py.cc); python/tests/test_stubs.py
-# checks that they name exactly what the module defines.
+# Type stubs of the C++ extension module (python/src: module.cc and the binding files beside it);
+# python/tests/test_stubs.py checks that they name exactly what the module defines.
 import os
 from collections.abc import Sequence
 from collections.abc import Callable

@@ -1,5 +1,8 @@
-// What both importers share: writing the converted model and its vocabulary.
+// What both importers share: converting values, naming the layers' parameters, and writing the
+// converted model and its vocabulary.
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <system_error>
 
 #include "import/import.h"
@@ -25,14 +28,68 @@ Tensor import_matrix(const std::vector<float>& values, const std::vector<int64_t
   return t;
 }
 
-std::string write_imported(const ImportedModel& imported, const std::string& dir) {
-  namespace fs = std::filesystem;
-  // Everything is checked before the first file is written: the configuration, and every parameter
-  // present once with its shape.
-  Transformer model(imported.config);
-  ParamStore& params = model.params();
+namespace {
+// This project's name of a block in a layer.
+const char* block_name(LayerBlock block) {
+  switch (block) {
+    case LayerBlock::kSelfAttention: return "self_attn";
+    case LayerBlock::kSelfAttentionNorm: return "self_attn_norm";
+    case LayerBlock::kCrossAttention: return "cross_attn";
+    case LayerBlock::kCrossAttentionNorm: return "cross_attn_norm";
+    case LayerBlock::kFfn: return "ffn";
+    case LayerBlock::kFfnNorm: return "ffn_norm";
+  }
+  return "?";
+}
+
+// The parts of a block: an attention's projections, the feed-forward's two layers; a norm has none.
+std::vector<std::string> block_parts(LayerBlock block) {
+  switch (block) {
+    case LayerBlock::kSelfAttention:
+    case LayerBlock::kCrossAttention: return {"q", "k", "v", "out"};
+    case LayerBlock::kFfn: return {"fc1", "fc2"};
+    default: return {""};
+  }
+}
+
+// This project's name of a parameter of `layer` ("decoder.layers.2").
+std::string param_name(const std::string& layer, const LayerParam& p) {
+  const char* w = p.weight ? "weight" : "bias";
+  if (p.block == LayerBlock::kFfn) return cat(layer, ".ffn.", p.part, ".", w);
+  if (p.part.empty()) return cat(layer, ".", block_name(p.block), ".", w);
+  return cat(layer, ".", block_name(p.block), ".", p.part, "_proj.", w);
+}
+}  // namespace
+
+void for_each_layer_param(const ModelConfig& config, const std::function<void(const LayerParam&)>& visit) {
+  using B = LayerBlock;
+  for (const bool decoder : {false, true}) {
+    const std::vector<B> blocks =
+        decoder ? std::vector<B>{B::kSelfAttention, B::kSelfAttentionNorm, B::kCrossAttention, B::kCrossAttentionNorm,
+                                 B::kFfn, B::kFfnNorm}
+                : std::vector<B>{B::kSelfAttention, B::kSelfAttentionNorm, B::kFfn, B::kFfnNorm};
+    const int64_t layers = decoder ? config.decoder_layers : config.encoder_layers;
+    for (int64_t i = 0; i < layers; ++i) {
+      const std::string layer = cat(decoder ? "decoder" : "encoder", ".layers.", i);
+      for (const B block : blocks)
+        for (const std::string& part : block_parts(block))
+          for (const bool weight : {true, false}) {
+            LayerParam p{"", decoder, i, block, part, weight};
+            p.name = param_name(layer, p);
+            visit(p);
+          }
+    }
+  }
+}
+
+namespace {
+namespace fs = std::filesystem;
+
+// Every parameter of the model from the converted tensor of its name, each converted once, with
+// the parameter's shape, and nothing converted that is not a parameter.
+void fill_parameters(ParamStore& params, const std::vector<NamedTensor>& tensors) {
   std::map<std::string, const Tensor*> by_name;
-  for (const NamedTensor& t : imported.tensors) {
+  for (const NamedTensor& t : tensors) {
     TFM_CHECK(by_name.emplace(t.name, &t.tensor).second, "import: the tensor '", t.name, "' was converted twice");
     TFM_CHECK(params.find(t.name) >= 0, "import: '", t.name, "' is not a parameter of the model its configuration describes");
   }
@@ -44,15 +101,29 @@ std::string write_imported(const ImportedModel& imported, const std::string& dir
               " but the configuration needs ", params.shape(id));
     params.value(id).copy_from(*it->second);
   }
-  TFM_CHECK(imported.vocab.size() == imported.config.vocab_size, "import: the vocabulary has ", imported.vocab.size(),
-            " pieces but the embedding has ", imported.config.vocab_size, " rows");
-  // The folders this import makes go again when a write fails (a full disk between the vocabulary
-  // and the model): no folder with a vocabulary but no model is left behind.
-  fs::path made;  // the outermost folder create_directories makes, if any
+}
+
+// The outermost folder of `dir` that does not exist yet (what create_directories makes), or empty.
+fs::path first_missing_folder(const std::string& dir) {
+  fs::path made;
   for (fs::path p = fs::absolute(dir); !p.empty() && !fs::exists(p); p = p.parent_path()) {
     made = p;
     if (p == p.parent_path()) break;
   }
+  return made;
+}
+}  // namespace
+
+std::string write_imported(const ImportedModel& imported, const std::string& dir) {
+  // Everything is checked before the first file is written: the configuration, and every parameter
+  // present once with its shape.
+  Transformer model(imported.config);
+  fill_parameters(model.params(), imported.tensors);
+  TFM_CHECK(imported.vocab.size() == imported.config.vocab_size, "import: the vocabulary has ", imported.vocab.size(),
+            " pieces but the embedding has ", imported.config.vocab_size, " rows");
+  // The folders this import makes go again when a write fails (a full disk between the vocabulary
+  // and the model): no folder with a vocabulary but no model is left behind.
+  const fs::path made = first_missing_folder(dir);
   fs::create_directories(dir);
   const std::string path = (fs::path(dir) / "model.safetensors").string();
   try {

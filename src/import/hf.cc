@@ -3,7 +3,9 @@
 // in model.safetensors, vocab.json, source.spm and target.spm.
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <limits>
+#include <tuple>
 
 #include "core/error.h"
 #include "import/import.h"
@@ -57,181 +59,253 @@ T required(const json& config, const char* key, const fs::path& where) {
   TFM_CHECK(config.contains(key) && !config[key].is_null(), "import hf: ", where.string(), " has no '", key, "'");
   return field<T>(config, key, T{}, where);
 }
-}  // namespace
 
-ImportedModel import_hf(const std::string& dir_name) {
-  const fs::path dir(dir_name);
-  TFM_CHECK(fs::is_directory(dir), "import hf: '", dir_name, "' is not a folder");
-  const fs::path config_path = dir / "config.json";
-  const json config = read_json(config_path);
-  TFM_CHECK(config.is_object(), "import hf: ", config_path.string(), " is not a JSON object");
-  const std::string type = field<std::string>(config, "model_type", "", config_path);
-  TFM_CHECK(type == "marian", "import hf: ", config_path.string(), ": model_type '", type,
+// The files of a Hugging Face MarianMT folder.
+struct HfFolder {
+  explicit HfFolder(const std::string& given) : name(given), dir(given) {}
+  std::string name;  // as given
+  fs::path dir;
+  fs::path config = dir / "config.json", vocab = dir / "vocab.json", tokenizer = dir / "tokenizer_config.json",
+           source_spm = dir / "source.spm", target_spm = dir / "target.spm", weights = dir / "model.safetensors";
+};
+
+// config.json, a JSON object of a model_type this program imports.
+json read_config(const fs::path& path) {
+  const json config = read_json(path);
+  TFM_CHECK(config.is_object(), "import hf: ", path.string(), " is not a JSON object");
+  const std::string type = field<std::string>(config, "model_type", "", path);
+  TFM_CHECK(type == "marian", "import hf: ", path.string(), ": model_type '", type,
             "' is not supported (marian is: MarianMTModel, OPUS-MT)");
+  return config;
+}
 
-  ImportedModel m;
-  ModelConfig& c = m.config;
-  c.d_model = required<int64_t>(config, "d_model", config_path);
-  c.encoder_layers = required<int64_t>(config, "encoder_layers", config_path);
-  c.decoder_layers = required<int64_t>(config, "decoder_layers", config_path);
-  c.heads = required<int64_t>(config, "encoder_attention_heads", config_path);
-  c.d_ff = required<int64_t>(config, "encoder_ffn_dim", config_path);
-  c.vocab_size = required<int64_t>(config, "vocab_size", config_path);
+// The sizes: the encoder's, which the decoder's must equal, and one vocabulary for both sides.
+void read_sizes(const json& config, const fs::path& path, ModelConfig& c) {
+  c.d_model = required<int64_t>(config, "d_model", path);
+  c.encoder_layers = required<int64_t>(config, "encoder_layers", path);
+  c.decoder_layers = required<int64_t>(config, "decoder_layers", path);
+  c.heads = required<int64_t>(config, "encoder_attention_heads", path);
+  c.d_ff = required<int64_t>(config, "encoder_ffn_dim", path);
+  c.vocab_size = required<int64_t>(config, "vocab_size", path);
   auto same = [&](const char* key, int64_t value) {
-    const int64_t v = field<int64_t>(config, key, value, config_path);
-    TFM_CHECK(v == value, "import hf: ", config_path.string(), ": '", key, "' is ", v,
-              " but the encoder's is ", value, "; encoder and decoder of different shapes are not supported");
+    const int64_t v = field<int64_t>(config, key, value, path);
+    TFM_CHECK(v == value, "import hf: ", path.string(), ": '", key, "' is ", v, " but the encoder's is ", value,
+              "; encoder and decoder of different shapes are not supported");
   };
   same("decoder_attention_heads", c.heads);
   same("decoder_ffn_dim", c.d_ff);
-  const int64_t target_vocab = field<int64_t>(config, "decoder_vocab_size", c.vocab_size, config_path);
-  TFM_CHECK(target_vocab == c.vocab_size, "import hf: ", config_path.string(), ": decoder_vocab_size ", target_vocab,
+  const int64_t target_vocab = field<int64_t>(config, "decoder_vocab_size", c.vocab_size, path);
+  TFM_CHECK(target_vocab == c.vocab_size, "import hf: ", path.string(), ": decoder_vocab_size ", target_vocab,
             " differs from vocab_size ", c.vocab_size, "; separate source and target vocabularies are not supported yet");
-  const std::string activation = field<std::string>(config, "activation_function", "gelu", config_path);
+}
+
+// The computation: the activation, post-norm layers, sinusoidal positions at the paper's rates
+// (every other choice refused), the tied weights and the dropout rates.
+void read_architecture(const json& config, const fs::path& path, ModelConfig& c) {
+  const std::string activation = field<std::string>(config, "activation_function", "gelu", path);
   if (activation == "relu" || activation == "swish" || activation == "gelu") c.activation = activation;
   else if (activation == "silu") c.activation = "swish";
   else
-    throw Error(cat("import hf: ", config_path.string(), ": activation_function '", activation,
+    throw Error(cat("import hf: ", path.string(), ": activation_function '", activation,
                     "' is not supported (relu, swish, silu, gelu are)"));
   for (const char* flag : {"normalize_before", "normalize_embedding", "add_bias_logits", "add_final_layer_norm"})
-    TFM_CHECK(!field<bool>(config, flag, false, config_path), "import hf: ", config_path.string(), ": '", flag,
+    TFM_CHECK(!field<bool>(config, flag, false, path), "import hf: ", path.string(), ": '", flag,
               "' true is not supported");
-  TFM_CHECK(field<bool>(config, "static_position_embeddings", true, config_path), "import hf: ",
-            config_path.string(), ": learned positions (static_position_embeddings false) are not supported");
-  c.scale_embeddings = field<bool>(config, "scale_embedding", false, config_path);
-  c.tie_source_target = field<bool>(config, "share_encoder_decoder_embeddings", true, config_path);
-  c.tie_output = field<bool>(config, "tie_word_embeddings", true, config_path);
+  TFM_CHECK(field<bool>(config, "static_position_embeddings", true, path), "import hf: ", path.string(),
+            ": learned positions (static_position_embeddings false) are not supported");
+  c.scale_embeddings = field<bool>(config, "scale_embedding", false, path);
+  c.tie_source_target = field<bool>(config, "share_encoder_decoder_embeddings", true, path);
+  c.tie_output = field<bool>(config, "tie_word_embeddings", true, path);
   c.output_bias = true;  // MarianMTModel's final_logits_bias
   c.positions = "sin_cos";
   c.position_frequencies = "paper";  // MarianSinusoidalPositionalEmbedding: 10000^(−2i/D)
   c.layer_norm_eps = 1e-5;           // torch.nn.LayerNorm's
   c.pre_norm = false;
-  c.dropout = field<double>(config, "dropout", 0.1, config_path);
-  c.attention_dropout = field<double>(config, "attention_dropout", 0.0, config_path);
+  c.dropout = field<double>(config, "dropout", 0.1, path);
+  c.attention_dropout = field<double>(config, "attention_dropout", 0.0, path);
   c.embedding_dropout = c.dropout;
-  c.pad_id = required<int32_t>(config, "pad_token_id", config_path);
-  c.eos_id = required<int32_t>(config, "eos_token_id", config_path);
-  c.bos_id = field<int32_t>(config, "decoder_start_token_id", c.pad_id, config_path);
+}
 
-  // The vocabulary: vocab.json maps each piece to its id.
-  const fs::path vocab_path = dir / "vocab.json";
-  const json tokenizer = fs::exists(dir / "tokenizer_config.json") ? read_json(dir / "tokenizer_config.json") : json::object();
-  TFM_CHECK(!field<bool>(tokenizer, "separate_vocabs", false, dir / "tokenizer_config.json"), "import hf: ",
-            (dir / "tokenizer_config.json").string(), ": separate source and target vocabularies are not supported yet");
-  const json vocab = read_json(vocab_path);
-  TFM_CHECK(vocab.is_object(), "import hf: ", vocab_path.string(), " is not a JSON object of pieces and ids");
+// config.json → ModelConfig, but for unk_id (the tokenizer's).
+ModelConfig model_config(const json& config, const fs::path& path) {
+  ModelConfig c;
+  read_sizes(config, path, c);
+  read_architecture(config, path, c);
+  c.pad_id = required<int32_t>(config, "pad_token_id", path);
+  c.eos_id = required<int32_t>(config, "eos_token_id", path);
+  c.bos_id = field<int32_t>(config, "decoder_start_token_id", c.pad_id, path);
+  return c;
+}
+
+// vocab.json's pieces in the order of their ids, which must be 0..n-1, each once.
+std::vector<std::string> pieces_by_id(const json& vocab, const fs::path& path) {
+  TFM_CHECK(vocab.is_object(), "import hf: ", path.string(), " is not a JSON object of pieces and ids");
   std::vector<std::string> pieces(vocab.size());
   std::vector<bool> seen(vocab.size(), false);
   for (const auto& [piece, id] : vocab.items()) {
     TFM_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < int64_t(vocab.size()),
-              "import hf: ", vocab_path.string(), ": the id of '", piece, "' is ", id.dump(), ", not in [0, ",
-              vocab.size(), ")");
+              "import hf: ", path.string(), ": the id of '", piece, "' is ", id.dump(), ", not in [0, ", vocab.size(),
+              ")");
     const auto i = static_cast<size_t>(id.get<int64_t>());
-    TFM_CHECK(!seen[i], "import hf: ", vocab_path.string(), ": id ", i, " is given twice (to '", pieces[i], "' and '",
-              piece, "')");
+    TFM_CHECK(!seen[i], "import hf: ", path.string(), ": id ", i, " is given twice (to '", pieces[i], "' and '", piece,
+              "')");
     seen[i] = true;
     pieces[i] = piece;
   }
-  TFM_CHECK(static_cast<int64_t>(pieces.size()) == c.vocab_size, "import hf: ", vocab_path.string(), " has ",
-            pieces.size(), " pieces but config.json's vocab_size is ", c.vocab_size);
-  auto special = [&](const char* key, const char* fallback) -> int32_t {
+  return pieces;
+}
+
+// The tokenizer's special pieces (tokenizer_config.json, if any) and their ids in vocab.json.
+struct HfTokenizer {
+  const HfFolder& folder;
+  json config;  // tokenizer_config.json, or an empty object
+  json vocab;   // vocab.json
+
+  // The id of the special piece under `key` ("unk_token": a string, or an object with "content"),
+  // `fallback` when the tokenizer names none.
+  int32_t special_id(const char* key, const char* fallback) const {
     std::string name = fallback;
-    if (tokenizer.contains(key) && tokenizer[key].is_string()) {
-      name = tokenizer[key].get<std::string>();
-    } else if (tokenizer.contains(key) && tokenizer[key].is_object() && tokenizer[key].contains("content")) {
-      const json& content = tokenizer[key]["content"];
-      TFM_CHECK(content.is_string(), "import hf: ", (dir / "tokenizer_config.json").string(), ": '", key,
+    if (config.contains(key) && config[key].is_string()) {
+      name = config[key].get<std::string>();
+    } else if (config.contains(key) && config[key].is_object() && config[key].contains("content")) {
+      const json& content = config[key]["content"];
+      TFM_CHECK(content.is_string(), "import hf: ", folder.tokenizer.string(), ": '", key,
                 "'.content must be a string, got ", content.dump());
       name = content.get<std::string>();
     }
     const auto it = vocab.find(name);
-    TFM_CHECK(it != vocab.end(), "import hf: ", vocab_path.string(), " has no piece '", name, "' (the ", key, ")");
+    TFM_CHECK(it != vocab.end(), "import hf: ", folder.vocab.string(), " has no piece '", name, "' (the ", key, ")");
     return it->get<int32_t>();
-  };
-  c.unk_id = special("unk_token", "<unk>");
+  }
+};
+
+HfTokenizer read_tokenizer(const HfFolder& f) {
+  HfTokenizer t{f, fs::exists(f.tokenizer) ? read_json(f.tokenizer) : json::object(), json()};
+  TFM_CHECK(!field<bool>(t.config, "separate_vocabs", false, f.tokenizer), "import hf: ", f.tokenizer.string(),
+            ": separate source and target vocabularies are not supported yet");
+  t.vocab = read_json(f.vocab);
+  return t;
+}
+
+// vocab.json with the SentencePiece models; sets the configuration's unk_id, and checks its size,
+// eos and pad against the tokenizer's.
+Vocab read_vocabulary(const HfFolder& f, ModelConfig& c) {
+  const HfTokenizer tokenizer = read_tokenizer(f);
+  std::vector<std::string> pieces = pieces_by_id(tokenizer.vocab, f.vocab);
+  TFM_CHECK(static_cast<int64_t>(pieces.size()) == c.vocab_size, "import hf: ", f.vocab.string(), " has ",
+            pieces.size(), " pieces but config.json's vocab_size is ", c.vocab_size);
+  c.unk_id = tokenizer.special_id("unk_token", "<unk>");
   for (const auto& [key, fallback, id, field_name] :
        {std::tuple{"eos_token", "</s>", c.eos_id, "eos_token_id"}, {"pad_token", "<pad>", c.pad_id, "pad_token_id"}}) {
-    const int32_t tokenizer_id = special(key, fallback);
+    const int32_t tokenizer_id = tokenizer.special_id(key, fallback);
     TFM_CHECK(tokenizer_id == id, "import hf: the tokenizer's ", key, " is id ", tokenizer_id, " but config.json's ",
               field_name, " is ", id);
   }
-  for (const char* spm : {"source.spm", "target.spm"})
-    TFM_CHECK(fs::exists(dir / spm), "import hf: '", (dir / spm).string(), "' does not exist");
+  for (const fs::path* spm : {&f.source_spm, &f.target_spm})
+    TFM_CHECK(fs::exists(*spm), "import hf: '", spm->string(), "' does not exist");
   try {
-    m.vocab = Vocab::from_pieces(pieces, read_file((dir / "source.spm").string()), read_file((dir / "target.spm").string()),
-                                 c.unk_id, {c.eos_id, c.unk_id, c.pad_id}, cat("'", (dir / "source.spm").string(), "'"),
-                                 cat("'", (dir / "target.spm").string(), "'"));
+    return Vocab::from_pieces(std::move(pieces), read_file(f.source_spm.string()), read_file(f.target_spm.string()),
+                              c.unk_id, {c.eos_id, c.unk_id, c.pad_id}, cat("'", f.source_spm.string(), "'"),
+                              cat("'", f.target_spm.string(), "'"));
   } catch (const Error& e) {
-    throw Error(cat("import hf: ", dir_name, ": ", e.what()));
+    throw Error(cat("import hf: ", f.name, ": ", e.what()));
   }
-  c.validate();
+}
 
-  // The weights.
-  const fs::path weights = dir / "model.safetensors";
-  if (!fs::exists(weights)) {
-    TFM_CHECK(!fs::exists(dir / "pytorch_model.bin"), "import hf: '", dir_name,
+// model.safetensors, opened; a folder with pytorch_model.bin alone is told how to convert it.
+SafetensorsFile open_weights(const HfFolder& f) {
+  if (!fs::exists(f.weights)) {
+    TFM_CHECK(!fs::exists(f.dir / "pytorch_model.bin"), "import hf: '", f.name,
               "' has its weights only as pytorch_model.bin (a Python pickle, which this program does not read); "
               "convert it once with transformers: MarianMTModel.from_pretrained(DIR).save_pretrained(DIR) writes "
               "model.safetensors");
-    throw Error(cat("import hf: '", weights.string(), "' does not exist"));
+    throw Error(cat("import hf: '", f.weights.string(), "' does not exist"));
   }
-  const SafetensorsFile file = SafetensorsFile::read(weights.string());
-  auto get = [&](const std::string& name) -> Tensor {
-    TFM_CHECK(file.has(name), "import hf: ", weights.string(), " has no tensor '", name, "'");
-    Tensor t = file.tensor(name);
+  return SafetensorsFile::read(f.weights.string());
+}
+
+// Reads model.safetensors' tensors as float32 under this project's names, in the order asked for.
+class HfWeights {
+ public:
+  HfWeights(const SafetensorsFile& file, const fs::path& path) : file_(file), path_(path) {}
+
+  Tensor get(const std::string& name) const {
+    TFM_CHECK(file_.has(name), "import hf: ", path_.string(), " has no tensor '", name, "'");
+    Tensor t = file_.tensor(name);
     return t.dtype() == DType::F32 ? t : t.to(DType::F32);
-  };
-  auto first_of = [&](std::initializer_list<const char*> names) -> Tensor {
+  }
+  Tensor first_of(std::initializer_list<const char*> names) const {
     for (const char* n : names)
-      if (file.has(n)) return get(n);
+      if (file_.has(n)) return get(n);
     std::string list;
     for (const char* n : names) list += cat(list.empty() ? "" : ", ", "'", n, "'");
-    throw Error(cat("import hf: ", weights.string(), " has none of ", list));
-  };
-  auto put = [&](const std::string& name, Tensor t) { m.tensors.push_back({name, std::move(t)}); };
+    throw Error(cat("import hf: ", path_.string(), " has none of ", list));
+  }
+  void put(const std::string& ours, Tensor t) { tensors_.push_back({ours, std::move(t)}); }
+  std::vector<NamedTensor> take() { return std::move(tensors_); }
+
+ private:
+  const SafetensorsFile& file_;
+  const fs::path& path_;
+  std::vector<NamedTensor> tensors_;
+};
+
+// transformers' name of a block in "model.encoder.layers.0" (".self_attn", ".final_layer_norm", ...).
+const char* hf_block(LayerBlock block) {
+  switch (block) {
+    case LayerBlock::kSelfAttention: return ".self_attn";
+    case LayerBlock::kSelfAttentionNorm: return ".self_attn_layer_norm";
+    case LayerBlock::kCrossAttention: return ".encoder_attn";
+    case LayerBlock::kCrossAttentionNorm: return ".encoder_attn_layer_norm";
+    case LayerBlock::kFfn: return "";
+    case LayerBlock::kFfnNorm: return ".final_layer_norm";
+  }
+  return "?";
+}
+
+// A layer parameter's tensor: "model.decoder.layers.2.encoder_attn.q_proj.weight",
+// "model.encoder.layers.0.fc1.bias", "model.encoder.layers.0.final_layer_norm.weight".
+std::string hf_layer_param(const LayerParam& p) {
+  const std::string theirs =
+      cat("model.", p.decoder ? "decoder" : "encoder", ".layers.", p.layer, hf_block(p.block));
+  const char* w = p.weight ? "weight" : "bias";
+  if (p.block == LayerBlock::kFfn) return cat(theirs, ".", p.part, ".", w);
+  if (p.part.empty()) return cat(theirs, ".", w);
+  return cat(theirs, ".", p.part, "_proj.", w);
+}
+
+// Every parameter of the model the configuration describes, from model.safetensors.
+std::vector<NamedTensor> convert_weights(const HfFolder& f, const ModelConfig& c) {
+  const SafetensorsFile file = open_weights(f);
+  HfWeights w(file, f.weights);
   if (c.tie_source_target) {
-    put("embed.weight", first_of({"model.shared.weight", "model.decoder.embed_tokens.weight", "model.encoder.embed_tokens.weight"}));
+    w.put("embed.weight",
+          w.first_of({"model.shared.weight", "model.decoder.embed_tokens.weight", "model.encoder.embed_tokens.weight"}));
   } else {
-    put("encoder.embed.weight", get("model.encoder.embed_tokens.weight"));
-    put("decoder.embed.weight", get("model.decoder.embed_tokens.weight"));
+    w.put("encoder.embed.weight", w.get("model.encoder.embed_tokens.weight"));
+    w.put("decoder.embed.weight", w.get("model.decoder.embed_tokens.weight"));
   }
-  if (!c.tie_output) put("output.weight", get("lm_head.weight"));
-  {
-    Tensor bias = get("final_logits_bias");  // [1, V]
-    put("output.bias", bias.view({bias.numel()}));
-  }
-  auto attention = [&](const std::string& ours, const std::string& theirs) {
-    for (const char* p : {"q", "k", "v", "out"})
-      for (const char* w : {"weight", "bias"})
-        put(cat(ours, ".", p, "_proj.", w), get(cat(theirs, ".", p, "_proj.", w)));
-  };
-  auto norm = [&](const std::string& ours, const std::string& theirs) {
-    for (const char* w : {"weight", "bias"}) put(cat(ours, ".", w), get(cat(theirs, ".", w)));
-  };
-  auto ffn = [&](const std::string& ours, const std::string& theirs) {
-    for (const char* fc : {"fc1", "fc2"})
-      for (const char* w : {"weight", "bias"}) put(cat(ours, ".ffn.", fc, ".", w), get(cat(theirs, ".", fc, ".", w)));
-  };
-  for (int64_t i = 0; i < c.encoder_layers; ++i) {
-    const std::string ours = cat("encoder.layers.", i), theirs = cat("model.encoder.layers.", i);
-    attention(ours + ".self_attn", theirs + ".self_attn");
-    norm(ours + ".self_attn_norm", theirs + ".self_attn_layer_norm");
-    ffn(ours, theirs);
-    norm(ours + ".ffn_norm", theirs + ".final_layer_norm");
-  }
-  for (int64_t i = 0; i < c.decoder_layers; ++i) {
-    const std::string ours = cat("decoder.layers.", i), theirs = cat("model.decoder.layers.", i);
-    attention(ours + ".self_attn", theirs + ".self_attn");
-    norm(ours + ".self_attn_norm", theirs + ".self_attn_layer_norm");
-    attention(ours + ".cross_attn", theirs + ".encoder_attn");
-    norm(ours + ".cross_attn_norm", theirs + ".encoder_attn_layer_norm");
-    ffn(ours, theirs);
-    norm(ours + ".ffn_norm", theirs + ".final_layer_norm");
-  }
+  if (!c.tie_output) w.put("output.weight", w.get("lm_head.weight"));
+  const Tensor bias = w.get("final_logits_bias");  // [1, V]
+  w.put("output.bias", bias.view({bias.numel()}));
+  for_each_layer_param(c, [&](const LayerParam& p) { w.put(p.name, w.get(hf_layer_param(p))); });
+  return w.take();
+}
+}  // namespace
+
+ImportedModel import_hf(const std::string& dir_name) {
+  const HfFolder folder(dir_name);
+  TFM_CHECK(fs::is_directory(folder.dir), "import hf: '", dir_name, "' is not a folder");
+  const json config = read_config(folder.config);
+  ImportedModel m;
+  m.config = model_config(config, folder.config);
+  m.vocab = read_vocabulary(folder, m.config);
+  m.config.validate();
+  m.tensors = convert_weights(folder, m.config);
   m.provenance = {{"format", "huggingface-marian"},
-                  {"path", fs::absolute(dir).lexically_normal().string()},
-                  {"transformers_version", field<std::string>(config, "transformers_version", "", config_path)},
-                  {"name_or_path", field<std::string>(config, "_name_or_path", "", config_path)}};
+                  {"path", fs::absolute(folder.dir).lexically_normal().string()},
+                  {"transformers_version", field<std::string>(config, "transformers_version", "", folder.config)},
+                  {"name_or_path", field<std::string>(config, "_name_or_path", "", folder.config)}};
   m.notes.push_back("positions: sines then cosines at rates 10000^(-2i/D), as transformers' MarianSinusoidalPositionalEmbedding");
   return m;
 }

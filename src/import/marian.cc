@@ -14,21 +14,31 @@ namespace tfm {
 
 namespace {
 namespace fs = std::filesystem;
-}  // namespace
 
-ImportedModel import_marian(const MarianImport& o) {
+// What of Marian's options shapes the computation beyond the sizes: where the layer norms stand
+// and the feed-forward's activation (Marian's name).
+struct MarianArchitecture {
+  bool pre_norm = false;
+  std::string activation;
+};
+
+void check_inputs(const MarianImport& o) {
   for (const std::string* path : {&o.npz, &o.vocab, &o.source_spm, &o.target_spm})
     TFM_CHECK(fs::exists(*path), "import marian: '", *path, "' does not exist");
   TFM_CHECK(o.position_frequencies == "marian" || o.position_frequencies == "paper",
             "import marian: --position-frequencies must be marian or paper, got '", o.position_frequencies, "'");
-  const NpzFile npz(o.npz);
-  const std::string where = cat(o.npz, ": special:model.yml");
-  TFM_CHECK(npz.has("special:model.yml"), "import marian: ", o.npz,
-            " has no 'special:model.yml' (the model's options), so it is not a Marian model");
-  const MarianConfig options = parse_marian_config(npz.read_bytes("special:model.yml"), where);
+}
 
-  // Marian's options → ModelConfig; every one that would change the computation and is not
-  // supported is refused, naming it (Marian's defaults where a key is absent).
+// The model's options, from the npz's "special:model.yml" (`where` names it).
+MarianConfig read_options(const NpzFile& npz, const std::string& npz_path, const std::string& where) {
+  TFM_CHECK(npz.has("special:model.yml"), "import marian: ", npz_path,
+            " has no 'special:model.yml' (the model's options), so it is not a Marian model");
+  return parse_marian_config(npz.read_bytes("special:model.yml"), where);
+}
+
+// Every option that would change the computation and is not supported is refused, naming it
+// (Marian's defaults where a key is absent).
+MarianArchitecture check_supported(const MarianConfig& options, const std::string& where) {
   auto refuse_unless = [&](bool ok, const std::string& what) {
     TFM_CHECK(ok, "import marian: ", where, ": ", what, " is not supported");
   };
@@ -46,25 +56,31 @@ ImportedModel import_marian(const MarianImport& o) {
   const std::string pre = options.get_string("transformer-preprocess", ""),
                     post = options.get_string("transformer-postprocess", "dan"),
                     top = options.get_string("transformer-postprocess-top", "");
-  const bool pre_norm = pre == "n" && post == "da" && top == "n";
-  refuse_unless(pre_norm || (pre.empty() && post == "dan" && top.empty()),
+  MarianArchitecture a;
+  a.pre_norm = pre == "n" && post == "da" && top == "n";
+  refuse_unless(a.pre_norm || (pre.empty() && post == "dan" && top.empty()),
                 cat("transformer-preprocess '", pre, "', -postprocess '", post, "', -postprocess-top '", top,
                     "' (post-norm: '', dan, ''; or pre-norm: n, da, n)"));
-  const std::string activation = options.get_string("transformer-ffn-activation", "swish");
-  refuse_unless(activation == "relu" || activation == "swish" || activation == "gelu",
-                cat("transformer-ffn-activation '", activation, "' (relu, swish, gelu are)"));
+  a.activation = options.get_string("transformer-ffn-activation", "swish");
+  refuse_unless(a.activation == "relu" || a.activation == "swish" || a.activation == "gelu",
+                cat("transformer-ffn-activation '", a.activation, "' (relu, swish, gelu are)"));
+  return a;
+}
 
-  ImportedModel m;
-  ModelConfig& c = m.config;
+// Marian's options → ModelConfig, but for the vocabulary and the tied weights (set by the steps
+// that read them).
+ModelConfig model_config(const MarianConfig& options, const MarianArchitecture& a,
+                         const std::string& position_frequencies) {
+  ModelConfig c;
   c.d_model = options.get_int("dim-emb", 512);
   c.heads = options.get_int("transformer-heads", 8);
   c.d_ff = options.get_int("transformer-dim-ffn", 2048);
   c.encoder_layers = options.get_int("enc-depth", 6);
   c.decoder_layers = options.get_int("dec-depth", 6);
-  c.activation = activation == "gelu" ? "gelu_sigmoid" : activation;  // Marian's gelu is x·σ(1.702x)
-  c.pre_norm = pre_norm;
+  c.activation = a.activation == "gelu" ? "gelu_sigmoid" : a.activation;  // Marian's gelu is x·σ(1.702x)
+  c.pre_norm = a.pre_norm;
   c.positions = "sin_cos";
-  c.position_frequencies = o.position_frequencies;
+  c.position_frequencies = position_frequencies;
   c.position_offset = 0;
   c.scale_embeddings = true;  // Marian always multiplies by √D before adding positions
   c.layer_norm_eps = 1e-6;    // Marian's transformer layer norm
@@ -73,8 +89,12 @@ ImportedModel import_marian(const MarianImport& o) {
   c.embedding_dropout = c.dropout;
   c.pad_id = -1;  // Marian has no padding token: positions are masked
   c.bos_id = -1;  // the decoder starts from a zero vector (plus the first position's encoding)
+  return c;
+}
 
-  // The vocabulary.
+// The vocabulary .yml (one for both sides) with the SentencePiece models; sets the configuration's
+// vocab_size, eos_id and unk_id, checked against the options' dim-vocabs.
+Vocab read_vocabulary(const MarianImport& o, const MarianConfig& options, const std::string& where, ModelConfig& c) {
   std::vector<std::string> pieces = read_marian_vocab(o.vocab);
   if (!o.target_vocab.empty()) {
     const std::vector<std::string> target = read_marian_vocab(o.target_vocab);
@@ -94,82 +114,118 @@ ImportedModel import_marian(const MarianImport& o) {
     TFM_CHECK(d == c.vocab_size, "import marian: ", where, ": dim-vocabs holds ", d, " but the vocabulary '", o.vocab,
               "' has ", c.vocab_size, " pieces");
   try {
-    m.vocab = Vocab::from_pieces(std::move(pieces), read_file(o.source_spm), read_file(o.target_spm), c.unk_id,
-                                 {c.eos_id, c.unk_id}, cat("--source-spm '", o.source_spm, "'"),
-                                 cat("--target-spm '", o.target_spm, "'"));
+    return Vocab::from_pieces(std::move(pieces), read_file(o.source_spm), read_file(o.target_spm), c.unk_id,
+                              {c.eos_id, c.unk_id}, cat("--source-spm '", o.source_spm, "'"),
+                              cat("--target-spm '", o.target_spm, "'"));
   } catch (const Error& e) {
     throw Error(cat("import marian: ", e.what()));
   }
+}
 
-  // The weights.
-  auto put = [&](const std::string& ours, const std::string& theirs, bool transpose) {
-    TFM_CHECK(npz.has(theirs), "import marian: ", o.npz, " has no tensor '", theirs, "'");
-    const NpyArray& a = npz.array(theirs);
-    std::vector<int64_t> shape = a.shape;
-    if (!transpose && shape.size() == 2 && shape[0] == 1) shape = {shape[1]};  // a bias or a gain [1, n]
-    m.tensors.push_back({ours, import_matrix(npz.read_f32(theirs), shape, transpose, cat(o.npz, ": '", theirs, "'"))});
-  };
-  const bool tied_all = npz.has("Wemb");
-  c.tie_source_target = tied_all;
-  if (tied_all) {
-    put("embed.weight", "Wemb", false);
+// Converts the npz's arrays under this project's names, in the order asked for.
+class MarianWeights {
+ public:
+  MarianWeights(const NpzFile& npz, const std::string& path) : npz_(npz), path_(path) {}
+
+  bool has(const std::string& theirs) const { return npz_.has(theirs); }
+  // A matrix stored [in, out] is transposed; a bias or a gain [1, n] becomes [n].
+  void put(const std::string& ours, const std::string& theirs, bool transpose) {
+    TFM_CHECK(npz_.has(theirs), "import marian: ", path_, " has no tensor '", theirs, "'");
+    std::vector<int64_t> shape = npz_.array(theirs).shape;
+    if (!transpose && shape.size() == 2 && shape[0] == 1) shape = {shape[1]};
+    tensors_.push_back({ours, import_matrix(npz_.read_f32(theirs), shape, transpose, cat(path_, ": '", theirs, "'"))});
+  }
+  std::vector<NamedTensor> take() { return std::move(tensors_); }
+
+ private:
+  const NpzFile& npz_;
+  const std::string& path_;
+  std::vector<NamedTensor> tensors_;
+};
+
+// The embeddings and the output projection, as the npz has them: sets which are tied and whether
+// the output has a bias.
+void convert_embeddings_and_output(MarianWeights& w, ModelConfig& c) {
+  c.tie_source_target = w.has("Wemb");
+  if (c.tie_source_target) {
+    w.put("embed.weight", "Wemb", false);
   } else {
-    put("encoder.embed.weight", "encoder_Wemb", false);
-    put("decoder.embed.weight", "decoder_Wemb", false);
+    w.put("encoder.embed.weight", "encoder_Wemb", false);
+    w.put("decoder.embed.weight", "decoder_Wemb", false);
   }
-  c.tie_output = !npz.has("decoder_ff_logit_out_W") && !npz.has("decoder_ff_logit_out_Wt");
-  if (npz.has("decoder_ff_logit_out_W")) put("output.weight", "decoder_ff_logit_out_W", true);
-  else if (npz.has("decoder_ff_logit_out_Wt")) put("output.weight", "decoder_ff_logit_out_Wt", false);
-  c.output_bias = npz.has("decoder_ff_logit_out_b");
-  if (c.output_bias) put("output.bias", "decoder_ff_logit_out_b", false);
-  const std::string ln = pre_norm ? "_pre" : "";
-  auto norm = [&](const std::string& ours, const std::string& theirs) {
-    put(ours + ".weight", theirs + "_ln_scale" + ln, false);
-    put(ours + ".bias", theirs + "_ln_bias" + ln, false);
-  };
-  auto attention = [&](const std::string& ours, const std::string& theirs) {
-    for (const auto& [p, x] : {std::pair{"q", "q"}, {"k", "k"}, {"v", "v"}, {"out", "o"}}) {
-      put(cat(ours, ".", p, "_proj.weight"), cat(theirs, "_W", x), true);
-      put(cat(ours, ".", p, "_proj.bias"), cat(theirs, "_b", x), false);
-    }
-  };
-  auto ffn = [&](const std::string& ours, const std::string& theirs) {
-    for (const char* i : {"1", "2"}) {
-      put(cat(ours, ".ffn.fc", i, ".weight"), cat(theirs, "_ffn_W", i), true);
-      put(cat(ours, ".ffn.fc", i, ".bias"), cat(theirs, "_ffn_b", i), false);
-    }
-    norm(ours + ".ffn_norm", theirs + "_ffn_ffn");
-  };
-  for (int64_t i = 0; i < c.encoder_layers; ++i) {
-    const std::string ours = cat("encoder.layers.", i), theirs = cat("encoder_l", i + 1);
-    attention(ours + ".self_attn", theirs + "_self");
-    norm(ours + ".self_attn_norm", theirs + "_self_Wo");
-    ffn(ours, theirs);
+  c.tie_output = !w.has("decoder_ff_logit_out_W") && !w.has("decoder_ff_logit_out_Wt");
+  if (w.has("decoder_ff_logit_out_W")) w.put("output.weight", "decoder_ff_logit_out_W", true);
+  else if (w.has("decoder_ff_logit_out_Wt")) w.put("output.weight", "decoder_ff_logit_out_Wt", false);
+  c.output_bias = w.has("decoder_ff_logit_out_b");
+  if (c.output_bias) w.put("output.bias", "decoder_ff_logit_out_b", false);
+}
+
+// Marian's name of a block in "encoder_l1" ("_self", "_context_Wo", ...).
+const char* marian_block(LayerBlock block) {
+  switch (block) {
+    case LayerBlock::kSelfAttention: return "_self";
+    case LayerBlock::kSelfAttentionNorm: return "_self_Wo";
+    case LayerBlock::kCrossAttention: return "_context";
+    case LayerBlock::kCrossAttentionNorm: return "_context_Wo";
+    case LayerBlock::kFfn: return "";
+    case LayerBlock::kFfnNorm: return "_ffn_ffn";
   }
-  for (int64_t i = 0; i < c.decoder_layers; ++i) {
-    const std::string ours = cat("decoder.layers.", i), theirs = cat("decoder_l", i + 1);
-    attention(ours + ".self_attn", theirs + "_self");
-    norm(ours + ".self_attn_norm", theirs + "_self_Wo");
-    attention(ours + ".cross_attn", theirs + "_context");
-    norm(ours + ".cross_attn_norm", theirs + "_context_Wo");
-    ffn(ours, theirs);
+  return "?";
+}
+
+// A layer parameter's array: "decoder_l3_context_Wq" (matrices transposed), "encoder_l1_ffn_b2",
+// "encoder_l1_self_Wo_ln_scale" (with "_pre" for a pre-norm model's norms).
+void put_layer_param(MarianWeights& w, const LayerParam& p, bool pre_norm) {
+  const std::string theirs = cat(p.decoder ? "decoder_l" : "encoder_l", p.layer + 1, marian_block(p.block));
+  if (p.part.empty()) {
+    w.put(p.name, cat(theirs, p.weight ? "_ln_scale" : "_ln_bias", pre_norm ? "_pre" : ""), false);
+  } else if (p.block == LayerBlock::kFfn) {
+    w.put(p.name, cat(theirs, "_ffn_", p.weight ? "W" : "b", p.part.substr(2)), p.weight);
+  } else {
+    w.put(p.name, cat(theirs, p.weight ? "_W" : "_b", p.part == "out" ? "o" : p.part), p.weight);
   }
-  if (pre_norm) {
-    put("encoder.final_norm.weight", "encoder_top_ln_scale", false);
-    put("encoder.final_norm.bias", "encoder_top_ln_bias", false);
-    put("decoder.final_norm.weight", "decoder_top_ln_scale", false);
-    put("decoder.final_norm.bias", "decoder_top_ln_bias", false);
+}
+
+// Every parameter of the model the configuration describes, from the npz; sets the configuration's
+// tie_source_target, tie_output and output_bias.
+std::vector<NamedTensor> convert_weights(const NpzFile& npz, const std::string& npz_path, ModelConfig& c) {
+  MarianWeights w(npz, npz_path);
+  convert_embeddings_and_output(w, c);
+  for_each_layer_param(c, [&](const LayerParam& p) { put_layer_param(w, p, c.pre_norm); });
+  if (c.pre_norm) {
+    w.put("encoder.final_norm.weight", "encoder_top_ln_scale", false);
+    w.put("encoder.final_norm.bias", "encoder_top_ln_bias", false);
+    w.put("decoder.final_norm.weight", "decoder_top_ln_scale", false);
+    w.put("decoder.final_norm.bias", "decoder_top_ln_bias", false);
   }
-  c.validate();
+  return w.take();
+}
+
+std::string position_note(const std::string& position_frequencies) {
+  return position_frequencies == "marian"
+             ? "positions: sines then cosines at Marian's rates 10000^(-i/(D/2-1)), as Marian trained the model"
+             : "positions: sines then cosines at rates 10000^(-2i/D), as Hugging Face's and CTranslate2's "
+               "converters use";
+}
+}  // namespace
+
+ImportedModel import_marian(const MarianImport& o) {
+  check_inputs(o);
+  const NpzFile npz(o.npz);
+  const std::string where = cat(o.npz, ": special:model.yml");
+  const MarianConfig options = read_options(npz, o.npz, where);
+  const MarianArchitecture architecture = check_supported(options, where);
+  ImportedModel m;
+  m.config = model_config(options, architecture, o.position_frequencies);
+  m.vocab = read_vocabulary(o, options, where, m.config);
+  m.tensors = convert_weights(npz, o.npz, m.config);
+  m.config.validate();
   m.provenance = {{"format", "marian"},
                   {"npz", fs::absolute(o.npz).lexically_normal().string()},
                   {"vocab", fs::absolute(o.vocab).lexically_normal().string()},
                   {"marian_version", options.get_string("version", "")},
                   {"position_frequencies", o.position_frequencies}};
-  m.notes.push_back(o.position_frequencies == "marian"
-                        ? "positions: sines then cosines at Marian's rates 10000^(-i/(D/2-1)), as Marian trained the model"
-                        : "positions: sines then cosines at rates 10000^(-2i/D), as Hugging Face's and CTranslate2's "
-                          "converters use");
+  m.notes.push_back(position_note(o.position_frequencies));
   return m;
 }
 

@@ -202,13 +202,8 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& sou
   return f;
 }
 
-void SafetensorsFile::index(const char* header_text, uint64_t n, uint64_t size, const std::string& source) {
-  SafetensorsFile& f = *this;
-  f.source_ = source;
-  f.header_.assign(header_text, n);
-  f.data_start_ = 8 + n;
-  const uint64_t data_size = size - f.data_start_;
-
+namespace {
+nlohmann::json parse_header(const char* header_text, uint64_t n, const std::string& source) {
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(header_text, header_text + n);
@@ -216,62 +211,88 @@ void SafetensorsFile::index(const char* header_text, uint64_t n, uint64_t size, 
     throw Error(cat(source, ": the header is not valid JSON: ", e.what()));
   }
   TFM_CHECK(header.is_object(), source, ": the header must be a JSON object, got ", header.type_name());
+  return header;
+}
+}  // namespace
 
+void SafetensorsFile::index(const char* header_text, uint64_t n, uint64_t size, const std::string& source) {
+  source_ = source;
+  header_.assign(header_text, n);
+  data_start_ = 8 + n;
+  const uint64_t data_size = size - data_start_;
+  const nlohmann::json header = parse_header(header_text, n, source);
   for (const auto& [key, value] : header.items()) {
     if (key == "__metadata__") {
-      TFM_CHECK(value.is_object(), source, ": __metadata__ must be an object, got ", value.type_name());
-      for (const auto& [mk, mv] : value.items()) {
-        TFM_CHECK(mv.is_string(), source, ": metadata '", mk, "' must be a string, got ", mv.type_name());
-        f.metadata_[mk] = mv.get<std::string>();
-      }
-      if (const auto it = f.metadata_.find(kChecksumKey); it != f.metadata_.end()) {
-        f.checksum_ = parse_checksum(it->second, cat(source, ": metadata '", kChecksumKey, "'"));
-        f.checksum_at_ = find_checksum_digits(f.header_, source);
-        TFM_CHECK(f.checksum_at_ != std::string::npos &&
-                      std::string_view(f.header_).substr(f.checksum_at_ - kChecksumPrefix.size(),
-                                                         kChecksumPrefix.size() + kChecksumDigits + 1) ==
-                          it->second + '"',
-                  source, ": the checksum is not written in the header as this program writes it (\"",
-                  kChecksumKey, "\":\"", kChecksumPrefix, "...\")");
-      }
+      read_metadata(value);
       continue;
     }
-    TFM_CHECK(value.is_object(), source, ": entry '", key, "' must be an object, got ", value.type_name());
-    for (const char* field : {"dtype", "shape", "data_offsets"})
-      TFM_CHECK(value.contains(field), source, ": tensor '", key, "' has no '", field, "'");
-    TFM_CHECK(value["dtype"].is_string(), source, ": tensor '", key, "': dtype must be a string");
-    const auto [dtype, stored] = parse_dtype(value["dtype"].get<std::string>(), key, source);
-    const Entry kind{key, dtype, Shape(), 0, 0, stored};
-    const nlohmann::json& shape = value["shape"];
-    TFM_CHECK(shape.is_array() && shape.size() <= static_cast<size_t>(Shape::kMaxRank), source, ": tensor '", key,
-              "': shape must be an array of at most ", Shape::kMaxRank, " dimensions, got ", shape.dump());
-    std::vector<int64_t> dims;
-    uint64_t bytes = kind.element_bytes();
-    for (const auto& d : shape) {
-      TFM_CHECK(d.is_number_unsigned(), source, ": tensor '", key, "': dimension ", d.dump(),
-                " is not a non-negative integer");
-      const uint64_t v = d.get<uint64_t>();
-      TFM_CHECK(v <= data_size && (v == 0 || bytes <= data_size / v), source, ": tensor '", key, "' of shape ",
-                shape.dump(), " is larger than the file's data (", data_size, " bytes)");
-      bytes *= v;
-      dims.push_back(static_cast<int64_t>(v));
-    }
-    const nlohmann::json& off = value["data_offsets"];
-    TFM_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(),
-              source, ": tensor '", key, "': data_offsets must be two non-negative integers, got ", off.dump());
-    const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-    TFM_CHECK(begin <= end && end <= data_size, source, ": tensor '", key, "': data_offsets [", begin, ", ", end,
-              "] lie outside the data (", data_size, " bytes): truncated?");
-    TFM_CHECK(end - begin == bytes, source, ": tensor '", key, "': data_offsets [", begin, ", ", end, "] hold ",
-              end - begin, " bytes, but dtype ", value["dtype"].get<std::string>(), " and shape ", shape.dump(),
-              " need ", bytes);
-    f.index_[key] = f.entries_.size();
-    f.entries_.push_back({key, dtype, Shape(dims), begin, end, stored});
+    index_[key] = entries_.size();
+    entries_.push_back(parse_entry(key, value, data_size, source));
   }
+  check_tiling(entries_, data_size, source);
+  // File order = data order, which is how write_safetensors lays them out.
+  std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  index_.clear();
+  for (size_t i = 0; i < entries_.size(); ++i) index_[entries_[i].name] = i;
+}
 
-  // The tensors must tile the data exactly: no overlaps, no gaps, nothing left over.
+void SafetensorsFile::read_metadata(const nlohmann::json& value) {
+  TFM_CHECK(value.is_object(), source_, ": __metadata__ must be an object, got ", value.type_name());
+  for (const auto& [mk, mv] : value.items()) {
+    TFM_CHECK(mv.is_string(), source_, ": metadata '", mk, "' must be a string, got ", mv.type_name());
+    metadata_[mk] = mv.get<std::string>();
+  }
+  const auto it = metadata_.find(kChecksumKey);
+  if (it == metadata_.end()) return;
+  checksum_ = parse_checksum(it->second, cat(source_, ": metadata '", kChecksumKey, "'"));
+  checksum_at_ = find_checksum_digits(header_, source_);
+  TFM_CHECK(checksum_at_ != std::string::npos &&
+                std::string_view(header_).substr(checksum_at_ - kChecksumPrefix.size(),
+                                                 kChecksumPrefix.size() + kChecksumDigits + 1) == it->second + '"',
+            source_, ": the checksum is not written in the header as this program writes it (\"", kChecksumKey,
+            "\":\"", kChecksumPrefix, "...\")");
+}
+
+SafetensorsFile::Entry SafetensorsFile::parse_entry(const std::string& key, const nlohmann::json& value,
+                                                    uint64_t data_size, const std::string& source) {
+  TFM_CHECK(value.is_object(), source, ": entry '", key, "' must be an object, got ", value.type_name());
+  for (const char* field : {"dtype", "shape", "data_offsets"})
+    TFM_CHECK(value.contains(field), source, ": tensor '", key, "' has no '", field, "'");
+  TFM_CHECK(value["dtype"].is_string(), source, ": tensor '", key, "': dtype must be a string");
+  const auto [dtype, stored] = parse_dtype(value["dtype"].get<std::string>(), key, source);
+  Entry e{key, dtype, Shape(), 0, 0, stored};
+  const nlohmann::json& shape = value["shape"];
+  TFM_CHECK(shape.is_array() && shape.size() <= static_cast<size_t>(Shape::kMaxRank), source, ": tensor '", key,
+            "': shape must be an array of at most ", Shape::kMaxRank, " dimensions, got ", shape.dump());
+  std::vector<int64_t> dims;
+  uint64_t bytes = e.element_bytes();
+  for (const auto& d : shape) {
+    TFM_CHECK(d.is_number_unsigned(), source, ": tensor '", key, "': dimension ", d.dump(),
+              " is not a non-negative integer");
+    const uint64_t v = d.get<uint64_t>();
+    TFM_CHECK(v <= data_size && (v == 0 || bytes <= data_size / v), source, ": tensor '", key, "' of shape ",
+              shape.dump(), " is larger than the file's data (", data_size, " bytes)");
+    bytes *= v;
+    dims.push_back(static_cast<int64_t>(v));
+  }
+  e.shape = Shape(dims);
+  const nlohmann::json& off = value["data_offsets"];
+  TFM_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(),
+            source, ": tensor '", key, "': data_offsets must be two non-negative integers, got ", off.dump());
+  e.begin = off[0].get<uint64_t>();
+  e.end = off[1].get<uint64_t>();
+  TFM_CHECK(e.begin <= e.end && e.end <= data_size, source, ": tensor '", key, "': data_offsets [", e.begin, ", ",
+            e.end, "] lie outside the data (", data_size, " bytes): truncated?");
+  TFM_CHECK(e.end - e.begin == bytes, source, ": tensor '", key, "': data_offsets [", e.begin, ", ", e.end, "] hold ",
+            e.end - e.begin, " bytes, but dtype ", value["dtype"].get<std::string>(), " and shape ", shape.dump(),
+            " need ", bytes);
+  return e;
+}
+
+// The tensors must tile the data exactly: no overlaps, no gaps, nothing left over.
+void SafetensorsFile::check_tiling(const std::vector<Entry>& entries, uint64_t data_size, const std::string& source) {
   std::vector<const Entry*> order;
-  for (const Entry& e : f.entries_) order.push_back(&e);
+  for (const Entry& e : entries) order.push_back(&e);
   std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) {
     return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
   });
@@ -285,10 +306,6 @@ void SafetensorsFile::index(const char* header_text, uint64_t n, uint64_t size, 
   }
   TFM_CHECK(expected == data_size, source, ": ", data_size - expected,
             " bytes after the last tensor belong to no tensor");
-  // File order = data order, which is how write_safetensors lays them out.
-  std::sort(f.entries_.begin(), f.entries_.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
-  f.index_.clear();
-  for (size_t i = 0; i < f.entries_.size(); ++i) f.index_[f.entries_[i].name] = i;
 }
 
 std::vector<std::string> SafetensorsFile::names() const {

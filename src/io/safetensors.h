@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/tensor.h"
 
 namespace tfm {
@@ -92,6 +94,13 @@ class SafetensorsFile {
   const Entry& entry(const std::string& name) const;
   // Validates the JSON header (n bytes) of a file of `size` bytes and fills the index.
   void index(const char* header_text, uint64_t n, uint64_t size, const std::string& source);
+  // The header's "__metadata__": its strings, and the recorded checksum with its place in header_.
+  void read_metadata(const nlohmann::json& value);
+  // One tensor's entry of the header, checked: dtype, shape, and data_offsets inside the data.
+  static Entry parse_entry(const std::string& key, const nlohmann::json& value, uint64_t data_size,
+                           const std::string& source);
+  // Throws unless the entries cover the data exactly: no overlap, no gap, nothing left over.
+  static void check_tiling(const std::vector<Entry>& entries, uint64_t data_size, const std::string& source);
   // Reads e's bytes in pieces into dst (e.end - e.begin bytes), or through a scratch buffer when
   // dst is null; each piece is hashed into `sum` when given, and checked for non-finite values
   // when it goes to dst: the first one throws, or, with `non_finite`, is described there (if it

@@ -10,52 +10,75 @@ namespace transformer {
 using tfm::cat;
 using tfm::read_json_field;
 
-void ModelConfig::validate() const {
-  TFM_CHECK(vocab_size >= 4, "model: vocab_size must be at least 4 (pad, unk, bos, eos), got ", vocab_size);
-  TFM_CHECK(d_model >= 1 && d_ff >= 1 && heads >= 1, "model: d_model, d_ff and heads must be positive, got ", d_model,
-            ", ", d_ff, ", ", heads);
+namespace {
+// The sizes: positive, within bounds, heads dividing d_model, at least one layer on each side.
+void check_sizes(const ModelConfig& c) {
+  TFM_CHECK(c.vocab_size >= 4, "model: vocab_size must be at least 4 (pad, unk, bos, eos), got ", c.vocab_size);
+  TFM_CHECK(c.d_model >= 1 && c.d_ff >= 1 && c.heads >= 1, "model: d_model, d_ff and heads must be positive, got ",
+            c.d_model, ", ", c.d_ff, ", ", c.heads);
   // Bounds far beyond any real model, so that a corrupt configuration cannot ask for absurd memory.
-  TFM_CHECK(vocab_size <= 10'000'000 && d_model <= 65'536 && d_ff <= 1'048'576 && heads <= d_model &&
-                encoder_layers <= 1'000 && decoder_layers <= 1'000,
-            "model: configuration out of range (vocab_size ", vocab_size, ", d_model ", d_model, ", d_ff ", d_ff,
-            ", heads ", heads, ", layers ", encoder_layers, "+", decoder_layers, ")");
-  TFM_CHECK(d_model % heads == 0, "model: d_model ", d_model, " is not divisible by heads ", heads);
-  TFM_CHECK(encoder_layers >= 1 && decoder_layers >= 1, "model: encoder_layers and decoder_layers must be >= 1, got ",
-            encoder_layers, " and ", decoder_layers);
-  for (double p : {dropout, embedding_dropout, attention_dropout})
+  TFM_CHECK(c.vocab_size <= 10'000'000 && c.d_model <= 65'536 && c.d_ff <= 1'048'576 && c.heads <= c.d_model &&
+                c.encoder_layers <= 1'000 && c.decoder_layers <= 1'000,
+            "model: configuration out of range (vocab_size ", c.vocab_size, ", d_model ", c.d_model, ", d_ff ", c.d_ff,
+            ", heads ", c.heads, ", layers ", c.encoder_layers, "+", c.decoder_layers, ")");
+  TFM_CHECK(c.d_model % c.heads == 0, "model: d_model ", c.d_model, " is not divisible by heads ", c.heads);
+  TFM_CHECK(c.encoder_layers >= 1 && c.decoder_layers >= 1,
+            "model: encoder_layers and decoder_layers must be >= 1, got ", c.encoder_layers, " and ", c.decoder_layers);
+}
+
+// Dropout rates in [0, 1) and a positive layer norm epsilon.
+void check_rates(const ModelConfig& c) {
+  for (double p : {c.dropout, c.embedding_dropout, c.attention_dropout})
     TFM_CHECK(p >= 0 && p < 1, "model: dropout rates must be in [0, 1), got ", p);
-  TFM_CHECK(layer_norm_eps > 0, "model: layer_norm_eps must be positive, got ", layer_norm_eps);
-  for (int32_t id : {unk_id, eos_id})
-    TFM_CHECK(id >= 0 && id < vocab_size, "model: special token id ", id, " is outside the vocabulary [0, ",
-              vocab_size, ")");
-  for (int32_t id : {pad_id, bos_id})
-    TFM_CHECK(id >= -1 && id < vocab_size, "model: special token id ", id, " is outside the vocabulary [0, ",
-              vocab_size, ") and is not -1 (none)");
-  const std::pair<const char*, int32_t> ids[] = {{"pad_id", pad_id}, {"unk_id", unk_id}, {"bos_id", bos_id},
-                                                 {"eos_id", eos_id}};
+  TFM_CHECK(c.layer_norm_eps > 0, "model: layer_norm_eps must be positive, got ", c.layer_norm_eps);
+}
+
+// The special tokens inside the vocabulary (pad and bos may be -1, none) and distinct.
+void check_special_ids(const ModelConfig& c) {
+  for (int32_t id : {c.unk_id, c.eos_id})
+    TFM_CHECK(id >= 0 && id < c.vocab_size, "model: special token id ", id, " is outside the vocabulary [0, ",
+              c.vocab_size, ")");
+  for (int32_t id : {c.pad_id, c.bos_id})
+    TFM_CHECK(id >= -1 && id < c.vocab_size, "model: special token id ", id, " is outside the vocabulary [0, ",
+              c.vocab_size, ") and is not -1 (none)");
+  const std::pair<const char*, int32_t> ids[] = {{"pad_id", c.pad_id}, {"unk_id", c.unk_id}, {"bos_id", c.bos_id},
+                                                 {"eos_id", c.eos_id}};
   for (size_t a = 0; a < 4; ++a)
     for (size_t b = a + 1; b < 4; ++b) {
       const bool allowed = ids[a].second == -1 || (a == 0 && b == 2);  // none, or the decoder starts from pad
       TFM_CHECK(allowed || ids[a].second != ids[b].second, "model: ", ids[a].first, " and ", ids[b].first,
                 " must differ, both are ", ids[a].second);
     }
-  auto one_of = [](const char* field, const std::string& value, std::initializer_list<const char*> known) {
-    std::string list;
-    for (const char* k : known) {
-      if (value == k) return;
-      list += list.empty() ? k : cat(", ", k);
-    }
-    throw Error(cat("model: ", field, " must be one of ", list, ", got '", value, "'"));
-  };
-  one_of("activation", activation, {"relu", "swish", "gelu", "gelu_sigmoid"});
-  one_of("positions", positions, {"interleaved", "sin_cos"});
-  one_of("position_frequencies", position_frequencies, {"paper", "marian"});
-  TFM_CHECK(position_frequencies != "marian" || d_model >= 4, "model: position_frequencies 'marian' needs d_model >= 4, got ",
-            d_model);
-  TFM_CHECK(positions != "sin_cos" || d_model % 2 == 0, "model: positions 'sin_cos' needs an even d_model, got ",
-            d_model);
-  TFM_CHECK(position_offset >= 0 && position_offset <= 1'000'000, "model: position_offset must be in [0, 1000000], got ",
-            position_offset);
+}
+
+void check_one_of(const char* field, const std::string& value, std::initializer_list<const char*> known) {
+  std::string list;
+  for (const char* k : known) {
+    if (value == k) return;
+    list += list.empty() ? k : cat(", ", k);
+  }
+  throw Error(cat("model: ", field, " must be one of ", list, ", got '", value, "'"));
+}
+
+// The activation and the positional encoding: known names, and what each needs of d_model.
+void check_choices(const ModelConfig& c) {
+  check_one_of("activation", c.activation, {"relu", "swish", "gelu", "gelu_sigmoid"});
+  check_one_of("positions", c.positions, {"interleaved", "sin_cos"});
+  check_one_of("position_frequencies", c.position_frequencies, {"paper", "marian"});
+  TFM_CHECK(c.position_frequencies != "marian" || c.d_model >= 4,
+            "model: position_frequencies 'marian' needs d_model >= 4, got ", c.d_model);
+  TFM_CHECK(c.positions != "sin_cos" || c.d_model % 2 == 0, "model: positions 'sin_cos' needs an even d_model, got ",
+            c.d_model);
+  TFM_CHECK(c.position_offset >= 0 && c.position_offset <= 1'000'000,
+            "model: position_offset must be in [0, 1000000], got ", c.position_offset);
+}
+}  // namespace
+
+void ModelConfig::validate() const {
+  check_sizes(*this);
+  check_rates(*this);
+  check_special_ids(*this);
+  check_choices(*this);
 }
 
 int64_t parameter_count(const ModelConfig& c) {

@@ -88,35 +88,65 @@ std::optional<Isa> parse_isa(std::string_view name) {
   return std::nullopt;
 }
 
+#if defined(__x86_64__)
+namespace {
+bool bit(unsigned reg, int i) { return (reg >> i) & 1u; }
+
+// Which register files the operating system saves (XCR0, read by XGETBV; needs OSXSAVE).
+struct SavedRegisters {
+  bool ymm, zmm, tiles;
+};
+SavedRegisters saved_registers() {
+  uint32_t xcr0_lo, xcr0_hi;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  const uint64_t xcr0 = (static_cast<uint64_t>(xcr0_hi) << 32) | xcr0_lo;
+  return {(xcr0 & 0x6) == 0x6, (xcr0 & 0xe6) == 0xe6, (xcr0 & 0x60000) == 0x60000};
+}
+
+// The feature registers of CPUID leaves 1 (ecx), 7 (sub-leaves 0 and 1) and 0x80000001 (ecx).
+struct Features {
+  unsigned c1 = 0, b7 = 0, c7 = 0, d7 = 0, a71 = 0, c_ext = 0;
+};
+
+// GCC's x86-64-v3 (v2's SSE3..POPCNT, then AVX, AVX2, FMA, F16C, MOVBE, BMI1, BMI2, LZCNT), its
+// YMM registers saved.
+bool has_v3(const Features& f, const SavedRegisters& saved) {
+  const bool fma = bit(f.c1, 12), movbe = bit(f.c1, 22), avx = bit(f.c1, 28), f16c = bit(f.c1, 29);
+  const bool v2 = bit(f.c1, 0) && bit(f.c1, 9) && bit(f.c1, 13) && bit(f.c1, 19) && bit(f.c1, 20) &&
+                  bit(f.c1, 23);  // SSE3..POPCNT
+  const bool avx2 = bit(f.b7, 5), bmi1 = bit(f.b7, 3), bmi2 = bit(f.b7, 8), lzcnt = bit(f.c_ext, 5);
+  return v2 && avx && avx2 && fma && f16c && movbe && bmi1 && bmi2 && lzcnt && saved.ymm;
+}
+
+// The level of a CPU that has x86-64-v3: v4 (AVX-512), then VNNI, BF16 and AMX.
+Isa level_above_v3(const Features& f, const SavedRegisters& saved) {
+  // AVX-512 F, DQ, CD, BW and VL
+  const bool avx512 = bit(f.b7, 16) && bit(f.b7, 17) && bit(f.b7, 28) && bit(f.b7, 30) && bit(f.b7, 31);
+  if (!(avx512 && saved.zmm)) return Isa::kAvx2;
+  if (!bit(f.c7, 11)) return Isa::kAvx512;      // AVX512_VNNI
+  if (!bit(f.a71, 5)) return Isa::kAvx512Vnni;  // AVX512_BF16
+  const bool amx = bit(f.d7, 22) && bit(f.d7, 24) && bit(f.d7, 25);  // AMX BF16, TILE, INT8
+  if (!(amx && saved.tiles)) return Isa::kAvx512Bf16;
+  return Isa::kAmx;
+}
+}  // namespace
+#endif
+
 Isa detected_isa() {
 #if defined(__x86_64__)
   // From CPUID and XGETBV directly (GCC and clang alike): each level needs its instructions and an
   // operating system that saves their registers (XCR0). The levels are GCC's x86-64-v3 and -v4,
   // which the SIMD builds are compiled for (simd/target.h), then VNNI, BF16 and AMX.
   unsigned a, b, c, d;
-  auto bit = [](unsigned reg, int i) { return (reg >> i) & 1u; };
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::kGeneric;
-  const bool fma = bit(c, 12), movbe = bit(c, 22), osxsave = bit(c, 27), avx = bit(c, 28), f16c = bit(c, 29);
-  const bool v2 = bit(c, 0) && bit(c, 9) && bit(c, 13) && bit(c, 19) && bit(c, 20) && bit(c, 23);  // SSE3..POPCNT
-  if (!osxsave) return Isa::kGeneric;
-  uint32_t xcr0_lo, xcr0_hi;
-  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-  const uint64_t xcr0 = (static_cast<uint64_t>(xcr0_hi) << 32) | xcr0_lo;
-  const bool ymm_saved = (xcr0 & 0x6) == 0x6, zmm_saved = (xcr0 & 0xe6) == 0xe6,
-             tiles_saved = (xcr0 & 0x60000) == 0x60000;
-  unsigned b7 = 0, c7 = 0, d7 = 0, a71 = 0;
-  if (!__get_cpuid_count(7, 0, &a, &b7, &c7, &d7)) return Isa::kGeneric;
-  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) a71 = a;
-  unsigned lzcnt = 0;
-  if (__get_cpuid(0x80000001, &a, &b, &c, &d)) lzcnt = bit(c, 5);
-  const bool avx2 = bit(b7, 5), bmi1 = bit(b7, 3), bmi2 = bit(b7, 8);
-  if (!(v2 && avx && avx2 && fma && f16c && movbe && bmi1 && bmi2 && lzcnt && ymm_saved)) return Isa::kGeneric;
-  const bool avx512 = bit(b7, 16) && bit(b7, 17) && bit(b7, 28) && bit(b7, 30) && bit(b7, 31);  // F DQ CD BW VL
-  if (!(avx512 && zmm_saved)) return Isa::kAvx2;
-  if (!bit(c7, 11)) return Isa::kAvx512;      // AVX512_VNNI
-  if (!bit(a71, 5)) return Isa::kAvx512Vnni;  // AVX512_BF16
-  if (!(bit(d7, 22) && bit(d7, 24) && bit(d7, 25) && tiles_saved)) return Isa::kAvx512Bf16;  // AMX BF16, TILE, INT8
-  return Isa::kAmx;
+  Features f;
+  if (!__get_cpuid(1, &a, &b, &f.c1, &d)) return Isa::kGeneric;
+  if (!bit(f.c1, 27)) return Isa::kGeneric;  // OSXSAVE: XGETBV is there
+  const SavedRegisters saved = saved_registers();
+  if (!__get_cpuid_count(7, 0, &a, &f.b7, &f.c7, &f.d7)) return Isa::kGeneric;
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.a71 = a;
+  if (__get_cpuid(0x80000001, &a, &b, &c, &d)) f.c_ext = c;
+  if (!has_v3(f, saved)) return Isa::kGeneric;
+  return level_above_v3(f, saved);
 #else
   return Isa::kGeneric;
 #endif

@@ -1,0 +1,37 @@
+#pragma once
+// The Python module `transformer._transformer`, bound by concern (module.cc registers them in
+// order): the functions that bind each concern, and the conversions they share.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // in every binding, so that each converts the standard containers alike
+
+#include <optional>
+#include <string>
+
+namespace transformer::python {
+
+namespace py = pybind11;
+
+// str, bytes or os.PathLike → a path string: the file system's own bytes (os.fsencode), so that a
+// bytes path stays itself (not "b'...'") and a str one undecodable bytes came from is given back.
+std::string fspath(const py::handle& path);
+std::optional<std::string> fspath_or_none(const py::handle& path);
+
+// Text the library produced (a decoded hypothesis) as str; bytes that are not UTF-8, which a
+// vocabulary's byte pieces could give, become U+FFFD rather than a UnicodeDecodeError.
+py::str text_of(const std::string& s);
+
+// A float as Python prints it (repr): the shortest digits that read back to it, nan, inf.
+std::string repr_float(double x);
+
+// Each concern's classes and functions, in the order module.cc registers them (a signature names a
+// class by its Python name only once the class is registered).
+void bind_text(py::module_& m);          // Repairs, CleanText, clean_input, repair_warnings
+void bind_results(py::module_& m);       // LoadNotes, Hypothesis, Translation, Score
+void bind_translator(py::module_& m);    // Translator
+void bind_model_files(py::module_& m);   // ModelInfo, model_info, average_checkpoints
+void bind_metrics(py::module_& m);       // BleuScore, ChrfScore, ExactMatch, bleu, chrf, exact_match
+void bind_train_results(py::module_& m); // Progress, MetricsRecord, ValidationResult, StepResult, TrainResult
+void bind_trainer(py::module_& m);       // Trainer, plot_training
+void bind_demo(py::module_& m);          // write_demo_data
+
+}  // namespace transformer::python
