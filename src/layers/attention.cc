@@ -1,6 +1,7 @@
 #include "layers/attention.h"
 
 #include "ops/copy.h"
+#include "ops/product.h"
 
 namespace tfm {
 
@@ -37,11 +38,9 @@ std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context
   auto into = [&](const Tensor& out) {  // [B, T, D]: the destination given, or a new tensor
     return out.defined() ? out : Tensor::empty({B, T, D}, x.dtype(), x.device());
   };
-  const int key = fused_key(q_proj.weight);
-  const ops::QuantizedMatrix* q8 = ctx.int8_weight(key);
-  const ops::PackedMatrix* packed = q8 ? nullptr : ctx.packed_weight(key);
-  if (!q8 && !packed) {
-    Tensor k = k_proj.forward(ctx, x), v = v_proj.forward(ctx, x);
+  const ops::Weight fused = ctx.fused_weight(fused_key(q_proj.weight));
+  if (!fused.defined()) {
+    Tensor k = k_proj.forward(ctx, x), v = v_proj.forward(ctx, x);  // [B, T, D] each
     if (k_out.defined()) {
       ops::split_columns(k, {k_out});  // one part: a copy
       ops::split_columns(v, {v_out});
@@ -50,9 +49,8 @@ std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context
     }
     return {q_proj.forward(ctx, x), k, v};
   }
-  Tensor qkv = Tensor::empty({B, T, 3 * D}, x.dtype(), x.device());  // [B, T, 3D]: Q, K, V side by side
-  if (q8) ops::matmul_int8(x, *q8, qkv);  // with its own bias
-  else ops::matmul_packed(x, *packed, qkv);  // packed with its bias
+  const Tensor qkv = ops::product(x, fused);  // [B, T, 3D]: Q, K, V side by side, with their own biases
+  // [B, T, D] each
   Tensor q = Tensor::empty({B, T, D}, x.dtype(), x.device()), k = into(k_out), v = into(v_out);
   ops::split_columns(qkv, {q, k, v});
   return {q, k, v};

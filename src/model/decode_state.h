@@ -1,12 +1,10 @@
 #pragma once
 // What incremental decoding keeps between steps (Transformer::start_decoding, decode_step, reorder
 // and restrict_output, in model/decoding.cc).
-#include <memory>
 #include <vector>
 
 #include "core/tensor.h"
-#include "ops/int8.h"
-#include "ops/packed.h"
+#include "ops/weight.h"
 
 namespace tfm {
 
@@ -32,12 +30,12 @@ struct DecodeState {
   bool record_attention = false;           // keep each layer's encoder-decoder attention of the last step
   std::vector<Tensor> cross_attention;     // per decoder layer: [B', H, 1, S] (when recorded)
   // With a vocabulary shortlist (Transformer::restrict_output): the target ids the output projection
-  // scores, int32 [V'], and their rows of the target embedding: float32 [V', D] (and its packed copy
-  // when the model's weights are packed), or int8 rows when the model is quantized; undefined: all V.
-  Tensor output_ids, output_weight;
+  // scores, int32 [V'], and their rows of the target embedding [V', D] in the form of the whole
+  // (ops::select_rows: float32, packed anew when the model's weights are packed, or int8 rows when
+  // the model is quantized); undefined: all V.
+  Tensor output_ids;
+  ops::Weight output_weight;  // [V', D]
   Tensor output_bias;  // the logits bias of those ids [V'] (models with one)
-  std::shared_ptr<const ops::QuantizedMatrix> output_int8;
-  std::shared_ptr<const ops::PackedMatrix> output_packed;
   int64_t rows() const { return src_lengths.numel(); }
 };
 

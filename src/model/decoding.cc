@@ -3,12 +3,7 @@
 #include "model/transformer.h"
 
 #include "ops/copy.h"
-#include "ops/elementwise.h"
-#include "ops/embedding.h"
-#include "ops/int8.h"
-#include "ops/matmul.h"
-#include "ops/packed.h"
-#include "ops/positional.h"
+#include "ops/product.h"
 
 namespace tfm {
 
@@ -60,31 +55,15 @@ void Transformer::restrict_output(const Context& ctx, DecodeState& state, const 
               " at position ", j);
   const int64_t n = static_cast<int64_t>(ids.size());
   state.output_ids = Tensor::from<int32_t>({n}, ids);
-  state.output_weight = Tensor();
-  state.output_int8.reset();
-  state.output_packed.reset();
   state.output_bias = Tensor();
   if (output_bias >= 0) {
     state.output_bias = Tensor::empty({n}, params_.dtype(), params_.device());
     ops::index_select(ctx.value(output_bias), state.output_ids, state.output_bias);
   }
-  // The same kind of product as the full projection would use: int8 rows (quantized per row, so
-  // the selected rows of the full matrix), or E[ids] [V', D] in float32, packed anew for each batch
-  // when the full projection is packed (a copy of V' rows, small beside a batch's decoding).
-  if (const ops::QuantizedMatrix* q = ctx.int8_weight(output_weight)) {
-    ops::QuantizedMatrix rows{Tensor::empty({n, config_.d_model}, DType::I8), Tensor::empty({n}), Tensor(), nullptr,
-                              config_.d_model};
-    ops::index_select(q->q, state.output_ids, rows.q);
-    ops::index_select(q->scale, state.output_ids, rows.scale);
-    state.output_int8 = std::make_shared<const ops::QuantizedMatrix>(std::move(rows));
-    return;
-  }
-  const Tensor e = ctx.value(output_weight);
-  state.output_weight = Tensor::empty({n, config_.d_model}, e.dtype(), e.device());
-  ops::index_select(e, state.output_ids, state.output_weight);
-  if (ctx.packed_weight(output_weight))
-    state.output_packed = std::make_shared<const ops::PackedMatrix>(
-        ops::pack_weight(state.output_weight, Tensor(), ops::Activation::kNone, packed_products_));
+  // The same kind of product as the full projection would use (ops::select_rows): int8 rows, or
+  // E[ids] [V', D] in float32, packed anew for each batch when the full projection is packed (a
+  // copy of V' rows, small beside a batch's decoding).
+  state.output_weight = ops::select_rows(ctx.weight(output_weight), state.output_ids);
 }
 
 DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,
@@ -148,20 +127,17 @@ Tensor Transformer::decode_hidden(const Context& ctx, DecodeState& state, const 
 Tensor Transformer::project_step(const Context& ctx, const DecodeState& state, const Tensor& hidden) const {
   const int64_t rows = hidden.size(0);
   if (!state.output_ids.defined()) return project(ctx, hidden).view({rows, config_.vocab_size});
-  // project_onto reads only the row count of its weight argument when given the int8 rows.
-  const Tensor& w = state.output_int8 ? state.output_int8->q : state.output_weight;
-  Tensor logits = project_onto(hidden, w, state.output_int8.get(), state.output_packed.get(), ctx.products);
+  Tensor logits = ops::product(hidden, state.output_weight);  // [B', V']
   if (state.output_bias.defined()) add_output_bias(logits, state.output_bias);
   return logits.view({rows, state.output_ids.numel()});
 }
 
 bool Transformer::screened_argmax(const Context& ctx, const DecodeState& state, const Tensor& hidden,
                                   const std::vector<int32_t>& banned, std::vector<int32_t>& ids) const {
-  // The float32 products the screen stands in for: packed (its float32 weights) or plain in float32.
-  const bool float32 = ctx.int8 == nullptr && (ctx.packed != nullptr || ctx.products == ops::Precision::kFloat32);
-  if (!screen_ || state.output_ids.defined() || !float32 || hidden.device() != Device::CPU ||
-      hidden.dtype() != DType::F32)
+  if (!screen_ || state.output_ids.defined() || hidden.device() != Device::CPU || hidden.dtype() != DType::F32)
     return false;
+  // The float32 products the screen stands in for: packed (its float32 weights) or plain in float32.
+  if (!ctx.weight(output_weight).float32_products()) return false;
   std::call_once(screen_->once, [&] {
     screen_->projection = std::make_shared<const ops::ScreenedProjection>(ops::screen_projection(
         params_.value(output_weight), output_bias >= 0 ? params_.value(output_bias) : Tensor()));

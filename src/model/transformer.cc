@@ -4,13 +4,10 @@
 #include <unordered_set>
 
 #include "layers/init.h"
-#include "ops/copy.h"
 #include "ops/elementwise.h"
-#include "ops/int8.h"
-#include "ops/packed.h"
 #include "ops/embedding.h"
-#include "ops/matmul.h"
 #include "ops/positional.h"
+#include "ops/product.h"
 
 namespace tfm {
 
@@ -178,8 +175,7 @@ Tensor Transformer::decode(const Context& ctx, const Tensor& tgt_in, const Tenso
 
 Tensor Transformer::project(const Context& ctx, const Tensor& hidden) const {
   // h · Eᵀ (§3.4), + b with a logits bias
-  Tensor logits = project_onto(hidden, ctx.value(output_weight), ctx.int8_weight(output_weight),
-                               ctx.packed_weight(output_weight), ctx.products);
+  Tensor logits = ops::product(hidden, ctx.weight(output_weight));  // [..., V]
   if (output_bias >= 0) add_output_bias(logits, ctx.value(output_bias));
   return logits;
 }
@@ -188,17 +184,6 @@ void Transformer::add_output_bias(const Tensor& logits, const Tensor& bias) {
   const int64_t V = bias.numel();
   const Tensor flat = logits.view({logits.numel() / V, V});
   ops::bias_add(flat, bias, flat);
-}
-
-Tensor Transformer::project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
-                                 const ops::PackedMatrix* p, ops::Precision precision) {
-  std::vector<int64_t> dims = hidden.shape().to_vector();
-  dims.back() = w.size(0);
-  Tensor logits = Tensor::empty(Shape(dims), hidden.dtype(), hidden.device());
-  if (q) ops::matmul_int8(hidden, *q, logits);
-  else if (p) ops::matmul_packed(hidden, *p, logits);
-  else ops::matmul(hidden, w, logits, {.trans_b = true, .precision = precision});
-  return logits;
 }
 
 Tensor Transformer::forward(const Context& ctx, const Batch& batch, Saved* saved) const {
@@ -228,10 +213,9 @@ void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& 
   const DType dt = dlogits.dtype();
   // Output projection: dE += dlogitsᵀ · h, dh = dlogits · E (E the target embedding when tied).
   const Device dev = dlogits.device();
-  Tensor dx = Tensor::zeros(s.hidden.shape(), dt, dev);
-  const Tensor de = ctx.grad(output_weight);
-  ops::matmul_backward(s.hidden, ctx.value(output_weight), dlogits, &dx, &de,
-                       {.trans_b = true, .precision = ctx.products});
+  Tensor dx = Tensor::zeros(s.hidden.shape(), dt, dev);  // [B, T, D], then [B, S, D] for the encoder
+  const Tensor de = ctx.grad(output_weight);               // [V, D]
+  ops::product_backward(s.hidden, ctx.weight(output_weight), dlogits, {.dx = &dx, .dw = de});
   if (output_weight != tgt_embedding && output_weight != src_embedding) ctx.grads_done(output_weight, output_weight + 1);
   if (output_bias >= 0) {
     const int64_t V = config_.vocab_size;

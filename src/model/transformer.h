@@ -217,10 +217,6 @@ class Transformer {
   // Refuses a second pack_weights or quantize_int8 once weights were released: its copies would
   // need the weights that are gone.
   void check_not_released(const char* what) const;
-  // hidden [..., D] → logits [..., rows of w]: h · wᵀ, through q (int8) or p (packed) when given,
-  // else in `precision`.
-  static Tensor project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
-                             const ops::PackedMatrix* p, ops::Precision precision);
   // √D, or 1 when the configuration does not scale embeddings.
   double embedding_scale() const { return config_.scale_embeddings ? std::sqrt(double(config_.d_model)) : 1.0; }
   // logits [..., V] += bias [V] (V' of a shortlist).
