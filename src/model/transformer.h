@@ -148,7 +148,6 @@ class Transformer {
   // kBf16 translates and scores with bfloat16 products and float32 sums, as `train --bf16` trains.
   // Int8 and packed weights ignore it.
   void set_inference_products(ops::Precision p) { inference_products_ = p; }
-  ops::Precision inference_products() const { return inference_products_; }
   // What becomes of a weight matrix's float32 values once inference has its own copy. kKeep: they
   // stay, and the model can still train, save and decode without the copies. kRelease (translation):
   // every linear layer's weight is given back to the system as soon as its copy is made
