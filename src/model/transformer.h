@@ -120,7 +120,7 @@ class Transformer {
   // Lets screened_argmax choose: the int8 copy of the output projection it reads (V · D bytes, 16 MB
   // for base) is made at its first call, so that beam search alone never pays for it. pack_weights
   // turns it on in float32 on the CPU for vocabularies of at least kScreenMinVocabulary entries,
-  // where it pays (docs/performance.md, session 30); this turns it on for any (tests). Off again
+  // where it pays (docs/performance.md, "Every CPU family"); this turns it on for any (tests). Off again
   // after quantize_int8 and pack_weights in bf16.
   void screen_output();
   bool screens_output() const { return screen_ != nullptr; }
