@@ -16,7 +16,7 @@ MultiHeadAttention::MultiHeadAttention(ParamStore& params, const std::string& na
 
 Tensor MultiHeadAttention::forward(const Context& ctx, const Tensor& xq, const Tensor& xkv, const AttentionMask& mask,
                                    Saved* saved, const Tensor& residual) const {
-  const auto [k, v] = project_kv(ctx, xkv);
+  const auto [k, v] = project_kv(ctx, xkv);  // [B, S, D] each
   if (saved) saved->xkv = xkv;
   return attend(ctx, xq, k, v, mask, saved, residual);
 }
@@ -75,10 +75,10 @@ Tensor MultiHeadAttention::attend_projected(const Context& ctx, const Tensor& xq
     args.dropout = attention_dropout;
     args.rng = ctx.rng->next();
   }
-  Tensor probs = Tensor::empty({B, heads, T, S}, xq.dtype(), xq.device());
-  Tensor heads_out = Tensor::empty({B, T, q.size(2)}, xq.dtype(), xq.device());
+  Tensor probs = Tensor::empty({B, heads, T, S}, xq.dtype(), xq.device());     // [B, H, T, S]
+  Tensor heads_out = Tensor::empty({B, T, q.size(2)}, xq.dtype(), xq.device());  // [B, T, D]
   ops::attention(q, k, v, args, probs, heads_out);
-  Tensor y = out_proj.forward(ctx, heads_out, Activation::kNone, residual);
+  Tensor y = out_proj.forward(ctx, heads_out, Activation::kNone, residual);  // [B, T, D]
   if (saved) {
     saved->xq = xq;
     saved->q = q;
@@ -93,11 +93,11 @@ Tensor MultiHeadAttention::attend_projected(const Context& ctx, const Tensor& xq
 
 void MultiHeadAttention::backward(const Context& ctx, const Saved& s, const Tensor& dy, const Tensor& dxq,
                                   const Tensor& dxkv) const {
-  Tensor dheads = Tensor::zeros(s.heads_out.shape(), dy.dtype(), dy.device());
+  Tensor dheads = Tensor::zeros(s.heads_out.shape(), dy.dtype(), dy.device());  // [B, T, D]
   out_proj.backward(ctx, s.heads_out, dy, &dheads);
-  Tensor dq = Tensor::zeros(s.q.shape(), dy.dtype(), dy.device());
-  Tensor dk = Tensor::zeros(s.k.shape(), dy.dtype(), dy.device());
-  Tensor dv = Tensor::zeros(s.v.shape(), dy.dtype(), dy.device());
+  Tensor dq = Tensor::zeros(s.q.shape(), dy.dtype(), dy.device());  // [B, T, D]
+  Tensor dk = Tensor::zeros(s.k.shape(), dy.dtype(), dy.device());  // [B, S, D]
+  Tensor dv = Tensor::zeros(s.v.shape(), dy.dtype(), dy.device());  // [B, S, D]
   ops::attention_backward(s.q, s.k, s.v, s.args, s.probs, dheads, dq, dk, dv);
   q_proj.backward(ctx, s.xq, dq, &dxq);
   k_proj.backward(ctx, s.xkv, dk, &dxkv);

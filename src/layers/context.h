@@ -2,8 +2,11 @@
 // What a layer's forward or backward needs besides its inputs.
 //
 // Dimension letters, used in every shape comment of layers/ and model/:
-//   B batch (sentences), S source length, T target length, D model width (d_model),
-//   H heads, F feed-forward width (d_ff), V vocabulary, N rows (all leading dims flattened).
+//   B batch (sentences), S source length, T target length, L either length (a layer that serves
+//   both; a decoding cache's positions), D model width (d_model), H heads, F feed-forward width
+//   (d_ff), V vocabulary, N rows (all leading dims flattened).
+// Decoding's: B' hypotheses (sentences × beams), B_s the sentences whose encoder outputs they read,
+//   R a decoding cache's rows per position (≥ B'), V' a shortlist's vocabulary.
 #include <functional>
 #include <unordered_map>
 

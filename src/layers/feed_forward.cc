@@ -23,15 +23,15 @@ Tensor FeedForward::forward(const Context& ctx, const Tensor& x, Saved* saved, c
     hidden = fc1.forward(ctx, x, activation);
     if (activation == Activation::kNone) pre = hidden;
   }
-  Tensor y = fc2.forward(ctx, hidden, Activation::kNone, residual);
+  Tensor y = fc2.forward(ctx, hidden, Activation::kNone, residual);  // [B, L, D]
   if (saved) *saved = {x, hidden, pre};
   return y;
 }
 
 void FeedForward::backward(const Context& ctx, const Saved& s, const Tensor& dy, const Tensor& dx) const {
-  Tensor dhidden = Tensor::zeros(s.hidden.shape(), dy.dtype(), dy.device());
+  Tensor dhidden = Tensor::zeros(s.hidden.shape(), dy.dtype(), dy.device());  // [B, L, F]
   fc2.backward(ctx, s.hidden, dy, &dhidden);
-  Tensor dpre = Tensor::zeros(s.hidden.shape(), dy.dtype(), dy.device());
+  Tensor dpre = Tensor::zeros(s.hidden.shape(), dy.dtype(), dy.device());  // [B, L, F]
   if (activation == Activation::kRelu) {
     ops::relu_backward(s.hidden, dhidden, dpre);
   } else {

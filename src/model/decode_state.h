@@ -8,9 +8,9 @@
 
 namespace tfm {
 
-// Incremental decoding (one token per hypothesis per step). B' counts hypotheses (sentences ×
-// beams), B_s the sentences whose encoder output they read: hypothesis r reads entry
-// r / kv_group, so the beams of a sentence share it. Rows can be reordered or dropped between
+// Incremental decoding (one token per hypothesis per step; dimension letters in layers/context.h).
+// Of the B' hypotheses (sentences × beams), hypothesis r reads entry r / kv_group of the B_s
+// encoder outputs, so the beams of a sentence share it. Rows can be reordered or dropped between
 // steps (Transformer::reorder).
 struct DecodeState {
   Tensor src_lengths;                      // int32 [B'], on the host
@@ -20,11 +20,12 @@ struct DecodeState {
   // (R ≥ B', the most hypotheses at once). Step t writes hypothesis b's keys into row b of slab t;
   // key_rows (int32 [B', L]) says which row of each slab hypothesis b reads, so that reordering
   // hypotheses (beam search) copies their rows of key_rows and no keys or values.
-  std::vector<Tensor> self_k, self_v;
-  Tensor key_rows;
+  std::vector<Tensor> self_k, self_v;      // [L, R, D] each
+  Tensor key_rows;                         // int32 [B', L]
   Tensor step_lengths;                     // int32 [B']: tokens visible to self-attention this step
   // step_lengths, key_rows and src_lengths where the attention reads them (the model's device), made
   // once a step by decode_step: on a GPU one upload each a step, not one each per decoder layer.
+  // int32 [B'], [B', L], [B'].
   Tensor step_lengths_there, key_rows_there, src_lengths_there;
   int64_t length = 0;                      // tokens decoded so far (< L, the cache's capacity)
   bool record_attention = false;           // keep each layer's encoder-decoder attention of the last step

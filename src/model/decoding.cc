@@ -21,10 +21,11 @@ Tensor slab_position(const Tensor& slab, int64_t position, int64_t rows) {
 // self-attention's keys and values go from their product straight into the cache's slabs at this
 // step's position, row b for hypothesis b (decode_step's key_rows).
 Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& state, size_t index) const {
-  const Tensor h1 = self_res.forward(
+  const Tensor h1 = self_res.forward(  // [B', 1, D], as h2
       ctx, x,
       [&](const Tensor& in, const Tensor& r) {
         const int64_t rows = in.size(0);
+        // [B', 1, D] each; k and v written into the slabs at this step's position
         const auto [q, k, v] = self_attn.project_qkv(ctx, in, slab_position(state.self_k[index], state.length, rows),
                                                      slab_position(state.self_v[index], state.length, rows));
         return self_attn.attend_projected(ctx, in, q, state.self_k[index], state.self_v[index],
@@ -36,6 +37,7 @@ Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& stat
       ctx, h1,
       [&](const Tensor& in, const Tensor& r) {
         MultiHeadAttention::Saved saved;
+        // [B', 1, D]
         Tensor y = cross_attn.attend(ctx, in, state.memory_k[index], state.memory_v[index],
                                      {.key_lengths = state.src_lengths_there, .kv_group = state.kv_group},
                                      state.record_attention ? &saved : nullptr, r);
@@ -57,7 +59,7 @@ void Transformer::restrict_output(const Context& ctx, DecodeState& state, const 
   state.output_ids = Tensor::from<int32_t>({n}, ids);
   state.output_bias = Tensor();
   if (output_bias >= 0) {
-    state.output_bias = Tensor::empty({n}, params_.dtype(), params_.device());
+    state.output_bias = Tensor::empty({n}, params_.dtype(), params_.device());  // [V']
     ops::index_select(ctx.value(output_bias), state.output_ids, state.output_bias);
   }
   // The same kind of product as the full projection would use (ops::select_rows): int8 rows, or
@@ -75,15 +77,16 @@ DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory
   state.record_attention = record_attention;
   const int64_t B = memory.size(0);
   for (const DecoderLayer& layer : decoder) {
-    const auto [k, v] = layer.cross_attn.project_kv(ctx, memory);
+    const auto [k, v] = layer.cross_attn.project_kv(ctx, memory);  // [B, S, D] each
     state.memory_k.push_back(k);
     state.memory_v.push_back(v);
+    // [L, R, D]: L = max_length positions of R = B · hypotheses rows
     state.self_k.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
     state.self_v.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
   }
-  state.key_rows = Tensor::zeros({B, max_length}, DType::I32);
+  state.key_rows = Tensor::zeros({B, max_length}, DType::I32);  // [B', L]
   state.cross_attention.resize(decoder.size());
-  state.step_lengths = Tensor::zeros({B}, DType::I32);
+  state.step_lengths = Tensor::zeros({B}, DType::I32);  // [B']
   return state;
 }
 
@@ -117,7 +120,7 @@ Tensor Transformer::decode_hidden(const Context& ctx, DecodeState& state, const 
   state.step_lengths_there = there(state.step_lengths);
   state.key_rows_there = there(state.key_rows);
   state.src_lengths_there = there(state.src_lengths);
-  Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);
+  Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);  // [B', 1, D]
   for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].step(ctx, x, state, i);
   if (config_.pre_norm) x = decoder_norm.forward(ctx, x, nullptr);
   ++state.length;
@@ -149,7 +152,7 @@ void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& 
   auto select = [](Tensor& t, const Tensor& which, int64_t prefix) {
     std::vector<int64_t> dims = t.shape().to_vector();
     dims[0] = which.numel();
-    Tensor out = Tensor::empty(Shape(dims), t.dtype(), t.device());
+    Tensor out = Tensor::empty(Shape(dims), t.dtype(), t.device());  // [B'', ...] (B_s'' for memory_rows)
     ops::index_select(t, which, out, prefix);
     t = out;
   };
