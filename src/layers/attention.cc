@@ -1,6 +1,7 @@
 #include "layers/attention.h"
 
 #include "ops/copy.h"
+#include "ops/product.h"
 
 namespace tfm {
 
@@ -15,7 +16,7 @@ MultiHeadAttention::MultiHeadAttention(ParamStore& params, const std::string& na
 
 Tensor MultiHeadAttention::forward(const Context& ctx, const Tensor& xq, const Tensor& xkv, const AttentionMask& mask,
                                    Saved* saved, const Tensor& residual) const {
-  const auto [k, v] = project_kv(ctx, xkv);
+  const auto [k, v] = project_kv(ctx, xkv);  // [B, S, D] each
   if (saved) saved->xkv = xkv;
   return attend(ctx, xq, k, v, mask, saved, residual);
 }
@@ -37,11 +38,9 @@ std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context
   auto into = [&](const Tensor& out) {  // [B, T, D]: the destination given, or a new tensor
     return out.defined() ? out : Tensor::empty({B, T, D}, x.dtype(), x.device());
   };
-  const int key = fused_key(q_proj.weight);
-  const ops::QuantizedMatrix* q8 = ctx.int8_weight(key);
-  const ops::PackedMatrix* packed = q8 ? nullptr : ctx.packed_weight(key);
-  if (!q8 && !packed) {
-    Tensor k = k_proj.forward(ctx, x), v = v_proj.forward(ctx, x);
+  const ops::Weight fused = ctx.fused_weight(fused_key(q_proj.weight));
+  if (!fused.defined()) {
+    Tensor k = k_proj.forward(ctx, x), v = v_proj.forward(ctx, x);  // [B, T, D] each
     if (k_out.defined()) {
       ops::split_columns(k, {k_out});  // one part: a copy
       ops::split_columns(v, {v_out});
@@ -50,9 +49,8 @@ std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context
     }
     return {q_proj.forward(ctx, x), k, v};
   }
-  Tensor qkv = Tensor::empty({B, T, 3 * D}, x.dtype(), x.device());  // [B, T, 3D]: Q, K, V side by side
-  if (q8) ops::matmul_int8(x, *q8, qkv);  // with its own bias
-  else ops::matmul_packed(x, *packed, qkv);  // packed with its bias
+  const Tensor qkv = ops::product(x, fused);  // [B, T, 3D]: Q, K, V side by side, with their own biases
+  // [B, T, D] each
   Tensor q = Tensor::empty({B, T, D}, x.dtype(), x.device()), k = into(k_out), v = into(v_out);
   ops::split_columns(qkv, {q, k, v});
   return {q, k, v};
@@ -77,10 +75,10 @@ Tensor MultiHeadAttention::attend_projected(const Context& ctx, const Tensor& xq
     args.dropout = attention_dropout;
     args.rng = ctx.rng->next();
   }
-  Tensor probs = Tensor::empty({B, heads, T, S}, xq.dtype(), xq.device());
-  Tensor heads_out = Tensor::empty({B, T, q.size(2)}, xq.dtype(), xq.device());
+  Tensor probs = Tensor::empty({B, heads, T, S}, xq.dtype(), xq.device());     // [B, H, T, S]
+  Tensor heads_out = Tensor::empty({B, T, q.size(2)}, xq.dtype(), xq.device());  // [B, T, D]
   ops::attention(q, k, v, args, probs, heads_out);
-  Tensor y = out_proj.forward(ctx, heads_out, Activation::kNone, residual);
+  Tensor y = out_proj.forward(ctx, heads_out, Activation::kNone, residual);  // [B, T, D]
   if (saved) {
     saved->xq = xq;
     saved->q = q;
@@ -95,11 +93,11 @@ Tensor MultiHeadAttention::attend_projected(const Context& ctx, const Tensor& xq
 
 void MultiHeadAttention::backward(const Context& ctx, const Saved& s, const Tensor& dy, const Tensor& dxq,
                                   const Tensor& dxkv) const {
-  Tensor dheads = Tensor::zeros(s.heads_out.shape(), dy.dtype(), dy.device());
+  Tensor dheads = Tensor::zeros(s.heads_out.shape(), dy.dtype(), dy.device());  // [B, T, D]
   out_proj.backward(ctx, s.heads_out, dy, &dheads);
-  Tensor dq = Tensor::zeros(s.q.shape(), dy.dtype(), dy.device());
-  Tensor dk = Tensor::zeros(s.k.shape(), dy.dtype(), dy.device());
-  Tensor dv = Tensor::zeros(s.v.shape(), dy.dtype(), dy.device());
+  Tensor dq = Tensor::zeros(s.q.shape(), dy.dtype(), dy.device());  // [B, T, D]
+  Tensor dk = Tensor::zeros(s.k.shape(), dy.dtype(), dy.device());  // [B, S, D]
+  Tensor dv = Tensor::zeros(s.v.shape(), dy.dtype(), dy.device());  // [B, S, D]
   ops::attention_backward(s.q, s.k, s.v, s.args, s.probs, dheads, dq, dk, dv);
   q_proj.backward(ctx, s.xq, dq, &dxq);
   k_proj.backward(ctx, s.xkv, dk, &dxkv);

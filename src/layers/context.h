@@ -2,8 +2,11 @@
 // What a layer's forward or backward needs besides its inputs.
 //
 // Dimension letters, used in every shape comment of layers/ and model/:
-//   B batch (sentences), S source length, T target length, D model width (d_model),
-//   H heads, F feed-forward width (d_ff), V vocabulary, N rows (all leading dims flattened).
+//   B batch (sentences), S source length, T target length, L either length (a layer that serves
+//   both; a decoding cache's positions), D model width (d_model), H heads, F feed-forward width
+//   (d_ff), V vocabulary, N rows (all leading dims flattened).
+// Decoding's: B' hypotheses (sentences × beams), B_s the sentences whose encoder outputs they read,
+//   R a decoding cache's rows per position (≥ B'), V' a shortlist's vocabulary.
 #include <functional>
 #include <unordered_map>
 
@@ -12,6 +15,7 @@
 #include "ops/int8.h"
 #include "ops/matmul.h"
 #include "ops/packed.h"
+#include "ops/weight.h"
 
 namespace tfm {
 
@@ -54,6 +58,23 @@ struct Context {
     if (!packed) return nullptr;
     auto it = packed->find(id);
     return it == packed->end() ? nullptr : &it->second;
+  }
+  // What products with parameter `id` multiply by (ops::product): its int8 copy, else its packed
+  // copy, else its values in `products`.
+  ops::Weight weight(int id) const {
+    const ops::Weight copy = copy_of(id);
+    return copy.defined() ? copy : ops::Weight::plain(value(id), products, params->name(id));
+  }
+  // A fused product's weight (fused_key): its int8 or packed copy; none (not defined()) where the
+  // context holds neither.
+  ops::Weight fused_weight(int key) const { return copy_of(key); }
+
+ private:
+  ops::Weight copy_of(int key) const {
+    const std::string_view name = key >= 0 ? std::string_view(params->name(key)) : std::string_view();
+    if (const ops::QuantizedMatrix* q = int8_weight(key)) return ops::Weight::int8(*q, name);
+    if (const ops::PackedMatrix* p = packed_weight(key)) return ops::Weight::packed(*p, name);
+    return {};
   }
 };
 

@@ -10,9 +10,10 @@ FeedForward::FeedForward(ParamStore& params, const std::string& name, int64_t d_
 
 Tensor FeedForward::forward(const Context& ctx, const Tensor& x, Saved* saved, const Tensor& residual) const {
   // The activation joins fc1's call (its int8 or packed product's last pass), except where a
-  // backward will need its input: then fc1 without it, and the activation into a tensor of its own.
+  // backward will need its input (a plain weight's, with gradients): then fc1 without it, and the
+  // activation into a tensor of its own.
   const bool keep_pre = saved && activation != Activation::kRelu && activation != Activation::kNone &&
-                        !ctx.int8_weight(fc1.weight) && !ctx.packed_weight(fc1.weight);
+                        ctx.weight(fc1.weight).differentiable();
   Tensor pre, hidden;  // [B, L, F]
   if (keep_pre) {
     pre = fc1.forward(ctx, x);
@@ -22,15 +23,15 @@ Tensor FeedForward::forward(const Context& ctx, const Tensor& x, Saved* saved, c
     hidden = fc1.forward(ctx, x, activation);
     if (activation == Activation::kNone) pre = hidden;
   }
-  Tensor y = fc2.forward(ctx, hidden, Activation::kNone, residual);
+  Tensor y = fc2.forward(ctx, hidden, Activation::kNone, residual);  // [B, L, D]
   if (saved) *saved = {x, hidden, pre};
   return y;
 }
 
 void FeedForward::backward(const Context& ctx, const Saved& s, const Tensor& dy, const Tensor& dx) const {
-  Tensor dhidden = Tensor::zeros(s.hidden.shape(), dy.dtype(), dy.device());
+  Tensor dhidden = Tensor::zeros(s.hidden.shape(), dy.dtype(), dy.device());  // [B, L, F]
   fc2.backward(ctx, s.hidden, dy, &dhidden);
-  Tensor dpre = Tensor::zeros(s.hidden.shape(), dy.dtype(), dy.device());
+  Tensor dpre = Tensor::zeros(s.hidden.shape(), dy.dtype(), dy.device());  // [B, L, F]
   if (activation == Activation::kRelu) {
     ops::relu_backward(s.hidden, dhidden, dpre);
   } else {

@@ -9,7 +9,8 @@ LayerNorm::LayerNorm(ParamStore& params, const std::string& name, int64_t width,
 
 Tensor LayerNorm::forward(const Context& ctx, const Tensor& x, Saved* saved) const {
   const int64_t rows = x.shape().rows();
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());  // [N, D], as x
+  // [N] each
   Tensor mean = Tensor::empty({rows}, x.dtype(), x.device()), rstd = Tensor::empty({rows}, x.dtype(), x.device());
   ops::layer_norm(x, ctx.value(gain), ctx.value(bias), eps, y, mean, rstd);
   if (saved) *saved = {x, mean, rstd};

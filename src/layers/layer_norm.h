@@ -16,6 +16,7 @@ class LayerNorm {
   // Registers `<name>.weight` (gain, initially 1) and `<name>.bias` [D].
   LayerNorm(ParamStore& params, const std::string& name, int64_t d, double eps);
 
+  // x [N, D] (N: any leading dims) → [N, D].
   Tensor forward(const Context& ctx, const Tensor& x, Saved* saved) const;
   // dgain, dbias accumulate; dx += the input gradient.
   void backward(const Context& ctx, const Saved& saved, const Tensor& dy, const Tensor& dx) const;

@@ -19,7 +19,7 @@ class Linear {
 
   // x: [..., in] → y: [..., out] (a new tensor), y = act(x · Wᵀ + b); with a residual r [..., out]
   // (act none): y = r + (x · Wᵀ + b), the sum of a residual connection, on a GPU in the product's own
-  // call (ops::linear).
+  // call. The weight's form (Context::weight) picks the product's kernel (ops::product).
   Tensor forward(const Context& ctx, const Tensor& x, Activation act = Activation::kNone,
                  const Tensor& residual = Tensor()) const;
   // dW += dyᵀ·x, db += Σ dy, and dx += dy·W when dx is given.

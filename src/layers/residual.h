@@ -16,7 +16,7 @@ class Residual {
  public:
   struct Saved {
     LayerNorm::Saved norm;
-    Tensor f_input;     // what F saw: x (post-LN) or LayerNorm(x) (pre-LN)
+    Tensor f_input;     // what F saw: x (post-LN) or LayerNorm(x) (pre-LN), [B, L, D]
     RngStream dropout;  // the stream of the dropout on F's output
     bool dropped = false;
   };
@@ -35,7 +35,7 @@ class Residual {
     Saved& s = saved ? *saved : local;
     s.f_input = pre_norm ? norm.forward(ctx, x, &s.norm) : x;
     s.dropped = ctx.training() && dropout > 0;
-    Tensor h;
+    Tensor h;  // F's output, then the residual sum: [B, L, D]
     if constexpr (std::is_invocable_v<F, const Tensor&, const Tensor&>) {
       h = f(s.f_input, s.dropped ? Tensor() : x);
     } else {
@@ -54,17 +54,17 @@ class Residual {
   // Returns dL/dx.
   template <class FB>
   Tensor backward(const Context& ctx, const Saved& s, const Tensor& dy, FB&& f_backward) const {
-    Tensor dsum = dy;  // gradient at the residual sum
+    Tensor dsum = dy;  // gradient at the residual sum: [B, L, D]
     if (!pre_norm) {
       dsum = Tensor::zeros(dy.shape(), dy.dtype(), dy.device());
       norm.backward(ctx, s.norm, dy, dsum);
     }
-    Tensor dx = dsum.clone();  // the identity branch
+    Tensor dx = dsum.clone();  // the identity branch: [B, L, D]
     // Dropout is linear with a fixed mask: its backward is the same map applied to the gradient.
-    Tensor dh = dsum.clone();
+    Tensor dh = dsum.clone();  // [B, L, D]
     if (s.dropped) ops::dropout(dh, dropout, s.dropout, dh);
     if (pre_norm) {
-      Tensor dnormed = Tensor::zeros(dy.shape(), dy.dtype(), dy.device());
+      Tensor dnormed = Tensor::zeros(dy.shape(), dy.dtype(), dy.device());  // [B, L, D]
       f_backward(dh, dnormed);
       norm.backward(ctx, s.norm, dnormed, dx);
     } else {

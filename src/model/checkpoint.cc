@@ -13,8 +13,9 @@ void save_model(const Transformer& model, const std::string& path, const std::ma
   std::vector<NamedTensor> tensors;
   const ParamStore& p = model.params();
   // The file is written from host memory: parameters on a device are copied over first.
-  const Tensor values = p.values().to_host();
+  const Tensor values = p.values().to_host();  // every parameter's elements, one after another
   for (int id = 0; id < p.size(); ++id) {
+    // The parameter's shape: [V, D], [out, in], [out] or [D].
     const Tensor v = values.view({values.numel()}).rows(p.offset(id), p.shape(id).numel()).view(p.shape(id));
     tensors.push_back({p.name(id), v.dtype() == DType::F32 ? v : v.to(DType::F32)});
   }
@@ -82,8 +83,8 @@ std::unique_ptr<Transformer> build_and_load(const SafetensorsFile& file, DType d
               "' that is not a parameter of this model");
   // One pass over the file in its order: each parameter straight into the model (or, in another
   // dtype, into a copy converted afterwards), hashed and checked on the way.
-  std::map<int, Tensor> converted;
-  Tensor target;
+  std::map<int, Tensor> converted;  // by parameter id, in the parameter's shape
+  Tensor target;                    // the parameter being read, in its shape
   file.read_tensors(
       [&](const std::string& n) -> const Tensor* {
         const int id = p.find(n);

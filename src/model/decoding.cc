@@ -3,12 +3,7 @@
 #include "model/transformer.h"
 
 #include "ops/copy.h"
-#include "ops/elementwise.h"
-#include "ops/embedding.h"
-#include "ops/int8.h"
-#include "ops/matmul.h"
-#include "ops/packed.h"
-#include "ops/positional.h"
+#include "ops/product.h"
 
 namespace tfm {
 
@@ -26,10 +21,11 @@ Tensor slab_position(const Tensor& slab, int64_t position, int64_t rows) {
 // self-attention's keys and values go from their product straight into the cache's slabs at this
 // step's position, row b for hypothesis b (decode_step's key_rows).
 Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& state, size_t index) const {
-  const Tensor h1 = self_res.forward(
+  const Tensor h1 = self_res.forward(  // [B', 1, D], as h2
       ctx, x,
       [&](const Tensor& in, const Tensor& r) {
         const int64_t rows = in.size(0);
+        // [B', 1, D] each; k and v written into the slabs at this step's position
         const auto [q, k, v] = self_attn.project_qkv(ctx, in, slab_position(state.self_k[index], state.length, rows),
                                                      slab_position(state.self_v[index], state.length, rows));
         return self_attn.attend_projected(ctx, in, q, state.self_k[index], state.self_v[index],
@@ -41,6 +37,7 @@ Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& stat
       ctx, h1,
       [&](const Tensor& in, const Tensor& r) {
         MultiHeadAttention::Saved saved;
+        // [B', 1, D]
         Tensor y = cross_attn.attend(ctx, in, state.memory_k[index], state.memory_v[index],
                                      {.key_lengths = state.src_lengths_there, .kv_group = state.kv_group},
                                      state.record_attention ? &saved : nullptr, r);
@@ -60,31 +57,15 @@ void Transformer::restrict_output(const Context& ctx, DecodeState& state, const 
               " at position ", j);
   const int64_t n = static_cast<int64_t>(ids.size());
   state.output_ids = Tensor::from<int32_t>({n}, ids);
-  state.output_weight = Tensor();
-  state.output_int8.reset();
-  state.output_packed.reset();
   state.output_bias = Tensor();
   if (output_bias >= 0) {
-    state.output_bias = Tensor::empty({n}, params_.dtype(), params_.device());
+    state.output_bias = Tensor::empty({n}, params_.dtype(), params_.device());  // [V']
     ops::index_select(ctx.value(output_bias), state.output_ids, state.output_bias);
   }
-  // The same kind of product as the full projection would use: int8 rows (quantized per row, so
-  // the selected rows of the full matrix), or E[ids] [V', D] in float32, packed anew for each batch
-  // when the full projection is packed (a copy of V' rows, small beside a batch's decoding).
-  if (const ops::QuantizedMatrix* q = ctx.int8_weight(output_weight)) {
-    ops::QuantizedMatrix rows{Tensor::empty({n, config_.d_model}, DType::I8), Tensor::empty({n}), Tensor(), nullptr,
-                              config_.d_model};
-    ops::index_select(q->q, state.output_ids, rows.q);
-    ops::index_select(q->scale, state.output_ids, rows.scale);
-    state.output_int8 = std::make_shared<const ops::QuantizedMatrix>(std::move(rows));
-    return;
-  }
-  const Tensor e = ctx.value(output_weight);
-  state.output_weight = Tensor::empty({n, config_.d_model}, e.dtype(), e.device());
-  ops::index_select(e, state.output_ids, state.output_weight);
-  if (ctx.packed_weight(output_weight))
-    state.output_packed = std::make_shared<const ops::PackedMatrix>(
-        ops::pack_weight(state.output_weight, Tensor(), ops::Activation::kNone, packed_products_));
+  // The same kind of product as the full projection would use (ops::select_rows): int8 rows, or
+  // E[ids] [V', D] in float32, packed anew for each batch when the full projection is packed (a
+  // copy of V' rows, small beside a batch's decoding).
+  state.output_weight = ops::select_rows(ctx.weight(output_weight), state.output_ids);
 }
 
 DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,
@@ -96,15 +77,16 @@ DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory
   state.record_attention = record_attention;
   const int64_t B = memory.size(0);
   for (const DecoderLayer& layer : decoder) {
-    const auto [k, v] = layer.cross_attn.project_kv(ctx, memory);
+    const auto [k, v] = layer.cross_attn.project_kv(ctx, memory);  // [B, S, D] each
     state.memory_k.push_back(k);
     state.memory_v.push_back(v);
+    // [L, R, D]: L = max_length positions of R = B · hypotheses rows
     state.self_k.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
     state.self_v.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
   }
-  state.key_rows = Tensor::zeros({B, max_length}, DType::I32);
+  state.key_rows = Tensor::zeros({B, max_length}, DType::I32);  // [B', L]
   state.cross_attention.resize(decoder.size());
-  state.step_lengths = Tensor::zeros({B}, DType::I32);
+  state.step_lengths = Tensor::zeros({B}, DType::I32);  // [B']
   return state;
 }
 
@@ -138,7 +120,7 @@ Tensor Transformer::decode_hidden(const Context& ctx, DecodeState& state, const 
   state.step_lengths_there = there(state.step_lengths);
   state.key_rows_there = there(state.key_rows);
   state.src_lengths_there = there(state.src_lengths);
-  Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);
+  Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);  // [B', 1, D]
   for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].step(ctx, x, state, i);
   if (config_.pre_norm) x = decoder_norm.forward(ctx, x, nullptr);
   ++state.length;
@@ -148,20 +130,17 @@ Tensor Transformer::decode_hidden(const Context& ctx, DecodeState& state, const 
 Tensor Transformer::project_step(const Context& ctx, const DecodeState& state, const Tensor& hidden) const {
   const int64_t rows = hidden.size(0);
   if (!state.output_ids.defined()) return project(ctx, hidden).view({rows, config_.vocab_size});
-  // project_onto reads only the row count of its weight argument when given the int8 rows.
-  const Tensor& w = state.output_int8 ? state.output_int8->q : state.output_weight;
-  Tensor logits = project_onto(hidden, w, state.output_int8.get(), state.output_packed.get(), ctx.products);
+  Tensor logits = ops::product(hidden, state.output_weight);  // [B', V']
   if (state.output_bias.defined()) add_output_bias(logits, state.output_bias);
   return logits.view({rows, state.output_ids.numel()});
 }
 
 bool Transformer::screened_argmax(const Context& ctx, const DecodeState& state, const Tensor& hidden,
                                   const std::vector<int32_t>& banned, std::vector<int32_t>& ids) const {
-  // The float32 products the screen stands in for: packed (its float32 weights) or plain in float32.
-  const bool float32 = ctx.int8 == nullptr && (ctx.packed != nullptr || ctx.products == ops::Precision::kFloat32);
-  if (!screen_ || state.output_ids.defined() || !float32 || hidden.device() != Device::CPU ||
-      hidden.dtype() != DType::F32)
+  if (!screen_ || state.output_ids.defined() || hidden.device() != Device::CPU || hidden.dtype() != DType::F32)
     return false;
+  // The float32 products the screen stands in for: packed (its float32 weights) or plain in float32.
+  if (!ctx.weight(output_weight).float32_products()) return false;
   std::call_once(screen_->once, [&] {
     screen_->projection = std::make_shared<const ops::ScreenedProjection>(ops::screen_projection(
         params_.value(output_weight), output_bias >= 0 ? params_.value(output_bias) : Tensor()));
@@ -173,7 +152,7 @@ void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& 
   auto select = [](Tensor& t, const Tensor& which, int64_t prefix) {
     std::vector<int64_t> dims = t.shape().to_vector();
     dims[0] = which.numel();
-    Tensor out = Tensor::empty(Shape(dims), t.dtype(), t.device());
+    Tensor out = Tensor::empty(Shape(dims), t.dtype(), t.device());  // [B'', ...] (B_s'' for memory_rows)
     ops::index_select(t, which, out, prefix);
     t = out;
   };

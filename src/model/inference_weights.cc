@@ -72,7 +72,7 @@ void Transformer::quantize_int8(PlainWeights plain) {
   // Packed copies may still refer to the plain weights for some products: none may outlive them.
   if (plain == PlainWeights::kRelease) packed_.clear();
   for (const DecoderLayer& l : decoder) {
-    auto [w, b] = fused_qkv(l.self_attn);
+    auto [w, b] = fused_qkv(l.self_attn);  // [3D, D], [3D]
     ops::QuantizedMatrix q = ops::quantize_rows(w);  // per row: the same as each layer's own
     q.bias = b;
     ops::release_unpacked(q);
@@ -103,7 +103,7 @@ void Transformer::pack_weights(PlainWeights plain, ops::Precision products) {
   for (const EncoderLayer& l : encoder) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
   for (const DecoderLayer& l : decoder) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
   for (const DecoderLayer& l : decoder) {
-    auto [w, b] = fused_qkv(l.self_attn);
+    auto [w, b] = fused_qkv(l.self_attn);  // [3D, D], [3D]
     ops::PackedMatrix p = ops::pack_weight(w, b, ops::Activation::kNone, products);  // p.bias keeps b
     if (p.packed) p.weight = Tensor();  // every product takes the packed copy; w need not stay
     packed_.emplace(fused_key(l.self_attn.q_proj.weight), std::move(p));

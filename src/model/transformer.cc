@@ -4,13 +4,10 @@
 #include <unordered_set>
 
 #include "layers/init.h"
-#include "ops/copy.h"
 #include "ops/elementwise.h"
-#include "ops/int8.h"
-#include "ops/packed.h"
 #include "ops/embedding.h"
-#include "ops/matmul.h"
 #include "ops/positional.h"
+#include "ops/product.h"
 
 namespace tfm {
 
@@ -38,7 +35,7 @@ EncoderLayer::EncoderLayer(ParamStore& params, const std::string& name, const Mo
 Tensor EncoderLayer::forward(const Context& ctx, const Tensor& x, const AttentionMask& mask, Saved* saved) const {
   Saved local;
   Saved& s = saved ? *saved : local;
-  const Tensor h = attn_res.forward(
+  const Tensor h = attn_res.forward(  // [B, S, D]
       ctx, x, [&](const Tensor& in, const Tensor& r) { return self_attn.forward(ctx, in, in, mask, &s.attn, r); },
       &s.attn_res);
   return ffn_res.forward(
@@ -46,7 +43,7 @@ Tensor EncoderLayer::forward(const Context& ctx, const Tensor& x, const Attentio
 }
 
 Tensor EncoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& dy) const {
-  const Tensor dh = ffn_res.backward(
+  const Tensor dh = ffn_res.backward(  // [B, S, D]
       ctx, s.ffn_res, dy, [&](const Tensor& dout, const Tensor& din) { ffn.backward(ctx, s.ffn, dout, din); });
   return attn_res.backward(ctx, s.attn_res, dh, [&](const Tensor& dout, const Tensor& din) {
     self_attn.backward(ctx, s.attn, dout, din, din);
@@ -65,7 +62,7 @@ Tensor DecoderLayer::forward(const Context& ctx, const Tensor& x, const Tensor& 
                              const AttentionMask& memory_mask, Saved* saved) const {
   Saved local;
   Saved& s = saved ? *saved : local;
-  const Tensor h1 = self_res.forward(
+  const Tensor h1 = self_res.forward(  // [B, T, D], as h2
       ctx, x,
       [&](const Tensor& in, const Tensor& r) { return self_attn.forward(ctx, in, in, self_mask, &s.self_attn, r); },
       &s.self_res);
@@ -80,7 +77,7 @@ Tensor DecoderLayer::forward(const Context& ctx, const Tensor& x, const Tensor& 
 }
 
 Tensor DecoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& dy, const Tensor& dmemory) const {
-  const Tensor dh2 = ffn_res.backward(
+  const Tensor dh2 = ffn_res.backward(  // [B, T, D], as dh1
       ctx, s.ffn_res, dy, [&](const Tensor& dout, const Tensor& din) { ffn.backward(ctx, s.ffn, dout, din); });
   const Tensor dh1 = cross_res.backward(ctx, s.cross_res, dh2, [&](const Tensor& dout, const Tensor& din) {
     cross_attn.backward(ctx, s.cross_attn, dout, din, dmemory);
@@ -125,7 +122,7 @@ Transformer::Transformer(const ModelConfig& config, DType dtype) : config_(confi
 void Transformer::init_parameters(uint64_t seed) {
   for (int id = 0; id < params_.size(); ++id) {
     const std::string& n = params_.name(id);
-    const Tensor t = params_.value(id);
+    const Tensor t = params_.value(id);  // the parameter's shape: [V, D], [out, in], [out] or [D]
     const RngStream rng{seed, static_cast<uint64_t>(id)};
     const bool is_bias = n.ends_with(".bias");
     const bool is_norm = n.find("norm.") != std::string::npos;
@@ -138,8 +135,8 @@ void Transformer::init_parameters(uint64_t seed) {
 
 Tensor Transformer::embed(const Context& ctx, int table, const Tensor& ids, int64_t start, EmbedSaved* saved) const {
   check_rank("embed", "ids", ids, 2);
-  const Tensor e = ctx.value(table);
-  Tensor x = Tensor::empty({ids.size(0), ids.size(1), config_.d_model}, e.dtype(), e.device());
+  const Tensor e = ctx.value(table);  // [V, D]
+  Tensor x = Tensor::empty({ids.size(0), ids.size(1), config_.d_model}, e.dtype(), e.device());  // [B, L, D]
   ops::embedding(ids, e, embedding_scale(), x);         // E[ids] · √D (§3.4); id −1: zeros
   ops::add_positional_encoding(x, start, positions_);  // + PE (§3.5)
   EmbedSaved s{ids, {}, ctx.training() && config_.embedding_dropout > 0};
@@ -159,7 +156,7 @@ void Transformer::embed_backward(const Context& ctx, int table, const EmbedSaved
 Tensor Transformer::encode(const Context& ctx, const Tensor& src, const Tensor& src_lengths, Saved* saved) const {
   const AttentionMask mask{.key_lengths = src_lengths};
   if (saved) saved->encoder.resize(encoder.size());
-  Tensor x = embed(ctx, src_embedding, src, 0, saved ? &saved->src_embed : nullptr);
+  Tensor x = embed(ctx, src_embedding, src, 0, saved ? &saved->src_embed : nullptr);  // [B, S, D]
   for (size_t i = 0; i < encoder.size(); ++i) x = encoder[i].forward(ctx, x, mask, saved ? &saved->encoder[i] : nullptr);
   if (config_.pre_norm) x = encoder_norm.forward(ctx, x, saved ? &saved->encoder_norm : nullptr);
   return x;
@@ -169,7 +166,7 @@ Tensor Transformer::decode(const Context& ctx, const Tensor& tgt_in, const Tenso
                            const Tensor& src_lengths, Saved* saved) const {
   const AttentionMask self_mask{.causal = true, .key_lengths = tgt_lengths}, memory_mask{.key_lengths = src_lengths};
   if (saved) saved->decoder.resize(decoder.size());
-  Tensor x = embed(ctx, tgt_embedding, tgt_in, 0, saved ? &saved->tgt_embed : nullptr);
+  Tensor x = embed(ctx, tgt_embedding, tgt_in, 0, saved ? &saved->tgt_embed : nullptr);  // [B, T, D]
   for (size_t i = 0; i < decoder.size(); ++i)
     x = decoder[i].forward(ctx, x, memory, self_mask, memory_mask, saved ? &saved->decoder[i] : nullptr);
   if (config_.pre_norm) x = decoder_norm.forward(ctx, x, saved ? &saved->decoder_norm : nullptr);
@@ -178,32 +175,20 @@ Tensor Transformer::decode(const Context& ctx, const Tensor& tgt_in, const Tenso
 
 Tensor Transformer::project(const Context& ctx, const Tensor& hidden) const {
   // h · Eᵀ (§3.4), + b with a logits bias
-  Tensor logits = project_onto(hidden, ctx.value(output_weight), ctx.int8_weight(output_weight),
-                               ctx.packed_weight(output_weight), ctx.products);
+  Tensor logits = ops::product(hidden, ctx.weight(output_weight));  // [..., V]
   if (output_bias >= 0) add_output_bias(logits, ctx.value(output_bias));
   return logits;
 }
 
 void Transformer::add_output_bias(const Tensor& logits, const Tensor& bias) {
   const int64_t V = bias.numel();
-  const Tensor flat = logits.view({logits.numel() / V, V});
+  const Tensor flat = logits.view({logits.numel() / V, V});  // [N, V] (V' of a shortlist)
   ops::bias_add(flat, bias, flat);
 }
 
-Tensor Transformer::project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
-                                 const ops::PackedMatrix* p, ops::Precision precision) {
-  std::vector<int64_t> dims = hidden.shape().to_vector();
-  dims.back() = w.size(0);
-  Tensor logits = Tensor::empty(Shape(dims), hidden.dtype(), hidden.device());
-  if (q) ops::matmul_int8(hidden, *q, logits);
-  else if (p) ops::matmul_packed(hidden, *p, logits);
-  else ops::matmul(hidden, w, logits, {.trans_b = true, .precision = precision});
-  return logits;
-}
-
 Tensor Transformer::forward(const Context& ctx, const Batch& batch, Saved* saved) const {
-  const Tensor memory = encode(ctx, batch.src, batch.src_lengths, saved);
-  Tensor hidden = decode(ctx, batch.tgt_in, batch.tgt_lengths, memory, batch.src_lengths, saved);
+  const Tensor memory = encode(ctx, batch.src, batch.src_lengths, saved);  // [B, S, D]
+  Tensor hidden = decode(ctx, batch.tgt_in, batch.tgt_lengths, memory, batch.src_lengths, saved);  // [B, T, D]
   if (saved) saved->hidden = hidden;
   return project(ctx, hidden);
 }
@@ -228,10 +213,9 @@ void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& 
   const DType dt = dlogits.dtype();
   // Output projection: dE += dlogitsᵀ · h, dh = dlogits · E (E the target embedding when tied).
   const Device dev = dlogits.device();
-  Tensor dx = Tensor::zeros(s.hidden.shape(), dt, dev);
-  const Tensor de = ctx.grad(output_weight);
-  ops::matmul_backward(s.hidden, ctx.value(output_weight), dlogits, &dx, &de,
-                       {.trans_b = true, .precision = ctx.products});
+  Tensor dx = Tensor::zeros(s.hidden.shape(), dt, dev);  // [B, T, D], then [B, S, D] for the encoder
+  const Tensor de = ctx.grad(output_weight);               // [V, D]
+  ops::product_backward(s.hidden, ctx.weight(output_weight), dlogits, {.dx = &dx, .dw = de});
   if (output_weight != tgt_embedding && output_weight != src_embedding) ctx.grads_done(output_weight, output_weight + 1);
   if (output_bias >= 0) {
     const int64_t V = config_.vocab_size;
@@ -239,12 +223,12 @@ void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& 
     ctx.grads_done(output_bias, output_bias + 1);
   }
   if (config_.pre_norm) {
-    Tensor d = Tensor::zeros(dx.shape(), dt, dev);
+    Tensor d = Tensor::zeros(dx.shape(), dt, dev);  // [B, T, D]
     decoder_norm.backward(ctx, s.decoder_norm, dx, d);
     dx = d;
     ctx.grads_done(decoder_norm_ids_.first, decoder_norm_ids_.end);
   }
-  Tensor dmemory = Tensor::zeros({batch.src.size(0), batch.src.size(1), config_.d_model}, dt, dev);
+  Tensor dmemory = Tensor::zeros({batch.src.size(0), batch.src.size(1), config_.d_model}, dt, dev);  // [B, S, D]
   for (size_t i = decoder.size(); i-- > 0;) {
     dx = decoder[i].backward(ctx, s.decoder[i], dx, dmemory);
     ctx.grads_done(decoder_ids_[i].first, decoder_ids_[i].end);
@@ -254,7 +238,7 @@ void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& 
 
   dx = dmemory;
   if (config_.pre_norm) {
-    Tensor d = Tensor::zeros(dx.shape(), dt, dev);
+    Tensor d = Tensor::zeros(dx.shape(), dt, dev);  // [B, S, D]
     encoder_norm.backward(ctx, s.encoder_norm, dx, d);
     dx = d;
     ctx.grads_done(encoder_norm_ids_.first, encoder_norm_ids_.end);

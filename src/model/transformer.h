@@ -120,7 +120,7 @@ class Transformer {
   // Lets screened_argmax choose: the int8 copy of the output projection it reads (V · D bytes, 16 MB
   // for base) is made at its first call, so that beam search alone never pays for it. pack_weights
   // turns it on in float32 on the CPU for vocabularies of at least kScreenMinVocabulary entries,
-  // where it pays (docs/performance.md, session 30); this turns it on for any (tests). Off again
+  // where it pays (docs/performance.md, "Every CPU family"); this turns it on for any (tests). Off again
   // after quantize_int8 and pack_weights in bf16.
   void screen_output();
   bool screens_output() const { return screen_ != nullptr; }
@@ -148,7 +148,6 @@ class Transformer {
   // kBf16 translates and scores with bfloat16 products and float32 sums, as `train --bf16` trains.
   // Int8 and packed weights ignore it.
   void set_inference_products(ops::Precision p) { inference_products_ = p; }
-  ops::Precision inference_products() const { return inference_products_; }
   // What becomes of a weight matrix's float32 values once inference has its own copy. kKeep: they
   // stay, and the model can still train, save and decode without the copies. kRelease (translation):
   // every linear layer's weight is given back to the system as soon as its copy is made
@@ -217,10 +216,6 @@ class Transformer {
   // Refuses a second pack_weights or quantize_int8 once weights were released: its copies would
   // need the weights that are gone.
   void check_not_released(const char* what) const;
-  // hidden [..., D] → logits [..., rows of w]: h · wᵀ, through q (int8) or p (packed) when given,
-  // else in `precision`.
-  static Tensor project_onto(const Tensor& hidden, const Tensor& w, const ops::QuantizedMatrix* q,
-                             const ops::PackedMatrix* p, ops::Precision precision);
   // √D, or 1 when the configuration does not scale embeddings.
   double embedding_scale() const { return config_.scale_embeddings ? std::sqrt(double(config_.d_model)) : 1.0; }
   // logits [..., V] += bias [V] (V' of a shortlist).

@@ -54,8 +54,8 @@ int int8_activation_levels() {
 // AVX-512 builds, k a multiple of the panels' 4-byte groups. 2 threads, AMD EPYC Zen 4 at the avx2
 // level, GOP/s, panels against oneDNN: 64 rows 302–371 / 281–337, 256 rows 318–388 / 323–376; the
 // output projection (512 → 32,000, medians of 3) at 64 rows 319 / 263, at 256 rows 368 / 334
-// (BM_DecodeProductInt8*, docs/performance.md, sessions 26 and 30; until session 30 outputs of
-// 8,192 columns and more stayed with oneDNN, then measured as fast there).
+// (BM_DecodeProductInt8*, docs/performance.md, "Every CPU family"; outputs of 8,192 columns and
+// more stayed with oneDNN until the panels were measured as fast there too).
 bool int8_panels_serve(int64_t n, int64_t k) {
   return int8_activation_levels() == 63 && simd_build(isa()) != SimdBuild::kGeneric && k % 4 == 0 && n > 0;
 }
