@@ -5,13 +5,11 @@
 // model's incremental decoding cache (keys and values of earlier tokens; the encoder output's
 // keys and values computed once per sentence).
 //
-// Shapes in the decode layer's comments use these letters:
-//   B  sentences of a batch          K  beam size (hypotheses per sentence)
-//   R  hypothesis rows decoded at a step (at most B·K; one per sentence not yet ended in greedy search)
-//   S  source tokens (EOS included; the batch's longest)
-//   T  target tokens (EOS included)  V  vocabulary (V': a shortlist's selection)
-//   D  model width                   L  decoder layers      H  attention heads
-//   k  the top k selected per row;   B'', R'': the sentences and rows kept for the next step
+// Shapes in the decode layer's comments use the letters of src/layers/context.h (B sentences of a
+// batch, S source and T target tokens with EOS, D model width, H heads, V vocabulary and V' a
+// shortlist's selection, K the beam size, R the hypothesis rows decoded at a step: at most B·K, one
+// per sentence not yet ended in greedy search), and these of the search's own: k the top k
+// selected per row; B'' and R'' the sentences and rows kept for the next step.
 #include <cstdint>
 #include <vector>
 
@@ -32,7 +30,7 @@ struct Hypothesis {
   double score = 0;             // Σ log p of the tokens and EOS
   double normalized = 0;        // score / lp(|tokens| + 1): what beam search ranks by
   // When recorded: encoder-decoder attention, over its own source (EOS included, no padding).
-  Tensor attention;  // [L, H, |tokens| + 1, S]
+  Tensor attention;  // [decoder layers, H, |tokens| + 1, S]
 };
 
 // An estimate of the memory (bytes) a search of `sentences` sources of at most `source_tokens` tokens

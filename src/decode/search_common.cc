@@ -48,7 +48,7 @@ void set_max_lengths(Encoded& e, const Sentences& sources, const SearchOptions& 
 }
 
 // Copies the recorded attention of the rows in `chain` (the hypothesis's row at each step) into
-// out [L, H, length, src_len].
+// out [decoder layers, H, length, src_len].
 void copy_attention(const std::vector<StepRecord>& steps, const std::vector<int32_t>& chain, int64_t heads,
                     int64_t src_len, Tensor& out) {
   const int64_t layers = out.size(0), length = out.size(2);
@@ -146,7 +146,7 @@ Hypothesis backtrack(const std::vector<StepRecord>& steps, int64_t step, int32_t
   std::reverse(h.tokens.begin(), h.tokens.end());
   if (o.record_attention) {
     const auto layers = static_cast<int64_t>(steps[0].attention.size());
-    h.attention = Tensor::zeros({layers, heads, length, src_len});  // [L, H, T, S]
+    h.attention = Tensor::zeros({layers, heads, length, src_len});  // [decoder layers, H, T, S]
     copy_attention(steps, chain, heads, src_len, h.attention);
   }
   return h;

@@ -84,7 +84,7 @@ TopK select(const Tensor& logits, const Columns& cols, int64_t k, const ModelCon
 // the token it was fed, and (when recorded) each layer's attention.
 struct StepRecord {
   std::vector<int32_t> parent, token;  // [R]
-  std::vector<Tensor> attention;       // [L] of [R, H, 1, S]
+  std::vector<Tensor> attention;       // per decoder layer: [R, H, 1, S]
 };
 
 StepRecord record_of(const std::vector<int32_t>& parent, const std::vector<int32_t>& token, const DecodeState& state);

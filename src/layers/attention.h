@@ -40,7 +40,7 @@ class MultiHeadAttention {
                  Saved* saved, const Tensor& residual = Tensor()) const;
   // The pieces of forward, for incremental decoding: keys and values of xkv [B, S, D] (each
   // [B, S, D]); then attention of queries xq [B, T, D] over given keys and values → [B, T, D]
-  // (with mask.key_rows, keys and values in a decoding cache's slabs [L, R, D]).
+  // (with mask.key_rows, keys and values in a decoding cache's slabs [L, C, D]).
   std::pair<Tensor, Tensor> project_kv(const Context& ctx, const Tensor& xkv) const;
   Tensor attend(const Context& ctx, const Tensor& xq, const Tensor& k, const Tensor& v, const AttentionMask& mask,
                 Saved* saved, const Tensor& residual = Tensor()) const;

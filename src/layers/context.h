@@ -5,8 +5,9 @@
 //   B batch (sentences), S source length, T target length, L either length (a layer that serves
 //   both; a decoding cache's positions), D model width (d_model), H heads, F feed-forward width
 //   (d_ff), V vocabulary, N rows (all leading dims flattened).
-// Decoding's: B' hypotheses (sentences × beams), B_s the sentences whose encoder outputs they read,
-//   R a decoding cache's rows per position (≥ B'), V' a shortlist's vocabulary.
+// Decoding's: R hypothesis rows (sentences × beams), B_s the sentences whose encoder outputs they
+//   read, C a decoding cache's rows per position (≥ R), V' a shortlist's vocabulary, K the beam size.
+//   src/decode/search.h adds the search's own (k, B'', R'').
 #include <functional>
 #include <unordered_map>
 

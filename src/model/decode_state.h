@@ -9,27 +9,27 @@
 namespace tfm {
 
 // Incremental decoding (one token per hypothesis per step; dimension letters in layers/context.h).
-// Of the B' hypotheses (sentences × beams), hypothesis r reads entry r / kv_group of the B_s
+// Of the R hypotheses (sentences × beams), hypothesis r reads entry r / kv_group of the B_s
 // encoder outputs, so the beams of a sentence share it. Rows can be reordered or dropped between
 // steps (Transformer::reorder).
 struct DecodeState {
-  Tensor src_lengths;                      // int32 [B'], on the host
+  Tensor src_lengths;                      // int32 [R], on the host
   std::vector<Tensor> memory_k, memory_v;  // per decoder layer: the encoder output's keys, values [B_s, S, D]
-  int64_t kv_group = 1;                    // B' / B_s
-  // Per decoder layer: the keys, values of the tokens so far [L, R, D], a slab of R rows per position
-  // (R ≥ B', the most hypotheses at once). Step t writes hypothesis b's keys into row b of slab t;
-  // key_rows (int32 [B', L]) says which row of each slab hypothesis b reads, so that reordering
+  int64_t kv_group = 1;                    // R / B_s
+  // Per decoder layer: the keys, values of the tokens so far [L, C, D], a slab of C rows per position
+  // (C ≥ R, the most hypotheses at once). Step t writes hypothesis b's keys into row b of slab t;
+  // key_rows (int32 [R, L]) says which row of each slab hypothesis b reads, so that reordering
   // hypotheses (beam search) copies their rows of key_rows and no keys or values.
-  std::vector<Tensor> self_k, self_v;      // [L, R, D] each
-  Tensor key_rows;                         // int32 [B', L]
-  Tensor step_lengths;                     // int32 [B']: tokens visible to self-attention this step
+  std::vector<Tensor> self_k, self_v;      // [L, C, D] each
+  Tensor key_rows;                         // int32 [R, L]
+  Tensor step_lengths;                     // int32 [R]: tokens visible to self-attention this step
   // step_lengths, key_rows and src_lengths where the attention reads them (the model's device), made
   // once a step by decode_step: on a GPU one upload each a step, not one each per decoder layer.
-  // int32 [B'], [B', L], [B'].
+  // int32 [R], [R, L], [R].
   Tensor step_lengths_there, key_rows_there, src_lengths_there;
   int64_t length = 0;                      // tokens decoded so far (< L, the cache's capacity)
   bool record_attention = false;           // keep each layer's encoder-decoder attention of the last step
-  std::vector<Tensor> cross_attention;     // per decoder layer: [B', H, 1, S] (when recorded)
+  std::vector<Tensor> cross_attention;     // per decoder layer: [R, H, 1, S] (when recorded)
   // With a vocabulary shortlist (Transformer::restrict_output): the target ids the output projection
   // scores, int32 [V'], and their rows of the target embedding [V', D] in the form of the whole
   // (ops::select_rows: float32, packed anew when the model's weights are packed, or int8 rows when

@@ -8,12 +8,12 @@
 namespace tfm {
 
 namespace {
-// A decoding cache's slab [L, R, D] at one position, its first `rows` rows: [rows, 1, D], contiguous.
+// A decoding cache's slab [L, C, D] at one position, its first `rows` rows: [rows, 1, D], contiguous.
 Tensor slab_position(const Tensor& slab, int64_t position, int64_t rows) {
-  const int64_t L = slab.size(0), R = slab.size(1), D = slab.size(2);
-  TFM_CHECK(position >= 0 && position < L && rows <= R, "decoding: position ", position, " of ", rows,
-            " hypotheses is outside the cache's ", L, " positions of ", R);
-  return slab.view({L * R, D}).rows(position * R, rows).view({rows, 1, D});
+  const int64_t L = slab.size(0), C = slab.size(1), D = slab.size(2);
+  TFM_CHECK(position >= 0 && position < L && rows <= C, "decoding: position ", position, " of ", rows,
+            " hypotheses is outside the cache's ", L, " positions of ", C);
+  return slab.view({L * C, D}).rows(position * C, rows).view({rows, 1, D});
 }
 }  // namespace
 
@@ -21,11 +21,11 @@ Tensor slab_position(const Tensor& slab, int64_t position, int64_t rows) {
 // self-attention's keys and values go from their product straight into the cache's slabs at this
 // step's position, row b for hypothesis b (decode_step's key_rows).
 Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& state, size_t index) const {
-  const Tensor h1 = self_res.forward(  // [B', 1, D], as h2
+  const Tensor h1 = self_res.forward(  // [R, 1, D], as h2
       ctx, x,
       [&](const Tensor& in, const Tensor& r) {
         const int64_t rows = in.size(0);
-        // [B', 1, D] each; k and v written into the slabs at this step's position
+        // [R, 1, D] each; k and v written into the slabs at this step's position
         const auto [q, k, v] = self_attn.project_qkv(ctx, in, slab_position(state.self_k[index], state.length, rows),
                                                      slab_position(state.self_v[index], state.length, rows));
         return self_attn.attend_projected(ctx, in, q, state.self_k[index], state.self_v[index],
@@ -37,7 +37,7 @@ Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& stat
       ctx, h1,
       [&](const Tensor& in, const Tensor& r) {
         MultiHeadAttention::Saved saved;
-        // [B', 1, D]
+        // [R, 1, D]
         Tensor y = cross_attn.attend(ctx, in, state.memory_k[index], state.memory_v[index],
                                      {.key_lengths = state.src_lengths_there, .kv_group = state.kv_group},
                                      state.record_attention ? &saved : nullptr, r);
@@ -80,13 +80,13 @@ DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory
     const auto [k, v] = layer.cross_attn.project_kv(ctx, memory);  // [B, S, D] each
     state.memory_k.push_back(k);
     state.memory_v.push_back(v);
-    // [L, R, D]: L = max_length positions of R = B · hypotheses rows
+    // [L, C, D]: L = max_length positions of C = B · hypotheses rows
     state.self_k.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
     state.self_v.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
   }
-  state.key_rows = Tensor::zeros({B, max_length}, DType::I32);  // [B', L]
+  state.key_rows = Tensor::zeros({B, max_length}, DType::I32);  // [R, L]
   state.cross_attention.resize(decoder.size());
-  state.step_lengths = Tensor::zeros({B}, DType::I32);  // [B']
+  state.step_lengths = Tensor::zeros({B}, DType::I32);  // [R]
   return state;
 }
 
@@ -120,7 +120,7 @@ Tensor Transformer::decode_hidden(const Context& ctx, DecodeState& state, const 
   state.step_lengths_there = there(state.step_lengths);
   state.key_rows_there = there(state.key_rows);
   state.src_lengths_there = there(state.src_lengths);
-  Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);  // [B', 1, D]
+  Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);  // [R, 1, D]
   for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].step(ctx, x, state, i);
   if (config_.pre_norm) x = decoder_norm.forward(ctx, x, nullptr);
   ++state.length;
@@ -130,7 +130,7 @@ Tensor Transformer::decode_hidden(const Context& ctx, DecodeState& state, const 
 Tensor Transformer::project_step(const Context& ctx, const DecodeState& state, const Tensor& hidden) const {
   const int64_t rows = hidden.size(0);
   if (!state.output_ids.defined()) return project(ctx, hidden).view({rows, config_.vocab_size});
-  Tensor logits = ops::product(hidden, state.output_weight);  // [B', V']
+  Tensor logits = ops::product(hidden, state.output_weight);  // [R, V']
   if (state.output_bias.defined()) add_output_bias(logits, state.output_bias);
   return logits.view({rows, state.output_ids.numel()});
 }
@@ -152,7 +152,7 @@ void Transformer::reorder(DecodeState& state, const Tensor& rows, const Tensor& 
   auto select = [](Tensor& t, const Tensor& which, int64_t prefix) {
     std::vector<int64_t> dims = t.shape().to_vector();
     dims[0] = which.numel();
-    Tensor out = Tensor::empty(Shape(dims), t.dtype(), t.device());  // [B'', ...] (B_s'' for memory_rows)
+    Tensor out = Tensor::empty(Shape(dims), t.dtype(), t.device());  // [R'', ...] (B_s'' for memory_rows)
     ops::index_select(t, which, out, prefix);
     t = out;
   };

@@ -47,8 +47,8 @@ class DecoderLayer {
   // x: [B, T, D], memory (the encoder's output): [B, S, D] → [B, T, D]
   Tensor forward(const Context& ctx, const Tensor& x, const Tensor& memory, const AttentionMask& self_mask,
                  const AttentionMask& memory_mask, Saved* saved) const;
-  // One decoding step: x [B', 1, D] at position state.length, using and extending layer `index`'s
-  // cache → [B', 1, D].
+  // One decoding step: x [R, 1, D] at position state.length, using and extending layer `index`'s
+  // cache → [R, 1, D].
   Tensor step(const Context& ctx, const Tensor& x, DecodeState& state, size_t index) const;
   // → dx; dmemory += the gradient reaching the encoder's output through this layer.
   Tensor backward(const Context& ctx, const Saved& saved, const Tensor& dy, const Tensor& dmemory) const;
@@ -101,16 +101,16 @@ class Transformer {
   DecodeState start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,
                              int64_t max_length, bool record_attention = false, int64_t hypotheses = 1) const;
   // Restricts decode_step's output to target ids `ids` (sorted, unique, in [0, V)): its logits are
-  // then [B', V'], column j scoring ids[j] (a vocabulary shortlist, decode/shortlist.h).
+  // then [R, V'], column j scoring ids[j] (a vocabulary shortlist, decode/shortlist.h).
   void restrict_output(const Context& ctx, DecodeState& state, const std::vector<int32_t>& ids) const;
-  // Feeds each hypothesis's last token, int32 [B'], and returns the next token's logits [B', V]
-  // (or [B', V'] after restrict_output): project_step(decode_hidden(...)).
+  // Feeds each hypothesis's last token, int32 [R], and returns the next token's logits [R, V]
+  // (or [R, V'] after restrict_output): project_step(decode_hidden(...)).
   Tensor decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const;
-  // The two halves of decode_step: the decoder's output for the step [B', D] (after the final layer
-  // norm of pre-LN models), and its logits [B', V] (or [B', V']).
+  // The two halves of decode_step: the decoder's output for the step [R, D] (after the final layer
+  // norm of pre-LN models), and its logits [R, V] (or [R, V']).
   Tensor decode_hidden(const Context& ctx, DecodeState& state, const Tensor& tokens) const;
   Tensor project_step(const Context& ctx, const DecodeState& state, const Tensor& hidden) const;
-  // Greedy search's choice without the logits (ops/screen.h): for each row of hidden [B', D], the
+  // Greedy search's choice without the logits (ops/screen.h): for each row of hidden [R, D], the
   // column of its largest logit among those not banned, exactly as project_step then
   // ops::top_k_logprobs would choose it. False (ids unspecified) where the model does not screen
   // (see screen_output), the output is restricted (a shortlist), the products are not float32's, or
@@ -125,11 +125,11 @@ class Transformer {
   void screen_output();
   bool screens_output() const { return screen_ != nullptr; }
   static constexpr int64_t kScreenMinVocabulary = 4096;
-  // Keeps hypotheses `rows` (int32 [B'']), in that order: beam reordering, expansion of sentences
-  // into beams, dropping finished sentences. Their rows of key_rows move, no keys or values; B'' ≤
+  // Keeps hypotheses `rows` (int32 [R'']), in that order: beam reordering, expansion of sentences
+  // into beams, dropping finished sentences. Their rows of key_rows move, no keys or values; R'' ≤
   // R = sentences × start_decoding's `hypotheses`. `memory_rows` (int32 [B_s''])
   // selects the encoder outputs that remain, when sentences are dropped; undefined: all remain.
-  // B'' must be a multiple of B_s'' (it sets kv_group).
+  // R'' must be a multiple of B_s'' (it sets kv_group).
   void reorder(DecodeState& state, const Tensor& rows, const Tensor& memory_rows = Tensor()) const;
 
   const ModelConfig& config() const { return config_; }
