@@ -5,6 +5,8 @@
 // losing what it had read ahead, for each request.
 #include "serve/guarded_server.h"
 
+#include <strings.h>
+
 #include <chrono>
 
 #include "core/error.h"
@@ -95,8 +97,9 @@ GuardedServer::Step GuardedServer::next_request(Connection& conn, bool& linger) 
   const RequestHead& head = std::get<RequestHead>(parsed);
   if (const std::optional<Refusal> r = gate_(head)) {
     // The body is never read: the connection goes on only when there is none.
+    const auto connection = head.headers.find("Connection");
     const bool keep_alive = !head.has_body() && head.version == "HTTP/1.1" &&
-                            head.headers.find("Connection") == head.headers.end();
+                            (connection == head.headers.end() || strcasecmp(connection->second.c_str(), "close") != 0);
     refuse(conn, &head, *r, keep_alive);
     if (keep_alive) return conn.consume(size), Step::kRefused;
     return linger = true, Step::kEnd;

@@ -16,7 +16,8 @@ namespace {
 
 // A header name's characters (RFC 9110's tchar).
 bool is_token_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 bool is_token(std::string_view s) {
@@ -42,7 +43,12 @@ std::string_view trim(std::string_view s) {
 }
 
 // Up to 80 bytes of a value for a message.
-std::string quote(std::string_view s) { return "'" + std::string(s.substr(0, 80)) + (s.size() > 80 ? "…'" : "'"); }
+std::string quote(std::string_view s) {
+  std::string out = "'";
+  out.append(s.substr(0, 80));
+  out.append(s.size() > 80 ? "…'" : "'");
+  return out;
+}
 
 Refusal bad(std::string message) { return Refusal{400, std::move(message), {}}; }
 
@@ -90,7 +96,8 @@ std::optional<Refusal> parse_framing(RequestHead& head) {
   if (head.version == "HTTP/1.0") return bad("Transfer-Encoding in an HTTP/1.0 request");
   const std::string& coding = head.headers.find("Transfer-Encoding")->second;
   if (encodings > 1 || strcasecmp(coding.c_str(), "chunked") != 0)
-    return Refusal{501, "Transfer-Encoding " + quote(coding) + " is not supported: send chunked, or Content-Length", {}};
+    return Refusal{501, "Transfer-Encoding " + quote(coding) + " is not supported: send chunked, or Content-Length",
+                   {}};
   head.chunked = true;
   return std::nullopt;
 }

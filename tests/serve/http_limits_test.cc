@@ -199,11 +199,13 @@ TEST(ServerHttp, AmbiguousBodyLengthsAreRefused) {
   const std::string body = R"({"text":"one"})";  // 14 bytes
   const std::string head =
       "POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\n";
-  const std::string conflicting = send_and_read(s.port, head + "Content-Length: 14\r\nContent-Length: 3\r\n\r\n" + body);
+  const std::string conflicting =
+      send_and_read(s.port, head + "Content-Length: 14\r\nContent-Length: 3\r\n\r\n" + body);
   EXPECT_EQ(statuses(conflicting), std::vector<int>{400}) << conflicting;
   EXPECT_NE(conflicting.find("conflicting Content-Length headers (14 and 3)"), std::string::npos) << conflicting;
   const std::string both =
-      send_and_read(s.port, head + "Content-Length: 14\r\nTransfer-Encoding: chunked\r\n\r\ne\r\n" + body + "\r\n0\r\n\r\n");
+      send_and_read(s.port, head + "Content-Length: 14\r\nTransfer-Encoding: chunked\r\n\r\ne\r\n" + body +
+                                "\r\n0\r\n\r\n");
   EXPECT_EQ(statuses(both), std::vector<int>{400}) << both;
   EXPECT_NE(both.find("both Content-Length and Transfer-Encoding"), std::string::npos) << both;
   const std::string coding = send_and_read(s.port, head + "Transfer-Encoding: gzip, chunked\r\n\r\n" + body);
