@@ -26,6 +26,7 @@ packages=(
   libzip-dev                  # .npz archives: Marian (OPUS-MT) models, for `transformer import marian`
   libyaml-cpp-dev             # Marian's YAML vocabularies and model configuration (yaml-cpp, as Marian writes them)
   libcpp-httplib-dev          # `transformer serve` (HTTP server)
+  zlib1g-dev                  # gzip bodies in the server's tests (tests/serve/http_limits_test.cc)
   libopenmpi-dev openmpi-bin  # data-parallel training over several processes (mpirun; docs/training.md)
   python3-jsonschema          # its OpenAPI document checked against it (tests/serve/openapi_test.py)
   chromium chromium-driver python3-selenium  # its web page in a headless browser (tests/serve/browser_test.py)

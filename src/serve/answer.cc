@@ -13,8 +13,7 @@ namespace tfm::serve {
 using json = nlohmann::json;
 
 // Runs a JSON endpoint: errors become their status and a JSON body. `req` given: the endpoint
-// needs the API key (checked here, in the handler, once httplib has read the body: answered
-// before that, the unread body would be read as the connection's next request).
+// needs the API key (the gate checked it before the body was read; checked again here).
 void Server::Impl::answer(httplib::Response& res, const std::function<json()>& body, const httplib::Request* req) {
   if (req && !authorized(*req)) {
     unauthorized(res);
@@ -37,35 +36,26 @@ void Server::Impl::answer(httplib::Response& res, const std::function<json()>& b
   }
 }
 
-// Reads a request's body to its end into `receive`; multipart form data through the two-callback
-// reader (the one-callback reader would call an empty multipart callback: a 500).
-bool Server::Impl::read_all(const httplib::Request& req, const httplib::ContentReader& reader,
-                     const httplib::ContentReceiver& receive) {
-  if (req.is_multipart_form_data()) return reader([](const httplib::MultipartFormData&) { return true; }, receive);
-  return reader(receive);
-}
-
 // The request with its body, read (and decompressed) up to --max-body-bytes; nullopt with the
 // error answered when it cannot be had: 413 over the limit, 415 for multipart form data, 400 when
-// it cannot be read. A body over the limit is still read to its end, and dropped: httplib 0.11
-// cannot close the connection from a handler, and stopping early would leave the rest of the body
-// to be read as the connection's next request.
+// it cannot be read. Reading (and inflating) stops as soon as the body is over the limit, and the
+// connection is closed after the answer: the rest of the body is never read as a request.
 std::optional<httplib::Request> Server::Impl::read_body(const httplib::Request& req, httplib::Response& res,
                                           const httplib::ContentReader& reader) const {
   const auto limit = static_cast<size_t>(options.max_body_bytes);
   std::string body;
   bool over = false;
   auto keep = [&](const char* data, size_t n) {
-    if (!over && n <= limit - body.size()) body.append(data, n);
-    else over = true;
-    return true;
+    over = n > limit - body.size();
+    if (!over) body.append(data, n);
+    return !over;
   };
   if (req.is_multipart_form_data()) {
-    read_all(req, reader, [](const char*, size_t) { return true; });
     res.status = 415;
     res.set_content(error_body("the request body must be JSON (Content-Type: application/json), not multipart "
                                "form data (curl -F): send it with -H 'Content-Type: application/json' -d"),
                     "application/json");
+    close_after_response(res);
     return std::nullopt;
   }
   const bool complete = reader(keep);
@@ -84,14 +74,14 @@ std::optional<httplib::Request> Server::Impl::read_body(const httplib::Request& 
     message = "the request body could not be read whole (cut short, or not valid chunked or compressed data)";
   }
   res.set_content(error_body(message), "application/json");
+  close_after_response(res);
   return std::nullopt;
 }
 
 void Server::Impl::unauthorized(httplib::Response& res) const {
   res.status = 401;
   res.set_header("WWW-Authenticate", "Bearer");
-  res.set_content(error_body("this server needs an API key: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'"),
-                  "application/json");
+  res.set_content(error_body(kNoKey), "application/json");
 }
 
 bool Server::Impl::authorized(const httplib::Request& req) const {

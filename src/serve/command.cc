@@ -184,7 +184,11 @@ Action add_serve(CLI::App& app) {
                   "sentences waiting for a batch; a request that does not fit gets 503 with Retry-After")
       ->capture_default_str();
   cmd->add_option("--http-threads", s.http_threads, "connections served at once")->capture_default_str();
-  cmd->add_option("--max-body-bytes", s.max_body_bytes, "largest request body (413 above)")->capture_default_str();
+  cmd->add_option("--max-body-bytes", s.max_body_bytes,
+                  "largest request body, as read and decompressed (413 above)")->capture_default_str();
+  cmd->add_option("--max-headers", s.max_headers, "most header fields in a request (431 above)")->capture_default_str();
+  cmd->add_option("--max-header-bytes", s.max_header_bytes, "largest request head: request line and headers (431 above)")
+      ->capture_default_str();
   cmd->add_option("--max-sentences", s.max_sentences, "most texts in one request (400 above)")->capture_default_str();
   cmd->add_option("--max-text-length", s.max_text_length, "longest text, in characters (400 above)")->capture_default_str();
   cmd->add_option("--max-beam", s.max_beam, "largest beam (and n_best) a request may ask for")->capture_default_str();

@@ -45,6 +45,8 @@ void ServerOptions::validate() const {
             threads_per_worker);
   TFM_CHECK(http_threads >= 1 && http_threads <= 4096, "--http-threads must be in [1, 4096], got ", http_threads);
   TFM_CHECK(max_body_bytes >= 64, "--max-body-bytes must be >= 64, got ", max_body_bytes);
+  TFM_CHECK(max_headers >= 1, "--max-headers must be >= 1, got ", max_headers);
+  TFM_CHECK(max_header_bytes >= 1024, "--max-header-bytes must be >= 1024, got ", max_header_bytes);
   TFM_CHECK(max_sentences >= 1, "--max-sentences must be >= 1, got ", max_sentences);
   TFM_CHECK(max_sentences <= batching.max_queue_sentences, "--max-sentences ", max_sentences,
             " is more than --queue-size ", batching.max_queue_sentences, ": such a request could never be queued");

@@ -32,6 +32,8 @@ struct ServerOptions {
   // the whole of a 60 s overload test (scripts/serve_load.sh, 256 clients with 128 threads).
   int http_threads = 512;
   int64_t max_body_bytes = 1 << 20;      // a larger request body: 413
+  int64_t max_headers = 100;             // header fields per request: more is 431
+  int64_t max_header_bytes = 32 * 1024;  // a request's head (request line and headers): more is 431
   int64_t max_sentences = 256;           // per request
   int64_t max_text_length = 4096;        // characters (Unicode code points) per text
   int64_t max_beam = 16;                 // the largest beam (and n_best) a request may ask for

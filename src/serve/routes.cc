@@ -1,5 +1,6 @@
-// The server's routes: each endpoint's handler, the metrics of every request, and the answers to
-// what matches no route (404, 405 with Allow, a request that is not valid HTTP), all as JSON.
+// The server's routes: the gate every request head passes before its body is read (404, 405 with
+// Allow, 401, 413 for a declared length), each endpoint's handler, the metrics of every request,
+// and the answers to errors httplib finds itself, all as JSON.
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -25,17 +26,23 @@ const char* method_of(std::string_view endpoint) {
 }
 
 // A request's arrival, on its connection's thread; unset (0 latency) for requests httplib
-// refuses before routing (malformed, or a URI too long).
+// refuses before routing.
 thread_local Clock::time_point arrival{};
 
+// The label of a request's path in the metrics: its endpoint, or "other".
+const char* endpoint_label(std::string_view path) {
+  for (const char* e : kEndpoints)
+    if (path == e) return e;
+  return "other";
+}
+
 // Another method on a documented path: 405 naming the one allowed.
-void not_allowed(const char* path, const httplib::Request& req, httplib::Response& res) {
+Refusal not_allowed(const char* path, const std::string& method) {
   const bool post = std::string_view(method_of(path)) == "POST";
-  res.status = 405;
-  res.set_header("Allow", post ? "POST" : "GET");
-  res.set_content(error_body(cat(req.method, " ", path, ": this endpoint takes ", post ? "POST with a JSON body" : "GET",
-                                 " (see /openapi.json)")),
-                  "application/json");
+  return Refusal{405,
+                 cat(method, " ", path, ": this endpoint takes ", post ? "POST with a JSON body" : "GET",
+                     " (see /openapi.json)"),
+                 {{"Allow", post ? "POST" : "GET"}}};
 }
 
 }  // namespace
@@ -52,14 +59,37 @@ void Server::Impl::log_requests() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    const char* endpoint = "other";
-    for (const char* e : kEndpoints)
-      if (req.path == e) endpoint = e;
     const Clock::time_point now = Clock::now();
-    metrics.request(endpoint, res.status,
+    metrics.request(endpoint_label(req.path), res.status,
                     arrival == Clock::time_point{} ? 0.0 : std::chrono::duration<double>(now - arrival).count());
     arrival = {};
   });
+}
+
+void Server::Impl::log_refusal(const RequestHead* head, int status) {
+  metrics.request(head ? endpoint_label(head->path) : "other", status, 0.0);
+}
+
+std::optional<Refusal> Server::Impl::gate(const RequestHead& head) const {
+  static const std::set<std::string> kMethods{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"};
+  const auto* endpoint = std::find(std::begin(kEndpoints), std::end(kEndpoints), head.path);
+  const bool known = endpoint != std::end(kEndpoints);
+  if (!kMethods.count(head.method))
+    return Refusal{405, cat("the method ", head.method, " is not one this server takes (see /openapi.json)"),
+                   {{"Allow", known ? method_of(head.path) : "GET, POST"}}};
+  if (!known) return Refusal{404, cat("no such endpoint: ", head.method, " ", head.path, " (see /openapi.json)"), {}};
+  const bool post = std::string_view(method_of(*endpoint)) == "POST";
+  if (post ? head.method != "POST" : head.method != "GET" && head.method != "HEAD")
+    return not_allowed(*endpoint, head.method);
+  httplib::Request keyed;
+  keyed.headers = head.headers;
+  if ((head.path.rfind("/v1/", 0) == 0 || head.path == "/metrics") && !authorized(keyed))
+    return Refusal{401, kNoKey, {{"WWW-Authenticate", "Bearer"}}};
+  if (!post && head.has_body()) return Refusal{400, cat("a ", head.method, " request has no body"), {}};
+  if (head.content_length && *head.content_length > static_cast<uint64_t>(options.max_body_bytes))
+    return Refusal{413, cat("the request body is over the limit of ", options.max_body_bytes,
+                            " bytes (--max-body-bytes): Content-Length ", *head.content_length), {}};
+  return std::nullopt;
 }
 
 void Server::Impl::error_response(const httplib::Request& req, httplib::Response& res) const {
@@ -67,18 +97,9 @@ void Server::Impl::error_response(const httplib::Request& req, httplib::Response
   if (res.status == 404) message = cat("no such endpoint: ", req.method, " ", req.path, " (see /openapi.json)");
   else if (res.status == 413)
     message = cat("the request body is over the limit of ", options.max_body_bytes, " bytes (--max-body-bytes)");
-  else if (res.status == 400 && !req.method.empty() &&
-           !std::set<std::string>{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"}.count(req.method)) {
-    res.status = 405;  // a method the HTTP library does not parse (TRACE, QUERY, …): 405, not 400
-    const bool known = std::find(std::begin(kEndpoints), std::end(kEndpoints), req.path) != std::end(kEndpoints);
-    res.set_header("Allow", known ? method_of(req.path) : "GET, POST");
-    message = cat("the method ", req.method, " is not one this server takes (see /openapi.json)");
-    res.set_header("Connection", "close");  // its body, if any, was not read: the connection cannot go on
-  } else if (res.status == 400) {
-    message = "the request is not valid HTTP";
-    res.set_header("Connection", "close");
-  }
+  else if (res.status == 400) message = "the request is not valid HTTP";
   else message = cat("HTTP status ", res.status);
+  if (res.status == 400 || res.status == 413) close_after_response(res);  // a body may be left unread
   res.set_content(error_body(message), "application/json");
 }
 
@@ -96,9 +117,9 @@ void Server::Impl::handle_errors() {
 }
 
 void Server::Impl::route_endpoints() {
-  // The JSON endpoints read their bodies themselves (read_body): httplib 0.11 holds its limit
-  // against the declared Content-Length only, and a chunked or gzip-compressed body grew without
-  // one (100 MB chunked, or 1 MB of gzip expanding to 1 GB, were answered 200).
+  // Every request reaching a handler has passed the gate (route, method, API key, declared length).
+  // The JSON endpoints read their bodies themselves (read_body), up to --max-body-bytes as read and
+  // decompressed: httplib 0.11 holds its limit against the declared Content-Length only.
   http.Post("/v1/translate", [this](const httplib::Request& req, httplib::Response& res,
                                     const httplib::ContentReader& reader) {
     if (const auto full = read_body(req, res, reader)) answer(res, [&] { return translate(*full); }, &*full);
@@ -107,7 +128,6 @@ void Server::Impl::route_endpoints() {
                                 const httplib::ContentReader& reader) {
     if (const auto full = read_body(req, res, reader)) answer(res, [&] { return score(*full); }, &*full);
   });
-  refuse_other_methods();
   http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
     answer(res, [&] { return list_models(); }, &req);
   });
@@ -125,29 +145,6 @@ void Server::Impl::route_endpoints() {
   http.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::string(kIndexHtml), "text/html; charset=utf-8");
   });
-}
-
-void Server::Impl::refuse_other_methods() {
-  for (const char* path : kEndpoints) {
-    auto refuse = [path](const httplib::Request& req, httplib::Response& res) { not_allowed(path, req, res); };
-    if (std::string_view(method_of(path)) == "POST") http.Get(path, refuse);
-    http.Options(path, refuse);
-  }
-  // Every other request that may carry a body (POST, PUT, PATCH, DELETE, on any path): its body is
-  // read to the end and dropped, never held (httplib would read a chunked or compressed one into
-  // memory whole: 200 MB of inflated gzip on POST /health did), then 405 or 404.
-  auto elsewhere = [](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    read_all(req, reader, [](const char*, size_t) { return true; });
-    const auto* known = std::find(std::begin(kEndpoints), std::end(kEndpoints), req.path);
-    if (known != std::end(kEndpoints)) return not_allowed(*known, req, res);
-    res.status = 404;
-    res.set_content(error_body(cat("no such endpoint: ", req.method, " ", req.path, " (see /openapi.json)")),
-                    "application/json");
-  };
-  http.Post(".*", elsewhere);
-  http.Put(".*", elsewhere);
-  http.Patch(".*", elsewhere);
-  http.Delete(".*", elsewhere);
 }
 
 }  // namespace tfm::serve

@@ -4,6 +4,8 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "serve/assets.h"
 #include "serve/server_impl.h"
@@ -28,7 +30,16 @@ std::string openapi_document(const ServerOptions& options) {
 
 }  // namespace
 
-Server::Impl::Impl(const ServerOptions& o) : options(o), models(o), openapi(openapi_document(o)) {
+Server::Impl::Impl(const ServerOptions& o)
+    : options(o), models(o),
+      // A client that sends a whole body before reading the answer (httplib's, say) sees a refusal
+      // only if the server reads that body: up to 1 MiB or two bodies' limit is read and dropped
+      // (for at most a second), then the connection is closed.
+      http(HeadLimits{static_cast<size_t>(o.max_headers), static_cast<size_t>(o.max_header_bytes)},
+           static_cast<size_t>(std::max<int64_t>(1 << 20, 2 * o.max_body_bytes)),
+           [this](const RequestHead& head) { return gate(head); },
+           [this](const RequestHead* head, int status) { log_refusal(head, status); }),
+      openapi(openapi_document(o)) {
   batcher = std::make_unique<Batcher>(options.batching, [this](const BatchReport& r) {
     metrics.batch(r.sentences, r.tokens, r.seconds);
   });

@@ -13,11 +13,16 @@
 #include <nlohmann/json.hpp>
 
 #include "serve/batcher.h"
+#include "serve/guarded_server.h"
 #include "serve/metrics.h"
 #include "serve/models.h"
 #include "serve/server.h"
 
 namespace tfm::serve {
+
+// The message of a 401.
+inline constexpr const char* kNoKey =
+    "this server needs an API key: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'";
 
 struct Server::Impl {
   // Loads the models and sets up the HTTP server; `options` are valid.
@@ -27,7 +32,7 @@ struct Server::Impl {
   Models models;
   Metrics metrics;
   std::unique_ptr<Batcher> batcher;
-  httplib::Server http;
+  GuardedServer http;
   std::string openapi;  // the OpenAPI document with this server's limits
   int port = -1;
   socket_t listen_socket = INVALID_SOCKET;
@@ -45,21 +50,21 @@ struct Server::Impl {
   // whole up to --max-body-bytes (nullopt: the error is answered); the API key.
   void answer(httplib::Response& res, const std::function<nlohmann::json()>& body,
               const httplib::Request* req = nullptr);
-  static bool read_all(const httplib::Request& req, const httplib::ContentReader& reader,
-                       const httplib::ContentReceiver& receive);
   std::optional<httplib::Request> read_body(const httplib::Request& req, httplib::Response& res,
                                             const httplib::ContentReader& reader) const;
   void unauthorized(httplib::Response& res) const;
   bool authorized(const httplib::Request& req) const;
 
   // The routes (routes.cc): the metrics of each request, the errors httplib answers, the
-  // endpoints, and the 405s and 404s of other methods and paths.
+  // endpoints; and the gate of each request head before its body is read (the 404s and 405s of
+  // other paths and methods, the API key, a declared length over the limit), with its metrics.
   void routes();
   void log_requests();
   void handle_errors();
   void route_endpoints();
-  void refuse_other_methods();
-  // The body of an error httplib answered by itself (404, 413, a method it does not parse, bad HTTP).
+  std::optional<Refusal> gate(const RequestHead& head) const;
+  void log_refusal(const RequestHead* head, int status);
+  // The body of an error httplib answered by itself (404, 413, bad HTTP).
   void error_response(const httplib::Request& req, httplib::Response& res) const;
 };
 

@@ -460,8 +460,8 @@ TEST(Server, TheBodyLimitHoldsForChunkedAndCompressedBodies) {
   ASSERT_TRUE(declared);
   EXPECT_EQ(declared->status, 413);
   EXPECT_EQ(s.post_json("/v1/translate", {{"text", "one"}})["translations"].size(), 1u);
-  // The body over the limit is read to its end: the connection stays in step, and the next request
-  // on it is answered as itself (httplib cannot close it from a handler).
+  // Reading stops at the limit and the connection is closed after the 413: the rest of the body is
+  // never taken for a request, and the client's next request goes on a new connection.
   httplib::Client kept = s.client();
   kept.set_keep_alive(true);
   auto first = chunked(kept, padded);
@@ -586,7 +586,8 @@ TEST(Server, A401LeavesTheConnectionUsable) {
   const Running s(o);
   httplib::Client c = s.client();
   c.set_keep_alive(true);
-  // The refused request's body is read, not taken for the connection's next request.
+  // The refused request's body is never taken for the connection's next request (the connection
+  // is closed after the 401), and the client's next request is answered.
   auto refused = c.Post("/v1/translate", {{"X-API-Key", "wrong"}}, "{\"text\": \"one\"}\r\nGET /health HTTP/1.1\r\n\r\n",
                         "application/json");
   ASSERT_TRUE(refused);
