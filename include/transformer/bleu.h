@@ -1,6 +1,6 @@
 #pragma once
 // Corpus BLEU computed exactly as sacreBLEU 2.x does with its defaults (Post 2018, "A Call for
-// Clarity in Reporting BLEU Scores"), so that our numbers can be compared with published ones:
+// Clarity in Reporting BLEU Scores"), so that its numbers can be compared with published ones:
 //   - the 13a tokenizer (mteval-v13a.pl as reimplemented by sacreBLEU), or `none` (whitespace only);
 //   - n-grams of order 1..4, clipped against the per-n-gram maximum count over all references;
 //   - the closest reference length per segment (ties go to the shorter), summed over the corpus;
@@ -17,7 +17,7 @@ namespace transformer {
 
 enum class BleuTokenize { k13a, kNone };
 
-// "13a" or "none" → the enum; anything else throws tfm::Error listing the choices.
+// "13a" or "none" → the enum; anything else throws transformer::Error listing the choices.
 BleuTokenize parse_bleu_tokenize(std::string_view name);
 const char* bleu_tokenize_name(BleuTokenize tokenize);
 
@@ -53,7 +53,7 @@ struct BleuScore {
 std::string tokenize_13a(std::string_view line);
 
 // One segment's statistics: `hyp` against every string in `refs` (at least one; an empty reference
-// is a reference of length 0). Invalid UTF-8 throws tfm::Error.
+// is a reference of length 0). Invalid UTF-8 throws transformer::Error.
 BleuStats bleu_segment_stats(std::string_view hyp, const std::vector<std::string_view>& refs,
                              const BleuOptions& options = {});
 

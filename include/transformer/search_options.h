@@ -1,7 +1,7 @@
 #pragma once
 // The options of translating and scoring (docs/api.md): how each sentence is searched for, how a
-// call batches its sentences, and their documented maxima. Value types only, with their validation
-// (src/api/options.cc): the engine (src/decode) reads them without the Translator facade.
+// call batches its sentences, and their documented maxima. Value types only, each with validate(),
+// which throws transformer::Error naming the option and its value.
 #include <cstdint>
 
 namespace transformer {

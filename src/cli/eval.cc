@@ -30,7 +30,9 @@ struct EvalOptions {
   bool json = false;
 };
 
-// sacreBLEU's reproducibility signature, without its version field (this is not sacreBLEU).
+// sacreBLEU's reproducibility signature, without its version field (this is not sacreBLEU). The
+// text output prints it as sacreBLEU's text format does, "BLEU|nrefs:1|...|smooth:exp = 35.12 ...",
+// so the score stays the third field; --json has it under "signature".
 std::string bleu_signature(size_t nrefs, const BleuOptions& o) {
   return cat("nrefs:", nrefs, "|case:", o.lowercase ? "lc" : "mixed", "|eff:no|tok:", bleu_tokenize_name(o.tokenize),
              "|smooth:exp");
@@ -81,6 +83,12 @@ Wanted wanted_metrics(const std::vector<std::string>& metrics) {
   return w;
 }
 
+// A score line "NAME = ..." as "NAME|SIGNATURE = ...".
+std::string signed_line(const std::string& line, const std::string& name, const std::string& signature) {
+  TFM_CHECK(line.starts_with(name + " = "), "a score line that does not start with '", name, " = ': ", line);
+  return cat(name, "|", signature, line.substr(name.size()));
+}
+
 nlohmann::ordered_json bleu_json(const BleuScore& b, size_t nrefs, const BleuOptions& options) {
   return {
       {"score", b.score},
@@ -124,12 +132,12 @@ int run_eval(const EvalOptions& o) {
   if (want.bleu) {
     const BleuScore b = corpus_bleu(hyps, refs, bleu_options);
     if (o.json) j["bleu"] = bleu_json(b, refs.size(), bleu_options);
-    else std::printf("%s\n", b.format().c_str());
+    else std::printf("%s\n", signed_line(b.format(), "BLEU", bleu_signature(refs.size(), bleu_options)).c_str());
   }
   if (want.chrf) {
     const ChrfScore c = corpus_chrf(hyps, refs, chrf_options);
     if (o.json) j["chrf"] = chrf_json(c, refs.size(), chrf_options);
-    else std::printf("%s\n", c.format().c_str());
+    else std::printf("%s\n", signed_line(c.format(), c.name, chrf_signature(refs.size(), chrf_options)).c_str());
   }
   if (want.exact) {
     // Exact match: the share of segments identical to one of their references (after --lowercase).
@@ -165,7 +173,9 @@ Action add_eval(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::IsMember({"bleu", "chrf", "exact"}))
       ->capture_default_str();
-  cmd->add_flag("--json", o->json, "print a JSON object with every number instead of the score lines");
+  cmd->add_flag("--json", o->json,
+                "print a JSON object with every number instead of the score lines (which read as sacreBLEU's text "
+                "format, \"BLEU|nrefs:1|case:mixed|...|smooth:exp = 35.12 ...\")");
   return [cmd, o] {
     if (!*cmd) return -1;
     return run_eval(*o);

@@ -142,8 +142,9 @@ int run(Options& o) {
   signals.attach(*server);
   std::string names;
   for (const auto& m : s.models) names += (names.empty() ? "" : ", ") + m.name;
-  std::fprintf(stderr, "serving %s on http://%s:%d/ (%d workers of %d threads; POST /v1/translate, GET /openapi.json)\n",
-               names.c_str(), s.host.c_str(), port, s.batching.workers, s.threads_per_worker);
+  const int workers = s.batching.workers, threads = s.threads_per_worker;
+  std::fprintf(stderr, "serving %s on http://%s:%d/ (%d worker%s of %d thread%s; POST /v1/translate, GET /openapi.json)\n",
+               names.c_str(), s.host.c_str(), port, workers, workers == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
   server->listen();
   signals.end();
   std::fprintf(stderr, "serve: stopped\n");

@@ -16,9 +16,11 @@ using json = nlohmann::json;
 
 namespace {
 
-// The OpenAPI document, stating this server's own limits.
+// The OpenAPI document, stating this server's own limits and the program's version (the API's
+// version is the program's: the document describes what this build serves).
 std::string openapi_document(const ServerOptions& options) {
   json doc = json::parse(kOpenApiJson);
+  doc["info"]["version"] = TFM_VERSION;
   json& schemas = doc["components"]["schemas"];
   for (const char* field : {"beam", "n_best"})
     schemas["TranslateRequest"]["properties"][field]["maximum"] = options.max_beam;

@@ -4,7 +4,8 @@ schemathesis checks an API: requests generated from the document's own request s
 ones, and each field with values of the wrong type, out of range, missing, or unknown) must get a
 status the document lists for the operation, never a 5xx, and a body of the content type and
 schema the document gives for that status. Every documented GET answers; an undocumented path is a
-JSON 404. Then SIGTERM ends the command with status 0.
+JSON 404. The document's version is the program's (`transformer --version`), and the start line
+counts workers and threads in good English. Then SIGTERM ends the command with status 0.
 
 Needs only Debian's python3 and python3-jsonschema.
   tests/serve/openapi_test.py --binary build/transformer --model tests/fixtures/tiny_model/model.safetensors
@@ -13,6 +14,8 @@ import argparse
 import json
 import os
 import random
+import re
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -152,12 +155,19 @@ def main():
     args = parser.parse_args()
 
     server = Serving(args.binary, "tiny=" + args.model,
-                     ["--max-sentences", "8", "--max-text-length", "1000", "--max-body-bytes", "60000"])
+                     ["--max-sentences", "8", "--max-text-length", "1000", "--max-body-bytes", "60000",
+                      "--workers", "2", "--threads", "1"])
     port = server.port
     try:
+        start = [line for line in server.lines if line.startswith("serving ")]
+        if not start or not re.search(r"\(2 workers of 1 thread;", start[0]):
+            fail(f"the start line does not say '2 workers of 1 thread': {start}")
         status, kind, body = request(port, "GET", "/openapi.json")
         assert status == 200 and kind.startswith("application/json"), (status, kind)
         doc = json.loads(body)
+        version = subprocess.run([args.binary, "--version"], capture_output=True, text=True, check=True).stdout
+        if doc["info"]["version"] != version.split()[-1]:
+            fail(f"the document's version {doc['info']['version']!r} is not the program's ({version.strip()!r})")
         spec = Spec(doc)
         for name, schema in doc["components"]["schemas"].items():
             jsonschema.Draft202012Validator.check_schema(schema)
