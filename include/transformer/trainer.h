@@ -37,7 +37,8 @@ struct Progress {
   double learning_rate = 0;  // this step's
   double tokens_per_s = 0;   // source and target tokens per second since the last log step
   double elapsed_s = 0;      // the run's training time, earlier processes of a resumed run included
-  double eta_s = -1;         // seconds to max_steps at this process's pace; -1 when max_steps is 0
+  double eta_s = -1;         // seconds until the first limit ends the training: max_steps or max_epochs at
+                             // this process's pace, or max_seconds; -1 when none can be estimated
   bool log_step = false;     // a log step (every log_every steps): a training record follows
 };
 
@@ -125,7 +126,8 @@ class Trainer {
   // measures: model-best, patience and metrics.jsonl are the scheduled validations' business.
   ValidationResult validate();
 
-  // Writes a checkpoint of the current step now (keeping the newest keep_last); returns its path.
+  // Writes a checkpoint of the current step now (keeping the newest keep_last of those every
+  // save_every steps, and the newest of all); returns its path.
   std::string save_checkpoint();
 
   // Asks the training to stop: the step under way completes, a checkpoint is saved, and the

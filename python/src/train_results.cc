@@ -18,7 +18,9 @@ void bind_progress_and_records(py::module_& m) {
       .def_readonly("learning_rate", &Progress::learning_rate)
       .def_readonly("tokens_per_s", &Progress::tokens_per_s)
       .def_readonly("elapsed_s", &Progress::elapsed_s)
-      .def_readonly("eta_s", &Progress::eta_s, "seconds to max_steps at this pace; -1 when max_steps is 0")
+      .def_readonly("eta_s", &Progress::eta_s,
+                    "seconds until the first limit (max_steps, max_epochs, max_seconds) ends the training; -1 "
+                    "when none can be estimated")
       .def_readonly("log_step", &Progress::log_step, "a log step: a training record follows")
       .def("__repr__", [](const Progress& p) {
         return "Progress(step=" + std::to_string(p.step) + ", loss=" + repr_float(p.loss) + ")";

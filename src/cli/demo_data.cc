@@ -1,4 +1,4 @@
-// transformer demo-data --out DIR: writes the bundled demo task (English number words → German
+// transformer demo-data -o DIR: writes the bundled demo task (English number words → German
 // number words, src/data/number_words.h) as train/valid/test parallel text.
 #include <cstdio>
 #include <filesystem>
@@ -18,7 +18,9 @@ Action add_demo_data(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "demo-data", "write the demo task: English → German number words (0 to 999,999), split into train/valid/test");
-  cmd->add_option("--out", o->out, "folder to write {train,valid,test}.{en,de} into (created if needed)")->required();
+  // -o/--output as every other command's output; --out, its earlier name, still works.
+  cmd->add_option("-o,--output,--out", o->out, "folder to write {train,valid,test}.{en,de} into (created if needed)")
+      ->required();
   cmd->add_option("--seed", o->seed, "random seed: the same seed gives the same files on any machine")
       ->capture_default_str();
   cmd->add_option("--train", o->train, "training pairs")->capture_default_str();

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "cli/commands.h"
+#include "cli/flag_conventions.h"
 #include "cli/streams.h"
 #include "core/error.h"
 #include "core/memory.h"
@@ -35,28 +36,17 @@ int main(int argc, char** argv) {
   CLI::App app("transformer: the Transformer of \"Attention Is All You Need\" in C++", "transformer");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("transformer ") + TFM_VERSION);
+  app.formatter(tfm::cli::plain_help_formatter());  // before the commands: each takes its parent's
   std::vector<tfm::cli::Action> actions;
   for (tfm::cli::AddCommand add : tfm::cli::registered_commands()) actions.push_back(add(app));
+  tfm::cli::take_last_values(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version: status 0
     // A wrong flag or value, worded and ended like every other error: "error: ...", status 1.
-    std::string message = e.what();
-    // A first word that names no subcommand: CLI11 says only "A subcommand is required".
-    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && argc > 1 && argv[1][0] != '-' &&
-        app.get_subcommands().empty()) {
-      std::string known;
-      for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) known += (known.empty() ? "" : ", ") + sub->get_name();
-      message = std::string("unknown command '") + argv[1] + "' (the commands: " + known + ")";
-    }
-    // A flag given twice: CLI11 says "--x: At Most 1 required but received 2".
-    const std::string twice = ": At Most 1 required but received ";
-    const size_t at = message.find(twice);
-    if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && at != std::string::npos)
-      message = message.substr(0, at) + " is given " + message.substr(at + twice.size()) +
-                " times; give it once (a later one does not replace an earlier one)";
-    std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", message.c_str());
+    std::fprintf(stderr, "error: %s\nRun with --help for more information.\n",
+                 tfm::cli::parse_error_message(app, e, argc, argv).c_str());
     return 1;
   }
   try {

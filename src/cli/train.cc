@@ -10,12 +10,16 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "dist/communicator.h"
 #include "io/atomic_file.h"
 #include "train/options.h"
 #include "transformer/trainer.h"
@@ -98,6 +102,17 @@ class StopOnSignals {
   std::array<struct sigaction, 3> old_{};
 };
 
+// A job started in the background by a script ignores SIGINT, and StopOnSignals leaves it so: say
+// at the start how to stop this one. (Under an MPI launcher, SIGUSR1 is the one: see above.)
+void note_ignored_sigint(ProgressLine& progress) {
+  struct sigaction current {};
+  if (sigaction(SIGINT, nullptr, &current) != 0 || current.sa_handler != SIG_IGN) return;
+  if (dist::started_by_launcher()) return;
+  progress.message(cat("note: SIGINT is ignored (as in a job a script started in the background): Ctrl-C and "
+                       "kill -INT do not stop this training; SIGTERM does, after saving a checkpoint (kill ",
+                       ::getpid(), ")"));
+}
+
 std::string dashed(std::string s) {
   std::replace(s.begin(), s.end(), '_', '-');
   return s;
@@ -113,14 +128,47 @@ struct TrainFlags {
   std::map<std::string, CLI::Option*> flag_options;  // to tell "given as false" from "not given"
 };
 
-// One flag per TrainOptions field (its default in the help) and per ModelConfig field, then --layers.
-void add_train_flags(CLI::App& cmd, TrainFlags& o, const nlohmann::json& defaults) {
-  for (const auto& [field, value] : defaults.items()) {
-    if (field == "model") continue;
-    const std::string help = cat(train_option_help(field), " (default: ", value.dump(), ")");
-    if (value.is_boolean()) o.flag_options[field] = cmd.add_flag("--" + dashed(field), o.flags[field], help);
-    else cmd.add_option("--" + dashed(field), o.train[field], help)->type_name("VALUE");
-  }
+// train --help's groups, each with its fields in the order listed; a field not listed (none yet)
+// goes to "Other".
+const std::vector<std::pair<const char*, std::vector<std::string>>>& train_flag_groups() {
+  static const std::vector<std::pair<const char*, std::vector<std::string>>> kGroups = {
+      {"Data", {"train_source", "train_target", "valid_source", "valid_target", "vocab", "vocab_size", "vocab_type",
+                "max_tokens", "max_chars"}},
+      {"Model", {"preset"}},
+      {"Optimization", {"batch_tokens", "accumulate", "lr_factor", "warmup_steps", "adam_beta1", "adam_beta2",
+                        "adam_eps", "label_smoothing", "clip_norm", "bf16", "max_steps", "max_epochs", "max_seconds",
+                        "seed", "device", "threads", "allreduce_bucket_mb"}},
+      {"Validation and checkpoints", {"valid_every", "best_metric", "patience", "valid_beam", "valid_max_sentences",
+                                      "save_every", "keep_last", "resume"}},
+      {"Output", {"run_dir", "log_every"}},
+  };
+  return kGroups;
+}
+
+// A default as a person writes it: base, not "base"; none for an empty text.
+std::string plain_default(const nlohmann::json& value) {
+  if (!value.is_string()) return value.dump();
+  const std::string text = value.get<std::string>();
+  return text.empty() ? "none" : text;
+}
+
+void add_train_flag(CLI::App& cmd, TrainFlags& o, const std::string& field, const nlohmann::json& value,
+                    const std::string& group) {
+  static const std::map<std::string, std::string> kChoices = {
+      {"preset", "{tiny, small, base, big}"}, {"vocab_type", "{bpe, unigram}"}, {"best_metric", "{bleu, loss}"}};
+  std::string help = train_option_help(field);
+  if (help.find("(required)") == std::string::npos) help += cat(" (default: ", plain_default(value), ")");
+  const auto choices = kChoices.find(field);
+  if (value.is_boolean())
+    o.flag_options[field] = cmd.add_flag("--" + dashed(field), o.flags[field], help)->group(group);
+  else
+    cmd.add_option("--" + dashed(field), o.train[field], help)
+        ->type_name(choices == kChoices.end() ? "VALUE" : choices->second)
+        ->group(group);
+}
+
+// The model's flags: one per ModelConfig field, and --layers.
+void add_model_flags(CLI::App& cmd, TrainFlags& o) {
   // The vocabulary fixes the model's vocab_size and special ids, so they have no flags here.
   const std::set<std::string> from_vocab = {"vocab_size", "pad_id", "unk_id", "bos_id", "eos_id"};
   const ModelConfig model_example;
@@ -129,9 +177,26 @@ void add_train_flags(CLI::App& cmd, TrainFlags& o, const nlohmann::json& default
     if (from_vocab.count(field)) continue;
     else if (model_fields[field].is_boolean())
       o.flag_options["model." + field] =
-          cmd.add_flag("--" + dashed(field), o.flags["model." + field], "model: " + field + " (or =false)");
-    else cmd.add_option("--" + dashed(field), o.model[field], "model: override the preset's " + field)->type_name("VALUE");
-  cmd.add_option("--layers", o.layers, "model: encoder and decoder depth at once")->type_name("N");
+          cmd.add_flag("--" + dashed(field), o.flags["model." + field], "model: " + field + " (or =false)")
+              ->group("Model");
+    else
+      cmd.add_option("--" + dashed(field), o.model[field], "model: override the preset's " + field)
+          ->type_name("VALUE")
+          ->group("Model");
+  cmd.add_option("--layers", o.layers, "model: encoder and decoder depth at once")->type_name("N")->group("Model");
+}
+
+// One flag per TrainOptions field (its default in the help) and per ModelConfig field, then
+// --layers, in train_flag_groups()'s groups.
+void add_train_flags(CLI::App& cmd, TrainFlags& o, const nlohmann::json& defaults) {
+  std::set<std::string> added = {"model"};
+  for (const auto& [group, fields] : train_flag_groups()) {
+    for (const std::string& field : fields)
+      if (defaults.contains(field) && added.insert(field).second) add_train_flag(cmd, o, field, defaults[field], group);
+    if (std::string(group) == "Model") add_model_flags(cmd, o);
+  }
+  for (const auto& [field, value] : defaults.items())
+    if (added.insert(field).second) add_train_flag(cmd, o, field, value, "Other");
 }
 
 // A flag's text is read as JSON for numbers and booleans, as is for strings (`like` is the
@@ -185,6 +250,7 @@ TrainOptions train_options(const TrainFlags& o, const nlohmann::json& defaults) 
 // to go on and ends as the signal asks.
 int run_train(const TrainOptions& options) {
   ProgressLine progress;
+  note_ignored_sigint(progress);
   transformer::TrainCallbacks callbacks;
   callbacks.on_message = [&](const std::string& line) { progress.message(line); };
   callbacks.on_progress = [&](const transformer::Progress& p) { progress.update(p); };

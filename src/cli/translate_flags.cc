@@ -24,12 +24,14 @@ void add_search_flags(CLI::App& cmd, transformer::SearchOptions& s) {
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, Search::LengthNormalization>{{"gnmt", Search::LengthNormalization::kGnmt},
                                                              {"power", Search::LengthNormalization::kPower}}))
+      ->type_name("{gnmt, power}")
       ->default_str("gnmt");
   cmd.add_option("--beam-stop", s.beam_stop,
                   "first-k: a sentence ends once beam-size hypotheses have ended (fairseq); no-better-live: once "
                   "the best live one cannot beat the worst of beam-size ended ones (Hugging Face generate())")
       ->transform(CLI::CheckedTransformer(std::map<std::string, Search::BeamStop>{
           {"first-k", Search::BeamStop::kFirstK}, {"no-better-live", Search::BeamStop::kNoBetterLive}}))
+      ->type_name("{first-k, no-better-live}")
       ->default_str("first-k");
   cmd.add_option("--max-length-a", s.max_length_a, "at most a*source_tokens + b output tokens")->capture_default_str();
   cmd.add_option("--max-length-b", s.max_length_b, "see --max-length-a")->capture_default_str();

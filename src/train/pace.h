@@ -1,6 +1,6 @@
 #pragma once
 // A training's pace: its training time (a resumed run's earlier processes included), the speed in
-// tokens per second since the last log line, and the time left to max_steps.
+// tokens per second since the last log line, and the time left to the first limit that ends it.
 #include <chrono>
 #include <cstdint>
 
@@ -10,6 +10,19 @@
 
 namespace tfm {
 
+// How the batches fall into steps: an epoch's batches, and the batches of one step (accumulate ×
+// ranks; a step takes none from the next epoch).
+struct EpochShape {
+  int64_t batches = 0;
+  int64_t per_step = 1;
+};
+
+// Seconds until the first of the limits that apply ends the training: max_steps and max_epochs at
+// `seconds_per_step` (unknown when <= 0), max_seconds from the run's training time `elapsed`.
+// -1 when none applies or can be estimated (patience and stop requests cannot be foreseen).
+double eta_seconds(const TrainOptions& o, const TrainState& s, const EpochShape& shape, double seconds_per_step,
+                   double elapsed);
+
 class Pace {
  public:
   using Clock = std::chrono::steady_clock;
@@ -18,7 +31,7 @@ class Pace {
   Pace() : start_(Clock::now()) {}
   // The steps start now, after start-up: the ETA's pace counts from step `first_step` on, and the
   // run's time adds `elapsed_before`, that of its earlier processes.
-  void begin_steps(int64_t first_step, double elapsed_before);
+  void begin_steps(int64_t first_step, double elapsed_before, const EpochShape& shape);
   // Tokens (source and target) trained on, for the speed.
   void count(int64_t tokens) { interval_tokens_ += tokens; }
   // The progress after step s.step with learning rate `lr`.
@@ -37,6 +50,7 @@ class Pace {
   int64_t interval_tokens_ = 0;
   int64_t first_step_ = 0;
   double elapsed_before_ = 0;
+  EpochShape shape_;
   Clock::time_point interval_start_;
   Clock::time_point steps_start_;  // when this process's first step began: the ETA's pace, without start-up
 };

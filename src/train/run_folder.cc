@@ -13,9 +13,13 @@ namespace tfm {
 
 namespace fs = std::filesystem;
 
+// A config file of an earlier version may say "resume": true; a new run from it says otherwise.
+constexpr const char* kNewRunHint = "; to start a new run there, give --resume=false (or resume: false)";
+
 std::unique_ptr<FileLock> open_run_folder(const TrainOptions& o,
                                           const std::function<void(const std::string&)>& message) {
-  TFM_CHECK(!o.resume || fs::is_directory(o.run_dir), "resume (--resume): no checkpoint in '", o.run_dir, "'");
+  TFM_CHECK(!o.resume || fs::is_directory(o.run_dir), "resume (--resume): no checkpoint in '", o.run_dir, "'",
+            kNewRunHint);
   std::error_code made;
   fs::create_directories(o.run_dir, made);
   TFM_CHECK(!made, "cannot create the run folder '", o.run_dir, "' (run_dir, --run-dir): ", made.message());
@@ -32,7 +36,8 @@ std::unique_ptr<FileLock> open_run_folder(const TrainOptions& o,
   // A new run in a folder of an earlier one would mix their checkpoints (and resume or average
   // would pick up the old ones).
   if (o.resume)
-    TFM_CHECK(!newest_checkpoint(o.run_dir).empty(), "resume (--resume): no checkpoint in '", o.run_dir, "'");
+    TFM_CHECK(!newest_checkpoint(o.run_dir).empty(), "resume (--resume): no checkpoint in '", o.run_dir, "'",
+              kNewRunHint);
   else
     TFM_CHECK(newest_checkpoint(o.run_dir).empty(), "the run folder '", o.run_dir,
               "' already holds checkpoints of an earlier run: continue it with resume (--resume), or give another run_dir (--run-dir)");
@@ -43,6 +48,9 @@ std::unique_ptr<FileLock> open_run_folder(const TrainOptions& o,
 
 void write_run_config(const TrainOptions& o, const ModelConfig& config) {
   nlohmann::json resolved = o;
+  // The run's model and training, not how this invocation started: without `resume`, the file
+  // starts a new run as well as it resumes this one (with --resume). Files that have it still read.
+  resolved.erase("resume");
   resolved["resolved_model"] = config;
   write_file_atomic((fs::path(o.run_dir) / "config.json").string(),
                     [&](std::ostream& out) { out << resolved.dump(2) << '\n'; });

@@ -161,9 +161,32 @@ std::string save_checkpoint(const Transformer& model, const TrainOptions& o, con
                             const Tensor& v, const std::string& vocab_fingerprint) {
   const std::string path = checkpoint_path(o.run_dir, s.step);
   save_model(model, path, checkpoint_metadata(s, o, vocab_fingerprint), {{"optimizer.m", m}, {"optimizer.v", v}});
-  const std::vector<std::string> all = checkpoints(o.run_dir);
-  for (size_t i = 0; i + static_cast<size_t>(o.keep_last) < all.size(); ++i) fs::remove(all[i]);
+  for (const std::string& old : expired_checkpoints(checkpoints(o.run_dir), o.save_every, o.keep_last)) fs::remove(old);
   return path;
+}
+
+int64_t checkpoint_step(const std::string& path) {
+  const std::string name = fs::path(path).filename().string();
+  const std::string prefix = "checkpoint-", suffix = ".safetensors";
+  if (!name.starts_with(prefix) || !name.ends_with(suffix) || name.size() == prefix.size() + suffix.size()) return -1;
+  const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;
+  return std::stoll(digits);
+}
+
+std::vector<std::string> expired_checkpoints(const std::vector<std::string>& all, int64_t save_every,
+                                             int64_t keep_last) {
+  std::vector<std::string> expired;
+  int64_t scheduled_kept = 0;
+  for (size_t i = all.size(); i-- > 0;) {
+    const int64_t step = checkpoint_step(all[i]);
+    const bool scheduled = step > 0 && save_every > 0 && step % save_every == 0;
+    if (scheduled && scheduled_kept < keep_last) ++scheduled_kept;
+    else if (i + 1 != all.size()) expired.push_back(all[i]);  // the newest stays, whatever wrote it
+  }
+  std::reverse(expired.begin(), expired.end());  // oldest first, as given
+  return expired;
 }
 
 std::string changed_options(const nlohmann::json& recorded, const TrainOptions& o) {

@@ -68,7 +68,17 @@ std::string newest_checkpoint(const std::string& run_dir);
 // checkpoint of `last_saved`, or that none was saved yet (0).
 std::string kept_checkpoint(int64_t last_saved);
 
-// Writes the checkpoint of step s.step (atomically), then removes all but the newest keep_last;
+// The step of a checkpoint-NNNNNNNN.safetensors path; -1 when the name is not one.
+int64_t checkpoint_step(const std::string& path);
+
+// Which of a run folder's checkpoints (oldest first) a save removes: all but the newest keep_last
+// of the regular ones (steps that are multiples of save_every) and the newest of all. A checkpoint
+// written off the schedule (by a stop request, a time limit, the end) is kept beside the regular
+// ones until a newer one is written, so that an interrupted run does not lose a regular one.
+std::vector<std::string> expired_checkpoints(const std::vector<std::string>& all, int64_t save_every,
+                                             int64_t keep_last);
+
+// Writes the checkpoint of step s.step (atomically), then removes those expired_checkpoints() names;
 // returns its path.
 std::string save_checkpoint(const Transformer& model, const TrainOptions& o, const TrainState& s, const Tensor& m,
                             const Tensor& v, const std::string& vocab_fingerprint);

@@ -113,6 +113,7 @@ struct Trainer::Impl {
   std::vector<int32_t> order;  // this epoch's batch order
   TrainResult result;
   int64_t last_saved = 0;  // the step of the last checkpoint (0: none)
+  int64_t last_validated = -1;  // the step of the last scheduled validation (-1: none in this process)
   bool done = false;
   std::string failure;  // the error that ended the training, if one did
 };
@@ -130,7 +131,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   rng.restore(o.seed, s.rng_counter);
   order = tfm::epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
   last_saved = s.step;
-  pace.begin_steps(s.step, s.elapsed_s);
+  pace.begin_steps(s.step, s.elapsed_s, {static_cast<int64_t>(batches.size()), o.accumulate * comm.size()});
 }
 
 void Trainer::Impl::set_up_process() {
@@ -355,6 +356,7 @@ void Trainer::Impl::log_metrics(const nlohmann::json& record, MetricsRecord::Kin
 bool Trainer::Impl::scheduled_validation() {
   const ValidationResult r = tfm::validate(*model, data.vocab, data.valid, o);
   const bool better = tfm::record_validation(r, o, s);
+  last_validated = s.step;
   if (better)
     tfm::save_model(*model, (fs::path(o.run_dir) / "model-best.safetensors").string(),
                     {{tfm::kVocabFingerprintKey, data.vocab.fingerprint()}});
@@ -380,6 +382,9 @@ void Trainer::Impl::finish(const std::string& reason) {
     done = true;
     return;
   }
+  // A time limit falls between validations: one more covers the last step (metrics, model-best).
+  if (data.validates && reason.starts_with("reached max_seconds") && s.step > 0 && last_validated != s.step)
+    scheduled_validation();
   if (last_saved != s.step) checkpoint();
   result.final_model = (fs::path(o.run_dir) / "model.safetensors").string();
   tfm::save_model(*model, result.final_model, {{tfm::kVocabFingerprintKey, data.vocab.fingerprint()}});
