@@ -13,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "model/checkpoint.h"
 #include "testing/errors.h"
+#include "testing/fixture.h"
 #include "transformer/attention_svg.h"
 #include "transformer/metrics.h"
 #include "transformer/model.h"
@@ -349,6 +351,28 @@ TEST(Api, ModelInfoAndAveraging) {
   EXPECT_EQ(a.translate({"seventy-one"})[0].best().ids, b.translate({"seventy-one"})[0].best().ids);
   std::filesystem::remove(out);
   tfm::testing::expect_error([&] { average_checkpoints({}, out); }, {"at least one"});
+}
+
+// A model that records no vocabulary fingerprint (the fixture: an older version's) averaged with
+// one that records one is refused, in either order, naming both files: the output would claim a
+// vocabulary that half its weights may not know.
+TEST(Api, AverageRefusesAMissingVocabularyFingerprint) {
+  const tfm::SafetensorsFile f = tfm::SafetensorsFile::read(kModel);
+  std::vector<tfm::NamedTensor> tensors;
+  for (const std::string& n : f.names()) tensors.push_back({n, f.tensor(n)});
+  std::map<std::string, std::string> meta = f.metadata();
+  meta[tfm::kVocabFingerprintKey] = "0123456789abcdef";
+  const std::string with = tfm::testing::temp_path("with-fingerprint.safetensors"),
+                    out = tfm::testing::temp_path("average-fingerprint.safetensors");
+  tfm::write_safetensors(with, meta, tensors);
+  std::filesystem::remove(out);
+  for (const auto& [first, second] : {std::pair{kModel, with}, {with, kModel}})
+    tfm::testing::expect_error([&] { average_checkpoints({first, second}, out); },
+                               {"cannot average '", second.c_str(), first.c_str(),
+                                "records the vocabulary fingerprint 0123456789abcdef and '", "' none"});
+  EXPECT_FALSE(std::filesystem::exists(out));
+  average_checkpoints({with, with}, out);
+  EXPECT_EQ(model_info(out).vocab_fingerprint, "0123456789abcdef");
 }
 
 // A shortlist built from the test sentences and their translations, then used by a translator:

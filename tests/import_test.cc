@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <zip.h>
+
 #include "core/error.h"
 #include "import/import.h"
 #include "io/atomic_file.h"
@@ -282,6 +284,100 @@ TEST(Import, BadInputIsRefusedAndNothingIsWritten) {
   MarianImport o = marian_files("marian");
   o.position_frequencies = "t5";
   expect_refused([&] { return import_marian(o); }, "--position-frequencies must be marian or paper, got 't5'");
+}
+
+// The HF folder's weights rewritten: edit(name, tensor) returns the tensor to write, or an empty
+// name to drop it; `extra` is added.
+std::string hf_weights(const std::string& name, const std::function<NamedTensor(const NamedTensor&)>& edit,
+                       std::vector<NamedTensor> extra = {}) {
+  return hf_copy(name, [&](const fs::path& d) {
+    const SafetensorsFile f = SafetensorsFile::read((d / "model.safetensors").string());
+    std::vector<NamedTensor> kept;
+    for (const std::string& n : f.names()) {
+      NamedTensor t = edit({n, f.tensor(n)});
+      if (!t.name.empty()) kept.push_back(std::move(t));
+    }
+    for (NamedTensor& t : extra) kept.push_back(std::move(t));
+    write_safetensors((d / "model.safetensors").string(), {}, kept);
+  });
+}
+
+// transformers' sinusoidal position table, [rows, D].
+Tensor sinusoids(int64_t rows, int64_t d) {
+  std::vector<float> v(static_cast<size_t>(rows * d));
+  for (int64_t p = 0; p < rows; ++p)
+    for (int64_t i = 0; i < d / 2; ++i) {
+      const double a = static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(i) / static_cast<double>(d));
+      v[static_cast<size_t>(p * d + i)] = static_cast<float>(std::sin(a));
+      v[static_cast<size_t>(p * d + d / 2 + i)] = static_cast<float>(std::cos(a));
+    }
+  return Tensor::from<float>(Shape({rows, d}), v);
+}
+
+TEST(Import, EveryTensorIsUsedOrRefused) {
+  // config.json counting fewer layers than the weights hold: the next layer's tensors are named.
+  expect_refused([] { return import_hf(hf_copy("layers", [](const fs::path& d) {
+                    rewrite(d / "config.json", [](json& j) { j["encoder_layers"] = 1; });
+                  })); },
+                 "tensor 'model.encoder.layers.1.");
+  expect_refused([] { return import_hf(hf_weights("extra", [](const NamedTensor& t) { return t; },
+                                                  {{"model.extra.weight", Tensor::zeros({2})}})); },
+                 "tensor 'model.extra.weight' is not part of the model config.json describes");
+  // An integer tensor where a weight must be: refused, not converted.
+  expect_refused([] { return import_hf(hf_weights("int", [](const NamedTensor& t) {
+                    if (t.name != "final_logits_bias") return t;
+                    return NamedTensor{t.name, Tensor::from<int32_t>(t.tensor.shape(), std::vector<int32_t>(315, 1))};
+                  })); },
+                 "tensor 'final_logits_bias' is stored as int32, but a weight must be floating point");
+  // A tied copy (lm_head.weight with tie_word_embeddings) must equal what it is tied to.
+  expect_refused([] { return import_hf(hf_weights("tied", [](const NamedTensor& t) {
+                    if (t.name != "lm_head.weight") return t;
+                    Tensor other = t.tensor.to(DType::F32);
+                    other.data<float>()[7] += 1;
+                    return NamedTensor{t.name, other};
+                  })); },
+                 "tensor 'lm_head.weight' differs from the embedding it is tied to (tie_word_embeddings true");
+  // Position tables: the sinusoids the model computes are accepted, anything else refused.
+  for (const bool right : {true, false}) {
+    Tensor table = sinusoids(512, 32);
+    if (!right) table.data<float>()[40] = 0.5f;
+    const std::string dir = hf_weights(right ? "positions" : "learned", [](const NamedTensor& t) { return t; },
+                                       {{"model.encoder.embed_positions.weight", table}});
+    if (right) {
+      EXPECT_NO_THROW(import_hf(dir));
+    } else {
+      expect_refused([&] { return import_hf(dir); },
+                     "tensor 'model.encoder.embed_positions.weight' does not hold the sinusoidal positions");
+    }
+  }
+}
+
+// A copy of the Marian model.npz with one more array, a float32 vector of 2.
+std::string npz_with_extra(const std::string& array) {
+  const fs::path dir = testing::temp_path("marian-extra");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path path = dir / "model.npz";
+  fs::copy_file(marian_files("marian").npz, path);
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+  header.append((10 + header.size() + 1 + 63) / 64 * 64 - 10 - header.size() - 1, ' ');  // to 64 bytes
+  header += '\n';
+  static std::string npy;
+  npy = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header + std::string(8, '\0');
+  int err = 0;
+  zip_t* z = zip_open(path.c_str(), 0, &err);
+  EXPECT_NE(z, nullptr);
+  zip_source_t* src = zip_source_buffer(z, npy.data(), npy.size(), 0);
+  EXPECT_GE(zip_file_add(z, (array + ".npy").c_str(), src, ZIP_FL_ENC_UTF_8), 0);
+  EXPECT_EQ(zip_close(z), 0);
+  return path.string();
+}
+
+TEST(Import, AnExtraNpzArrayIsRefused) {
+  MarianImport o = marian_files("marian");
+  o.npz = npz_with_extra("encoder_l9_ffn_b1");
+  expect_refused([&] { return import_marian(o); },
+                 "model.npz: array 'encoder_l9_ffn_b1' is not part of the model special:model.yml describes");
 }
 
 }  // namespace

@@ -162,6 +162,9 @@ TEST(MarianVocab, BrokenVocabulariesNameTheFilePieceIdAndLine) {
   expect_error([] { parse_marian_vocab("", "v.yml"); }, {"v.yml: a Marian vocabulary", "this is empty"});
   expect_error([] { parse_marian_vocab("a: 0\nb: [1\n", "v.yml"); }, {"v.yml (line", "not valid YAML"});
   expect_error([] { parse_marian_vocab("\"\x1f\": 1\n", "v.yml"); }, {"piece '\\x1f' has id 1, out of range"});
+  // A piece that is not valid UTF-8 would fail later, writing vocabulary.json, naming neither.
+  expect_error([] { parse_marian_vocab("a: 0\nb\xff\xfe: 1\n", "v.yml"); },
+               {"v.yml (line 2): piece 'b\\xff\\xfe' (id 1) is not valid UTF-8"});
   expect_error([] { read_marian_vocab(testing::temp_path("missing.yml")); },
                {"cannot open the Marian vocabulary", "missing.yml"});
 }

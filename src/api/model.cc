@@ -72,6 +72,24 @@ int64_t init_model(const ModelConfig& config, uint64_t seed, const std::string& 
   return model.params().parameter_count();
 }
 
+namespace {
+// Inputs to average record the same vocabulary fingerprint. A file without one (init, older
+// versions) is of unknown vocabulary: averaged with one that has one, the output would claim a
+// vocabulary that part of its weights may not know.
+void check_same_vocabulary(const std::string& first, const std::string& first_vocab, const std::string& path,
+                           const std::string& vocab) {
+  TFM_CHECK(vocab.empty() || first_vocab.empty() || vocab == first_vocab, "cannot average '", path,
+            "' with the earlier inputs: they were trained with different vocabularies (fingerprints ", vocab, " and ",
+            first_vocab, ")");
+  const auto says = [](const std::string& with, const std::string& fingerprint, const std::string& without) {
+    return cat("'", with, "' records the vocabulary fingerprint ", fingerprint, " and '", without, "' none");
+  };
+  TFM_CHECK(vocab.empty() == first_vocab.empty(), "cannot average '", path, "' with '", first, "': ",
+            vocab.empty() ? says(first, first_vocab, path) : says(path, vocab, first),
+            ", so they may not share a vocabulary (files written by init and by older versions record none)");
+}
+}  // namespace
+
 LoadNotes average_checkpoints(const std::vector<std::string>& inputs, const std::string& output, bool verify) {
   TFM_CHECK(!inputs.empty(), "average: give at least one model or checkpoint file");
   for (const std::string& input : inputs) {  // the output would replace a checkpoint being averaged
@@ -81,7 +99,8 @@ LoadNotes average_checkpoints(const std::vector<std::string>& inputs, const std:
   }
   LoadNotes notes;
   // Summed in double, one checkpoint at a time, so memory stays at one model plus the sum.
-  // The vocabulary fingerprint, if recorded, must be the same in every input; the output keeps it.
+  // The vocabulary fingerprint, recorded in every input or in none, must be the same in all; the
+  // output keeps it.
   std::string fingerprint;
   std::unique_ptr<tfm::Transformer> first;
   {
@@ -94,12 +113,7 @@ LoadNotes average_checkpoints(const std::vector<std::string>& inputs, const std:
   std::vector<double> sum = values.to_doubles();
   for (size_t i = 1; i < inputs.size(); ++i) {
     const tfm::SafetensorsFile file = tfm::SafetensorsFile::read(inputs[i]);
-    // A file without a fingerprint (older versions, init) is of unknown vocabulary: not a conflict.
-    const std::string other_vocab = api::vocab_fingerprint(file);
-    TFM_CHECK(other_vocab.empty() || fingerprint.empty() || other_vocab == fingerprint, "cannot average '", inputs[i],
-              "' with the earlier inputs: they were trained with different vocabularies (fingerprints ", other_vocab,
-              " and ", fingerprint, ")");
-    if (fingerprint.empty()) fingerprint = other_vocab;
+    check_same_vocabulary(inputs[0], fingerprint, inputs[i], api::vocab_fingerprint(file));
     const std::unique_ptr<tfm::Transformer> m = api::load_model_noting(file, verify, notes);
     const nlohmann::json other = m->config();
     if (other != config) {  // named field by field: "d_model 256 here, 512 there"

@@ -1,19 +1,15 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "train/options.h"
 #include "transformer/train_options.h"
 
 namespace transformer {
 
 TrainOptions train_options_from_json(const std::string& json) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(json);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(tfm::cat("training options: not valid JSON: ", e.what()));
-  }
-  TFM_CHECK(j.is_object(), "training options: expected a JSON object, got ", j.dump());
+  const nlohmann::json j = tfm::parse_json(json, "training options");
+  TFM_CHECK(j.is_object(), "training options: expected a JSON object, got ", tfm::json_quote(j));
   TrainOptions o;
   from_json(j, o);
   return o;

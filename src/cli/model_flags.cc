@@ -1,6 +1,7 @@
 #include "cli/model_flags.h"
 
 #include "core/error.h"
+#include "core/json_text.h"
 
 namespace tfm::cli {
 
@@ -21,12 +22,10 @@ ModelConfig ModelFlags::resolve() const {
   ModelConfig c = model_preset(preset_);
   nlohmann::json overrides = nlohmann::json::object();
   auto parse = [](std::string field, const std::string& text) {
-    try {
-      return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception&) {
-      std::replace(field.begin(), field.end(), '_', '-');
-      throw Error(cat("--", field, ": '", text, "' is not a number or true/false"));
-    }
+    std::replace(field.begin(), field.end(), '_', '-');
+    nlohmann::json v = parse_json_or_discarded(text, "--" + field);
+    TFM_CHECK(!v.is_discarded(), "--", field, ": '", printable(text), "' is not a number or true/false");
+    return v;
   };
   if (!layers_.empty()) overrides["encoder_layers"] = overrides["decoder_layers"] = parse("layers", layers_);
   const nlohmann::json fields = ModelConfig();

@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/json_text.h"
 #include "dist/communicator.h"
 #include "io/atomic_file.h"
 #include "train/options.h"
@@ -203,7 +204,7 @@ void add_train_flags(CLI::App& cmd, TrainFlags& o, const nlohmann::json& default
 // field's default).
 nlohmann::json flag_value(const std::string& field, const std::string& text, const nlohmann::json& like) {
   if (like.is_string()) return nlohmann::json(text);
-  nlohmann::json v = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json v = parse_json_or_discarded(text, cat("--", dashed(field)));
   TFM_CHECK(!v.is_discarded() && !v.is_string() && !v.is_object() && !v.is_array(), "--", dashed(field), ": '",
             text, "' is not a ", like.is_boolean() ? "boolean (true/false)" : "number");
   return v;
@@ -234,13 +235,7 @@ nlohmann::json flag_overrides(const TrainFlags& o, const nlohmann::json& default
 TrainOptions train_options(const TrainFlags& o, const nlohmann::json& defaults) {
   TrainOptions options;
   if (!o.config.empty()) {
-    nlohmann::json file;
-    try {
-      file = nlohmann::json::parse(read_file(o.config));
-    } catch (const nlohmann::json::exception& e) {
-      throw tfm::Error(cat(o.config, ": not valid JSON: ", e.what()));
-    }
-    from_json(file, options);
+    from_json(parse_json(read_file(o.config), o.config), options);
   }
   from_json(flag_overrides(o, defaults), options);
   return options;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_text.h"
 
 namespace tfm {
 
@@ -18,7 +19,7 @@ namespace tfm {
 template <class T>
 void read_json_field(const nlohmann::json& value, T& out, std::string_view what, std::string_view key) {
   auto wrong = [&](const char* expected) {
-    return Error(cat(what, " '", key, "' must be ", expected, ", got ", value.dump()));
+    return Error(cat(what, " '", key, "' must be ", expected, ", got ", json_quote(value)));
   };
   if constexpr (std::is_same_v<T, bool>) {
     if (!value.is_boolean()) throw wrong("true or false");

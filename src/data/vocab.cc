@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "io/atomic_file.h"
 
 namespace tfm {
@@ -148,19 +149,14 @@ Vocab Vocab::load(const std::string& path) {
   v.serialized_ = read_file(path);
   if (const size_t first = v.serialized_.find_first_not_of(" \t\r\n");
       first != std::string::npos && v.serialized_[first] == '{') {  // a piece vocabulary
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(v.serialized_);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(cat("'", path, "' is not valid JSON: ", e.what()));
-    }
+    const nlohmann::json j = parse_json(v.serialized_, cat("'", path, "'"));
     auto field = [&](const char* key) -> const nlohmann::json& {
       TFM_CHECK(j.is_object() && j.contains(key), "'", path, "' is not a piece vocabulary: it has no '", key, "'");
       return j[key];
     };
-    TFM_CHECK(field("format") == kPieceFormat, "'", path, "': format ", field("format").dump(), ", expected \"",
+    TFM_CHECK(field("format") == kPieceFormat, "'", path, "': format ", json_quote(field("format")), ", expected \"",
               kPieceFormat, "\"");
-    TFM_CHECK(field("version") == 1, "'", path, "': version ", field("version").dump(), " is not supported (1 is)");
+    TFM_CHECK(field("version") == 1, "'", path, "': version ", json_quote(field("version")), " is not supported (1 is)");
     std::vector<std::string> pieces;
     std::vector<int32_t> skipped;
     int32_t unk = 0;

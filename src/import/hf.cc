@@ -1,13 +1,17 @@
 // Hugging Face MarianMT folders (transformers' MarianMTModel, as converted from OPUS-MT by
 // transformers' convert_marian_to_pytorch or trained with transformers): config.json, the weights
 // in model.safetensors, vocab.json, source.spm and target.spm.
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <initializer_list>
 #include <limits>
+#include <set>
 #include <tuple>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "import/import.h"
 #include "import/tensors.h"
 #include "io/atomic_file.h"
@@ -20,11 +24,7 @@ using nlohmann::json;
 
 json read_json(const fs::path& path) {
   TFM_CHECK(fs::exists(path), "import hf: '", path.string(), "' does not exist");
-  try {
-    return json::parse(read_file(path.string()));
-  } catch (const json::exception& e) {
-    throw Error(cat("import hf: '", path.string(), "' is not valid JSON: ", e.what()));
-  }
+  return parse_json(read_file(path.string()), cat("import hf: '", path.string(), "'"));
 }
 
 // A config.json field: `fallback` when absent or null; else of the fallback's type.
@@ -50,7 +50,7 @@ T field(const json& config, const char* key, const T& fallback, const fs::path& 
     }
     return it->get<T>();
   } catch (const std::exception& e) {
-    throw Error(cat("import hf: ", where.string(), ": '", key, "' ", e.what(), ", got ", it->dump()));
+    throw Error(cat("import hf: ", where.string(), ": '", key, "' ", e.what(), ", got ", json_quote(*it)));
   }
 }
 
@@ -144,7 +144,7 @@ std::vector<std::string> pieces_by_id(const json& vocab, const fs::path& path) {
   std::vector<bool> seen(vocab.size(), false);
   for (const auto& [piece, id] : vocab.items()) {
     TFM_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < int64_t(vocab.size()),
-              "import hf: ", path.string(), ": the id of '", piece, "' is ", id.dump(), ", not in [0, ", vocab.size(),
+              "import hf: ", path.string(), ": the id of '", piece, "' is ", json_quote(id), ", not in [0, ", vocab.size(),
               ")");
     const auto i = static_cast<size_t>(id.get<int64_t>());
     TFM_CHECK(!seen[i], "import hf: ", path.string(), ": id ", i, " is given twice (to '", pieces[i], "' and '", piece,
@@ -170,7 +170,7 @@ struct HfTokenizer {
     } else if (config.contains(key) && config[key].is_object() && config[key].contains("content")) {
       const json& content = config[key]["content"];
       TFM_CHECK(content.is_string(), "import hf: ", folder.tokenizer.string(), ": '", key,
-                "'.content must be a string, got ", content.dump());
+                "'.content must be a string, got ", json_quote(content));
       name = content.get<std::string>();
     }
     const auto it = vocab.find(name);
@@ -224,17 +224,31 @@ SafetensorsFile open_weights(const HfFolder& f) {
   return SafetensorsFile::read(f.weights.string());
 }
 
-// Reads model.safetensors' tensors as float32 under this project's names, in the order asked for.
+// Reads model.safetensors' tensors as float32 under this project's names, in the order asked for,
+// noting which it read.
 class HfWeights {
  public:
   HfWeights(const SafetensorsFile& file, const fs::path& path) : file_(file), path_(path) {}
 
-  Tensor get(const std::string& name) const {
+  // A weight, of a float dtype (F32, F64, or F16 and BF16, which read as F32): integers are refused,
+  // not converted.
+  Tensor get(const std::string& name) {
     TFM_CHECK(file_.has(name), "import hf: ", path_.string(), " has no tensor '", name, "'");
+    const DType dtype = file_.dtype(name);
+    TFM_CHECK(dtype == DType::F32 || dtype == DType::F64, "import hf: ", path_.string(), ": tensor '", name,
+              "' is stored as ", tfm::name(dtype), ", but a weight must be floating point (F32, F64, F16 or BF16)");
+    used_.insert(name);
     Tensor t = file_.tensor(name);
     return t.dtype() == DType::F32 ? t : t.to(DType::F32);
   }
-  Tensor first_of(std::initializer_list<const char*> names) const {
+  bool used(const std::string& name) const { return used_.count(name) > 0; }
+  // The converted tensor named `ours` ("embed.weight").
+  const Tensor& converted(const std::string& ours) const {
+    for (const NamedTensor& t : tensors_)
+      if (t.name == ours) return t.tensor;
+    throw Error(cat("import hf: no tensor was converted into '", ours, "'"));
+  }
+  Tensor first_of(std::initializer_list<const char*> names) {
     for (const char* n : names)
       if (file_.has(n)) return get(n);
     std::string list;
@@ -248,6 +262,7 @@ class HfWeights {
   const SafetensorsFile& file_;
   const fs::path& path_;
   std::vector<NamedTensor> tensors_;
+  std::set<std::string> used_;
 };
 
 // transformers' name of a block in "model.encoder.layers.0" (".self_attn", ".final_layer_norm", ...).
@@ -274,7 +289,54 @@ std::string hf_layer_param(const LayerParam& p) {
   return cat(theirs, ".", p.part, "_proj.", w);
 }
 
-// Every parameter of the model the configuration describes, from model.safetensors.
+// Whether t is the table transformers' MarianSinusoidalPositionalEmbedding stores: row p holds
+// sin(p·r_i) in its first half and cos(p·r_i) in its second, r_i = 10000^(−2i/D), within float32's
+// rounding of the angle.
+bool holds_sinusoids(const Tensor& t, int64_t d_model) {
+  if (t.shape().rank() != 2 || t.shape()[1] != d_model || d_model % 2 != 0) return false;
+  const std::vector<double> v = t.to_doubles();
+  const int64_t half = d_model / 2;
+  for (int64_t p = 0; p < t.shape()[0]; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(i) / d_model);
+      if (std::abs(v[p * d_model + i] - std::sin(angle)) > 1e-3 ||
+          std::abs(v[p * d_model + half + i] - std::cos(angle)) > 1e-3)
+        return false;
+    }
+  return true;
+}
+
+// Every tensor of the file that the conversion did not read is accounted for: a copy of a tied
+// embedding must equal it, a position table must hold the sinusoids the model computes, and any
+// other is refused, naming it (the weights of a layer that config.json does not count, say).
+void check_unread(const SafetensorsFile& file, HfWeights& w, const ModelConfig& c, const fs::path& path) {
+  const auto yes = [](bool b) { return b ? "true" : "false"; };
+  for (const std::string& name : file.names()) {
+    if (w.used(name)) continue;
+    const bool embed_copy = c.tie_source_target && (name == "model.shared.weight" ||
+                                                    name == "model.encoder.embed_tokens.weight" ||
+                                                    name == "model.decoder.embed_tokens.weight");
+    if (embed_copy || (c.tie_output && name == "lm_head.weight")) {
+      const Tensor& tied = w.converted(c.tie_source_target ? "embed.weight" : "decoder.embed.weight");
+      const Tensor copy = w.get(name);
+      TFM_CHECK(copy.shape() == tied.shape() && std::memcmp(copy.raw(), tied.raw(), tied.bytes()) == 0,
+                "import hf: ", path.string(), ": tensor '", name, "' differs from the embedding it is tied to (",
+                embed_copy ? "share_encoder_decoder_embeddings" : "tie_word_embeddings", " true in config.json)");
+    } else if (name == "model.encoder.embed_positions.weight" || name == "model.decoder.embed_positions.weight") {
+      TFM_CHECK(holds_sinusoids(w.get(name), c.d_model), "import hf: ", path.string(), ": tensor '", name,
+                "' does not hold the sinusoidal positions the model computes (learned positions are not supported)");
+    } else {
+      throw Error(cat("import hf: ", path.string(), ": tensor '", name,
+                      "' is not part of the model config.json describes (encoder_layers ", c.encoder_layers,
+                      ", decoder_layers ", c.decoder_layers, ", share_encoder_decoder_embeddings ",
+                      yes(c.tie_source_target), ", tie_word_embeddings ", yes(c.tie_output),
+                      "): are config.json and the weights of one model?"));
+    }
+  }
+}
+
+// Every parameter of the model the configuration describes, from model.safetensors; every other
+// tensor accounted for.
 std::vector<NamedTensor> convert_weights(const HfFolder& f, const ModelConfig& c) {
   const SafetensorsFile file = open_weights(f);
   HfWeights w(file, f.weights);
@@ -289,6 +351,7 @@ std::vector<NamedTensor> convert_weights(const HfFolder& f, const ModelConfig& c
   const Tensor bias = w.get("final_logits_bias");  // [1, V]
   w.put("output.bias", bias.view({bias.numel()}));
   for_each_layer_param(c, [&](const LayerParam& p) { w.put(p.name, w.get(hf_layer_param(p))); });
+  check_unread(file, w, c, f.weights);
   return w.take();
 }
 }  // namespace

@@ -2,6 +2,7 @@
 // biases [1, out]) and the model's options as YAML in the array "special:model.yml"; the vocabulary
 // is a YAML map of pieces to ids; the text is segmented by source.spm and target.spm outside Marian.
 #include <filesystem>
+#include <set>
 
 #include "core/error.h"
 #include "import/import.h"
@@ -122,7 +123,7 @@ Vocab read_vocabulary(const MarianImport& o, const MarianConfig& options, const 
   }
 }
 
-// Converts the npz's arrays under this project's names, in the order asked for.
+// Converts the npz's arrays under this project's names, in the order asked for, noting which it read.
 class MarianWeights {
  public:
   MarianWeights(const NpzFile& npz, const std::string& path) : npz_(npz), path_(path) {}
@@ -131,16 +132,28 @@ class MarianWeights {
   // A matrix stored [in, out] is transposed; a bias or a gain [1, n] becomes [n].
   void put(const std::string& ours, const std::string& theirs, bool transpose) {
     TFM_CHECK(npz_.has(theirs), "import marian: ", path_, " has no tensor '", theirs, "'");
+    used_.insert(theirs);
     std::vector<int64_t> shape = npz_.array(theirs).shape;
     if (!transpose && shape.size() == 2 && shape[0] == 1) shape = {shape[1]};
     tensors_.push_back({ours, import_matrix(npz_.read_f32(theirs), shape, transpose, cat(path_, ": '", theirs, "'"))});
   }
   std::vector<NamedTensor> take() { return std::move(tensors_); }
 
+  // Every array read, but for the options ("special:model.yml"): any other is refused, naming it
+  // (the weights of a layer the options do not count, say), rather than dropped.
+  void check_all_read(const ModelConfig& c) const {
+    for (const NpyArray& a : npz_.arrays())
+      TFM_CHECK(used_.count(a.name) || a.name == "special:model.yml", "import marian: ", path_, ": array '", a.name,
+                "' is not part of the model special:model.yml describes (enc-depth ", c.encoder_layers,
+                ", dec-depth ", c.decoder_layers, c.pre_norm ? ", pre-norm" : ", post-norm",
+                "): are the options and the weights of one model?");
+  }
+
  private:
   const NpzFile& npz_;
   const std::string& path_;
   std::vector<NamedTensor> tensors_;
+  std::set<std::string> used_;
 };
 
 // The embeddings and the output projection, as the npz has them: sets which are tied and whether
@@ -198,6 +211,7 @@ std::vector<NamedTensor> convert_weights(const NpzFile& npz, const std::string& 
     w.put("decoder.final_norm.weight", "decoder_top_ln_scale", false);
     w.put("decoder.final_norm.bias", "decoder_top_ln_bias", false);
   }
+  w.check_all_read(c);
   return w.take();
 }
 

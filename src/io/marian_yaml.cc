@@ -13,10 +13,24 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "data/text.h"
 
 namespace tfm {
 
 namespace {
+
+// A piece that is not valid UTF-8, for a message: printable ASCII as is, every other byte as \xNN,
+// at most 60 bytes ("..." when cut).
+std::string bytes_escaped(std::string_view piece) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < piece.size() && i < 60; ++i) {
+    const auto c = static_cast<unsigned char>(piece[i]);
+    if (c >= 0x20 && c < 0x7f) out += static_cast<char>(c);
+    else out += cat("\\x", hex[c >> 4], hex[c & 15]);
+  }
+  return piece.size() > 60 ? out + "..." : out;
+}
 
 // " (line 12)", or nothing where yaml-cpp has no mark.
 std::string at_line(const YAML::Mark& mark) {
@@ -137,6 +151,8 @@ std::vector<std::string> parse_marian_vocab(std::string_view yaml, const std::st
     const std::string piece = key.as<std::string>();
     TFM_CHECK(value.IsScalar(), where, line, ": the id of piece '", printable(piece), "' is a ", kind_name(value),
               ", not an integer");
+    TFM_CHECK(valid_utf8(piece), where, line, ": piece '", bytes_escaped(piece), "' (id ", printable(value.Scalar()),
+              ") is not valid UTF-8");
     bool overflow = false;
     const std::optional<uint64_t> id = parse_index(value.Scalar(), overflow);
     TFM_CHECK(id || overflow, where, line, ": the id of piece '", printable(piece), "' is '", printable(value.Scalar()),

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "core/json_text.h"
 #include "io/atomic_file.h"
 #include "io/checksum.h"
 #include "io/half.h"
@@ -204,12 +205,7 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& sou
 
 namespace {
 nlohmann::json parse_header(const char* header_text, uint64_t n, const std::string& source) {
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(header_text, header_text + n);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(cat(source, ": the header is not valid JSON: ", e.what()));
-  }
+  const nlohmann::json header = parse_json(std::string_view(header_text, n), cat(source, ": the header"));
   TFM_CHECK(header.is_object(), source, ": the header must be a JSON object, got ", header.type_name());
   return header;
 }
@@ -263,28 +259,28 @@ SafetensorsFile::Entry SafetensorsFile::parse_entry(const std::string& key, cons
   Entry e{key, dtype, Shape(), 0, 0, stored};
   const nlohmann::json& shape = value["shape"];
   TFM_CHECK(shape.is_array() && shape.size() <= static_cast<size_t>(Shape::kMaxRank), source, ": tensor '", key,
-            "': shape must be an array of at most ", Shape::kMaxRank, " dimensions, got ", shape.dump());
+            "': shape must be an array of at most ", Shape::kMaxRank, " dimensions, got ", json_quote(shape));
   std::vector<int64_t> dims;
   uint64_t bytes = e.element_bytes();
   for (const auto& d : shape) {
-    TFM_CHECK(d.is_number_unsigned(), source, ": tensor '", key, "': dimension ", d.dump(),
+    TFM_CHECK(d.is_number_unsigned(), source, ": tensor '", key, "': dimension ", json_quote(d),
               " is not a non-negative integer");
     const uint64_t v = d.get<uint64_t>();
     TFM_CHECK(v <= data_size && (v == 0 || bytes <= data_size / v), source, ": tensor '", key, "' of shape ",
-              shape.dump(), " is larger than the file's data (", data_size, " bytes)");
+              json_quote(shape), " is larger than the file's data (", data_size, " bytes)");
     bytes *= v;
     dims.push_back(static_cast<int64_t>(v));
   }
   e.shape = Shape(dims);
   const nlohmann::json& off = value["data_offsets"];
   TFM_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(),
-            source, ": tensor '", key, "': data_offsets must be two non-negative integers, got ", off.dump());
+            source, ": tensor '", key, "': data_offsets must be two non-negative integers, got ", json_quote(off));
   e.begin = off[0].get<uint64_t>();
   e.end = off[1].get<uint64_t>();
   TFM_CHECK(e.begin <= e.end && e.end <= data_size, source, ": tensor '", key, "': data_offsets [", e.begin, ", ",
             e.end, "] lie outside the data (", data_size, " bytes): truncated?");
   TFM_CHECK(e.end - e.begin == bytes, source, ": tensor '", key, "': data_offsets [", e.begin, ", ", e.end, "] hold ",
-            e.end - e.begin, " bytes, but dtype ", value["dtype"].get<std::string>(), " and shape ", shape.dump(),
+            e.end - e.begin, " bytes, but dtype ", value["dtype"].get<std::string>(), " and shape ", json_quote(shape),
             " need ", bytes);
   return e;
 }

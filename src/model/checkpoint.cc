@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
+
 namespace tfm {
 
 void save_model(const Transformer& model, const std::string& path, const std::map<std::string, std::string>& extra,
@@ -41,10 +43,11 @@ ModelConfig read_model_config(const SafetensorsFile& file) {
   auto text = meta.find("config");
   TFM_CHECK(text != meta.end(), "the model file has no 'config' in its metadata");
   ModelConfig c;
+  const nlohmann::json j = parse_json(text->second, cat(file.source(), ": metadata 'config'"));
   try {
-    from_json(nlohmann::json::parse(text->second), c);
+    from_json(j, c);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(cat("the model configuration in the file is not valid JSON: ", e.what()));
+    throw Error(cat("the model configuration in the file does not fit: ", e.what()));
   }
   c.validate();
   return c;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "io/atomic_file.h"
 
 namespace tfm {
@@ -34,8 +35,9 @@ std::vector<MetricsLog::Record> MetricsLog::read(int64_t* unreadable) const {
   while (std::getline(in, line)) {
     ++number;
     if (line.empty()) continue;
-    // A line cut short by a kill or a full disk is skipped, not fatal.
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    // A line cut short by a kill or a full disk is skipped, not fatal; one nested too deep to be
+    // ours is refused.
+    nlohmann::json j = parse_json_or_discarded(line, cat(path_, " line ", number));
     if (!j.is_discarded() && j.is_object()) records.push_back({number, std::move(j)});
     else ++bad;
   }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "io/atomic_file.h"
 
 namespace tfm {
@@ -84,7 +85,7 @@ bool write_training_plot(const MetricsLog& metrics, const std::string& svg_path)
     auto number_at = [&](const char* key) {
       const nlohmann::json& v = r.fields[key];
       TFM_CHECK(v.is_number() && std::isfinite(v.get<double>()), metrics.path(), " line ", r.line, ": '", key,
-                "' is ", v.dump(), ", not a finite number");
+                "' is ", json_quote(v), ", not a finite number");
       return v.get<double>();
     };
     const double step = r.fields.contains("step") ? number_at("step") : 0.0;

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/json_field.h"
+#include "core/json_text.h"
 #include "model/checkpoint.h"
 
 namespace tfm {
@@ -82,8 +83,8 @@ int64_t legacy_int(const std::map<std::string, std::string>& meta, const std::st
 }
 
 double legacy_double(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
-  const nlohmann::json j = nlohmann::json::parse(legacy_text(meta, key, path), nullptr, false);
-  TFM_CHECK(j.is_number(), path, ": metadata '", key, "' is not a number: '", legacy_text(meta, key, path), "'");
+  const nlohmann::json j = parse_json_or_discarded(legacy_text(meta, key, path), cat(path, ": metadata '", key, "'"));
+  TFM_CHECK(j.is_number(), path, ": metadata '", key, "' is not a number: '", printable(legacy_text(meta, key, path)), "'");
   return j.get<double>();
 }
 
@@ -102,7 +103,7 @@ CheckpointState read_legacy_state(const std::map<std::string, std::string>& meta
   s.interval_loss = legacy_double(meta, "train.interval_loss", path);
   s.interval_tokens = legacy_int(meta, "train.interval_tokens", path);
   if (const auto it = meta.find("train.options"); it != meta.end())
-    c.options = nlohmann::json::parse(it->second, nullptr, false);
+    c.options = parse_json_or_discarded(it->second, cat(path, ": metadata 'train.options'"));
   if (!c.options.is_object()) c.options = nullptr;
   return c;
 }
@@ -113,13 +114,13 @@ CheckpointState read_checkpoint_state(const std::map<std::string, std::string>& 
   const auto it = meta.find(kTrainStateKey);
   if (it == meta.end() && meta.count("train.step")) return read_legacy_state(meta, path);
   TFM_CHECK(it != meta.end(), path, ": not a training checkpoint (no '", kTrainStateKey, "' in its metadata)");
-  nlohmann::json record = nlohmann::json::parse(it->second, nullptr, false);
-  TFM_CHECK(record.is_object(), path, ": metadata '", kTrainStateKey, "' is not a JSON object: '", it->second, "'");
+  nlohmann::json record = parse_json_or_discarded(it->second, cat(path, ": metadata '", kTrainStateKey, "'"));
+  TFM_CHECK(record.is_object(), path, ": metadata '", kTrainStateKey, "' is not a JSON object: '", printable(it->second), "'");
   CheckpointState c;
   if (record.contains("options")) {
     c.options = record["options"];
     TFM_CHECK(c.options.is_object(), path, ": the training state's 'options' is not a JSON object: ",
-              c.options.dump());
+              json_quote(c.options));
     record.erase("options");
   }
   try {
@@ -195,7 +196,7 @@ std::string changed_options(const nlohmann::json& recorded, const TrainOptions& 
   std::string out;
   for (const auto& [field, value] : now.items()) {
     if (field == "resume" || !recorded.contains(field) || recorded[field] == value) continue;
-    out += cat(out.empty() ? "" : ", ", field, " ", recorded[field].dump(), " → ", value.dump());
+    out += cat(out.empty() ? "" : ", ", field, " ", json_quote(recorded[field]), " → ", json_quote(value));
   }
   return out;
 }
@@ -214,8 +215,8 @@ TrainState resume_from(const std::string& path, const TrainOptions& o, Transform
     std::string fields;
     for (const auto& [key, value] : was.items())
       if (!now.contains(key) || now[key] != value)
-        fields += cat(fields.empty() ? "" : ", ", key, " ", value.dump(), " vs ",
-                      now.contains(key) ? now[key].dump() : std::string("none"));
+        fields += cat(fields.empty() ? "" : ", ", key, " ", json_quote(value), " vs ",
+                      now.contains(key) ? json_quote(now[key]) : std::string("none"));
     throw RunMismatch(cat(path, ": the checkpoint's model is not the one this run's options make (checkpoint vs "
                           "options): ", fields, "; resume with the run's model options, e.g. those of its config file (--config ",
                           (fs::path(path).parent_path() / "config.json").string(), ")"));
