@@ -57,6 +57,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   order = tfm::epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
   last_saved = s.step;
   pace.begin_steps(s.step, s.elapsed_s);
+  comm.set_timeout(o.rank_timeout);  // from the first step on: rank 0 prepared the data alone
 }
 
 void Trainer::Impl::set_up_process() {
@@ -360,8 +361,11 @@ void Trainer::Impl::after_step(double lr) {
   report_progress(lr);
   // Validation, best model, early stopping.
   if (data.validates && s.step % o.valid_every == 0) {
-    int64_t patience_ended = root() && scheduled_validation();  // rank 0 validates, and decides
+    // Rank 0 validates, and decides; the others wait for it as long as that takes.
+    comm.set_timeout(0);
+    int64_t patience_ended = root() && scheduled_validation();
     if (comm.size() > 1) comm.broadcast(patience_ended, 0);
+    comm.set_timeout(o.rank_timeout);
     if (patience_ended) {
       checkpoint();
       finish(cat("no improvement in ", o.patience, " validations"));
