@@ -97,6 +97,32 @@ TEST(Api, ScoresAgreeWithTheSearch) {
   EXPECT_EQ(t.encode(std::string("three\0hundred", 13)), t.encode("three hundred"));
 }
 
+// A pair's score has the same bits whatever it is scored with: alone, in one batch with longer and
+// shorter pairs, in another order, at other batch sizes (each pair is scored on its own rows).
+TEST(Api, AScoreDoesNotDependOnTheBatch) {
+  const Translator t(kModel, {.weights = TranslatorOptions::Weights::kPlain});
+  std::vector<std::string> input;
+  for (const std::string& line : lines_of(kDir + "/input.en"))
+    if (!line.empty()) input.push_back(line);
+  input.push_back("nine hundred ninety-nine thousand nine hundred ninety-nine");  // longer than the rest
+  std::vector<std::vector<int32_t>> src, tgt;
+  for (const Translation& r : t.translate(input)) {
+    src.push_back(r.source_ids);
+    tgt.push_back(r.best().ids);
+  }
+  std::vector<double> alone;
+  for (size_t i = 0; i < src.size(); ++i) alone.push_back(t.score_ids({src[i]}, {tgt[i]})[0].total);
+  for (const int64_t size : {int64_t{64}, int64_t{2}, int64_t{3}}) {
+    ScoreOptions o;
+    o.batch_sentences = size;
+    const std::vector<Score> together = t.score_ids(src, tgt, o);
+    for (size_t i = 0; i < src.size(); ++i) EXPECT_EQ(together[i].total, alone[i]) << "pair " << i << ", batch " << size;
+  }
+  std::vector<std::vector<int32_t>> rsrc(src.rbegin(), src.rend()), rtgt(tgt.rbegin(), tgt.rend());
+  const std::vector<Score> reversed = t.score_ids(rsrc, rtgt);
+  for (size_t i = 0; i < src.size(); ++i) EXPECT_EQ(reversed[src.size() - 1 - i].total, alone[i]) << "pair " << i;
+}
+
 // Weights::kBf16: the plain weights with bfloat16 products (inputs rounded, float32 sums), in the
 // search and in scoring alike: the search's scores are the scorer's for the same pairs, and they
 // differ from float32's by the rounding (not at all would mean the products were not rounded;

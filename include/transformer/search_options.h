@@ -93,7 +93,9 @@ struct TranslateOptions {
 };
 
 struct ScoreOptions {
-  int64_t batch_sentences = 64;     // pairs scored together, at most kMaxBatchSentences
+  // At most kMaxBatchSentences. Each pair is scored alone (a batch of one, without padding), so
+  // that its score has the same bits whatever pairs come with it: this no longer changes anything.
+  int64_t batch_sentences = 64;
   int64_t max_input_tokens = 1024;  // longer sides are cut to this many tokens, at most kMaxInputTokens
 
   // Throws Error naming the first option out of range.

@@ -35,6 +35,11 @@ struct TrainOptions {
   // Data-parallel training (mpirun): the gradients are summed over the processes in buckets of
   // about this many MB while the backward pass still runs; 0: in one piece after it.
   double allreduce_bucket_mb = 25;
+  // Data-parallel training (mpirun): from the first step on, a rank that waits longer than this
+  // many seconds for the others in a collective ends every rank, naming the ranks that do not
+  // answer (a rank stopped, hung or unreachable); 0: wait forever. Rank 0's validations are not
+  // counted (the others wait for them without a limit).
+  double rank_timeout = 600;
 
   // Optimization (§5.3): Adam, lr = lr_factor · d_model^−½ · min(step^−½, step · warmup^−1.5).
   double lr_factor = 1.0;

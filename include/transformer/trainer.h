@@ -100,6 +100,14 @@ struct TrainCallbacks {
 // no metrics or no records yet.
 std::string plot_training(const std::string& run_dir, const std::string& output = "");
 
+// Threads: one Trainer takes one call at a time. step(), validate(), save_checkpoint(), finished(),
+// result() and set_callbacks() hold the Trainer's lock while they run; a call from a second thread
+// waits until the call under way returns, so that steps taken from several threads are the same
+// steps, in turn, as one thread would take (run() takes the lock step by step: another thread's
+// call may come between two of its steps). A callback calling the Trainer on the thread that runs
+// it does not wait (the lock is that thread's already). request_stop(), options() and
+// model_config() take no lock. Waiting, not an error: a second caller (a thread pool stepping, a
+// monitor reading result()) has a well-defined answer once the first call is done.
 class Trainer {
  public:
   // Validates the options, takes the run folder's lock (held until the Trainer is destroyed),

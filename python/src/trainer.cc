@@ -107,7 +107,8 @@ valid_source, valid_target, run_dir, preset, model={"d_model": 256}, max_steps, 
 unknown fields and wrong types raise Error naming them; a field given as None takes its default. The constructor validates them, takes the run
 folder's lock and prepares data, vocabulary and model (or resumes with resume=True). on_message(str)
 gets the log lines, on_progress(Progress) each step, on_metrics(MetricsRecord) each metrics.jsonl
-record. Calls release the GIL; the callbacks run with it. Ctrl-C during run() or step() stops the
+record. Calls release the GIL; the callbacks run with it. One call at a time: a call from a second
+thread (step, validate, save_checkpoint, result, finished) waits for the one under way. Ctrl-C during run() or step() stops the
 training as request_stop() does (a checkpoint is saved; the result says interrupted).)";
 
 void bind_trainer_class(py::module_& m) {
@@ -133,8 +134,16 @@ void bind_trainer_class(py::module_& m) {
            }, "Writes a checkpoint of the current step; returns its path.")
       .def("request_stop", [](PyTrainer& t) { t.trainer->request_stop(); },
            "Asks the training to stop after the step under way (a checkpoint is saved). Safe from any thread.")
-      .def_property_readonly("finished", [](const PyTrainer& t) { return t.trainer->finished(); })
-      .def_property_readonly("result", [](const PyTrainer& t) { return t.trainer->result(); })
+      // These wait for the Trainer's lock, which a step holds while its callbacks take the GIL:
+      // waited for without the GIL.
+      .def_property_readonly("finished", [](const PyTrainer& t) {
+             py::gil_scoped_release release;
+             return t.trainer->finished();
+           })
+      .def_property_readonly("result", [](const PyTrainer& t) {
+             py::gil_scoped_release release;
+             return t.trainer->result();
+           })
       .def_property_readonly("options", [](const PyTrainer& t) {
              return py::module_::import("json").attr("loads")(train_options_to_json(t.trainer->options()));
            }, "the resolved options, as the run folder's config.json holds them");

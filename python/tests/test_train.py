@@ -174,3 +174,29 @@ def test_ctrl_c_stops_like_request_stop(data, tmp_path):
     assert result.interrupted and 0 < result.steps < 100000
     assert (tmp_path / "ctrl-c" / "model.safetensors").exists()
     assert (tmp_path / "ctrl-c" / f"checkpoint-{result.steps:08d}.safetensors").exists()
+
+
+def test_two_threads_stepping_one_trainer_take_turns(data, tmp_path):
+    # One trainer, two threads stepping it: each call is one whole step, in turn (the Trainer's
+    # lock), and the weights are those of one thread taking the same steps.
+    alone = transformer.Trainer(**options(data, tmp_path / "alone", max_steps=16)).run()
+    t = transformer.Trainer(**options(data, tmp_path / "shared", max_steps=16))
+    seen, errors = [], []
+
+    def work():
+        try:
+            for _ in range(8):
+                seen.append(t.step().step)
+                assert t.result.steps >= seen[-1]
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert sorted(seen) == list(range(1, 17))
+    assert t.finished and t.result.steps == 16 and t.result.last_loss == alone.last_loss
+    assert (tmp_path / "alone" / "model.safetensors").read_bytes() == (tmp_path / "shared" / "model.safetensors").read_bytes()

@@ -287,20 +287,16 @@ std::vector<Score> Translator::score_ids(const std::vector<std::vector<int32_t>>
       }
   }
   tfm::ScopedThreads threads(impl_->options.threads);
-  const auto batch_size = static_cast<size_t>(options.batch_sentences);
-  for (size_t begin = 0; begin < src.size(); begin += batch_size) {
-    const size_t end = std::min(src.size(), begin + batch_size);
-    const tfm::Batch batch = tfm::make_batch({src.begin() + begin, src.begin() + end},
-                                             {tgt.begin() + begin, tgt.begin() + end}, c);
+  // Each pair alone, a batch of one without padding: its products run on its own rows only, so its
+  // score has the same bits whatever the pairs around it (in a padded batch the products' shapes,
+  // and with them the kernels' sum orders, depend on the other pairs). docs/api.md gives the cost.
+  for (size_t i = 0; i < src.size(); ++i) {
+    const tfm::Batch batch = tfm::make_batch({src[i]}, {tgt[i]}, c);
     const tfm::ScoredBatch scored = tfm::score_batch(model, model.context(), batch, 0.0, nullptr);
-    const std::vector<double> totals = tfm::sentence_log_probs(batch, scored);
-    for (size_t b = 0; b < end - begin; ++b) {
-      const int32_t len = batch.tgt_lengths.data<int32_t>()[b];
-      Score& s = out[begin + b];
-      s.total = totals[b];
-      s.tokens = len;
-      s.per_token = totals[b] / len;
-    }
+    Score& s = out[i];
+    s.total = tfm::sentence_log_probs(batch, scored)[0];
+    s.tokens = batch.tgt_lengths.data<int32_t>()[0];
+    s.per_token = s.total / s.tokens;
   }
   return out;
 }

@@ -119,7 +119,7 @@ Action add_score(CLI::App& app) {
   cmd->add_flag("--bf16", o->bf16,
                 "bfloat16 products (inputs rounded to bfloat16, float32 sums), as train --bf16 and translate --bf16: "
                 "on a GPU its tensor cores; on a CPU faster with AVX-512 BF16, slower without");
-  cmd->add_option("--batch-size", o->batch_sentences, cat("pairs scored together (at most ", transformer::kMaxBatchSentences, ")"))
+  cmd->add_option("--batch-size", o->batch_sentences, cat("accepted, at most ", transformer::kMaxBatchSentences, "; each pair is scored alone, so that its score does not depend on the others (docs/api.md)"))
       ->capture_default_str();
   cmd->add_option("--max-input-tokens", o->max_input_tokens,
                   cat("longer sides are truncated, with a warning (at most ", transformer::kMaxInputTokens, ")"))

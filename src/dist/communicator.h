@@ -32,6 +32,11 @@ class Communicator {
   // Whether another thread than the one that started the engine may call it, one thread at a time
   // (MPI_THREAD_SERIALIZED): dist::BucketReducer's thread does while the caller computes.
   virtual bool other_threads_may_call() const = 0;
+  // The longest a collective waits for the other ranks, in seconds (0: no limit, the start's).
+  // Past it, the engine asks every rank whether it is alive, and ends every rank through abort()
+  // with a message naming the ranks that did not answer (stopped, hung, or unreachable): a job
+  // whose rank is stopped (SIGSTOP) does not wait forever. One process has nothing to wait for.
+  virtual void set_timeout(double seconds) {}
   // Ends every rank of the job at once (a collective that some rank will never join would
   // otherwise wait forever): prints "error: rank R of N: message" to stderr and exits with
   // status 1, this rank and, through the engine, all the others.

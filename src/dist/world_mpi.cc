@@ -3,10 +3,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -40,9 +42,15 @@ class Mpi final : public Communicator {
     MPI_Comm_rank(node, &local_rank_);
     MPI_Comm_size(node, &local_size_);
     MPI_Comm_free(&node);
+    // The liveness questions of a timed-out collective travel apart from the training's messages.
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &pings_), "MPI_Comm_dup");
     library_ = engine();
   }
-  ~Mpi() override { MPI_Finalize(); }
+  ~Mpi() override {
+    MPI_Comm_free(&pings_);
+    MPI_Finalize();
+  }
+  void set_timeout(double seconds) override { timeout_ = seconds; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
@@ -58,7 +66,9 @@ class Mpi final : public Communicator {
     auto* p = static_cast<char*>(data);
     for (int64_t done = 0; done < bytes;) {
       const int chunk = static_cast<int>(std::min<int64_t>(bytes - done, INT_MAX));
-      check(MPI_Bcast(p + done, chunk, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+      MPI_Request request = MPI_REQUEST_NULL;
+      check(MPI_Ibcast(p + done, chunk, MPI_BYTE, root, MPI_COMM_WORLD, &request), "MPI_Ibcast");
+      wait(request, "a broadcast");
       done += chunk;
     }
   }
@@ -74,7 +84,10 @@ class Mpi final : public Communicator {
   void reduce(T* data, int64_t n, MPI_Datatype type) {
     for (int64_t done = 0; done < n;) {
       const int chunk = static_cast<int>(std::min<int64_t>(n - done, INT_MAX));
-      check(MPI_Allreduce(MPI_IN_PLACE, data + done, chunk, type, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+      MPI_Request request = MPI_REQUEST_NULL;
+      check(MPI_Iallreduce(MPI_IN_PLACE, data + done, chunk, type, MPI_SUM, MPI_COMM_WORLD, &request),
+            "MPI_Iallreduce");
+      wait(request, "a sum over the ranks");
       done += chunk;
     }
   }
@@ -105,18 +118,91 @@ class Mpi final : public Communicator {
       }
       scratch_.resize(static_cast<size_t>(contributors) * static_cast<size_t>(mine) * sizeof(T));
       T* recv = reinterpret_cast<T*>(scratch_.data());
-      check(MPI_Alltoallv(data + start, send_counts.data(), displs.data(), type, recv, recv_counts.data(),
-                          recv_displs.data(), type, MPI_COMM_WORLD),
-            "MPI_Alltoallv");
+      MPI_Request request = MPI_REQUEST_NULL;
+      check(MPI_Ialltoallv(data + start, send_counts.data(), displs.data(), type, recv, recv_counts.data(),
+                           recv_displs.data(), type, MPI_COMM_WORLD, &request),
+            "MPI_Ialltoallv");
+      wait(request, "the gradients' exchange");
       std::vector<T*> terms;
       for (int r = 0; r < contributors; ++r) terms.push_back(recv + static_cast<int64_t>(r) * mine);
       tree_sum(terms.data(), contributors, mine);
-      check(MPI_Allgatherv(recv, mine, type, data + start, counts.data(), displs.data(), type, MPI_COMM_WORLD),
-            "MPI_Allgatherv");
+      check(MPI_Iallgatherv(recv, mine, type, data + start, counts.data(), displs.data(), type, MPI_COMM_WORLD,
+                            &request),
+            "MPI_Iallgatherv");
+      wait(request, "the gradients' exchange");
     }
   }
+
+  // Waits for a collective started without blocking, at most timeout_ seconds (the collectives are
+  // started so for this: MPI's blocking ones wait forever for a rank that never comes). Meanwhile
+  // it answers the other ranks' liveness questions.
+  void wait(MPI_Request& request, const char* what) {
+    const auto start = Clock::now();
+    for (int64_t spins = 0;; ++spins) {
+      int done = 0;
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return;
+      if (spins % 1024 != 0) continue;  // the clock and the questions now and then
+      answer_pings();
+      if (timeout_ > 0 && seconds_since(start) > timeout_) time_out(what);
+    }
+  }
+  // Answers each question waiting for this rank ("alive?") at once.
+  void answer_pings() {
+    for (;;) {
+      int waiting = 0;
+      MPI_Status status;
+      check(MPI_Iprobe(MPI_ANY_SOURCE, kPing, pings_, &waiting, &status), "MPI_Iprobe");
+      if (!waiting) return;
+      int question = 0;
+      check(MPI_Recv(&question, 1, MPI_INT, status.MPI_SOURCE, kPing, pings_, MPI_STATUS_IGNORE), "MPI_Recv");
+      send_small(status.MPI_SOURCE, kPong);
+    }
+  }
+  // A one-int message not waited for (eager: its buffer, a member, outlives it).
+  void send_small(int to, int tag) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Isend(&token_, 1, MPI_INT, to, tag, pings_, &request), "MPI_Isend");
+    check(MPI_Request_free(&request), "MPI_Request_free");
+  }
+  // Asks every other rank whether it is alive, gives them a few seconds to answer, and ends the job
+  // naming those that did not.
+  [[noreturn]] void time_out(const char* what) {
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_) send_small(r, kPing);
+    std::vector<bool> answered(static_cast<size_t>(size_), false);
+    answered[static_cast<size_t>(rank_)] = true;
+    const auto asked = Clock::now();
+    while (seconds_since(asked) < std::min(timeout_, 5.0) &&
+           std::count(answered.begin(), answered.end(), false) > 0) {
+      answer_pings();
+      int waiting = 0;
+      MPI_Status status;
+      check(MPI_Iprobe(MPI_ANY_SOURCE, kPong, pings_, &waiting, &status), "MPI_Iprobe");
+      if (!waiting) continue;
+      int answer = 0;
+      check(MPI_Recv(&answer, 1, MPI_INT, status.MPI_SOURCE, kPong, pings_, MPI_STATUS_IGNORE), "MPI_Recv");
+      answered[static_cast<size_t>(status.MPI_SOURCE)] = true;
+    }
+    std::string silent;
+    for (int r = 0; r < size_; ++r)
+      if (!answered[static_cast<size_t>(r)]) silent += cat(silent.empty() ? "" : ", ", r);
+    const std::string waited = cat(what, " waited more than ", timeout_, " s (rank_timeout, --rank-timeout) for ");
+    abort(silent.empty() ? cat(waited, "the other ranks, which all answer but do not take part; ending every rank")
+                         : cat(waited, silent.find(',') == std::string::npos ? "rank " : "ranks ", silent,
+                               ", which did not answer (stopped, hung or unreachable); ending every rank"));
+  }
+  using Clock = std::chrono::steady_clock;
+  static double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  }
+  static constexpr int kPing = 1, kPong = 2;  // tags on pings_
+
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   bool serialized_ = false;
+  double timeout_ = 0;  // seconds; 0: none
+  MPI_Comm pings_ = MPI_COMM_NULL;
+  int token_ = 1;
   std::string library_;
   std::vector<char> scratch_;
 };

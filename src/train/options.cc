@@ -29,6 +29,7 @@ void TrainOptions::validate() const {
   TFM_CHECK(accumulate >= 1, "train: accumulate must be >= 1, got ", accumulate);
   TFM_CHECK(allreduce_bucket_mb >= 0 && allreduce_bucket_mb <= 1e6, "train: allreduce_bucket_mb must be in [0, 1e6], got ",
             allreduce_bucket_mb);
+  TFM_CHECK(rank_timeout >= 0, "train: rank_timeout must be >= 0 (0: no limit), got ", rank_timeout);
   TFM_CHECK(max_tokens >= 1, "train: max_tokens must be >= 1, got ", max_tokens);
   TFM_CHECK(lr_factor > 0, "train: lr_factor must be positive, got ", lr_factor);
   TFM_CHECK(warmup_steps >= 1, "train: warmup_steps must be >= 1, got ", warmup_steps);
@@ -62,7 +63,7 @@ void TrainOptions::validate() const {
 // Each field once: its JSON name is its C++ name.
 #define TFM_TRAIN_FIELDS(X)                                                                                 \
   X(train_source) X(train_target) X(valid_source) X(valid_target) X(run_dir) X(vocab) X(max_tokens)          \
-  X(max_chars) X(preset) X(batch_tokens) X(accumulate) X(allreduce_bucket_mb) X(lr_factor) X(warmup_steps) X(adam_beta1)           \
+  X(max_chars) X(preset) X(batch_tokens) X(accumulate) X(allreduce_bucket_mb) X(rank_timeout) X(lr_factor) X(warmup_steps) X(adam_beta1)           \
   X(adam_beta2) X(adam_eps) X(label_smoothing) X(clip_norm) X(bf16) X(device) X(max_steps) X(max_epochs) X(max_seconds)       \
   X(valid_every) X(best_metric) X(patience) X(valid_beam) X(valid_max_sentences) X(save_every) X(keep_last) \
   X(resume) X(log_every) X(seed) X(threads)
@@ -127,6 +128,7 @@ const char* train_option_help(std::string_view field) {
       {"batch_tokens", "tokens per batch and side, padding included"},
       {"accumulate", "batches per optimizer step (gradient accumulation)"},
       {"allreduce_bucket_mb", "under mpirun: sum the gradients over the processes in buckets of this many MB during the backward pass; 0: after it"},
+      {"rank_timeout", "under mpirun: seconds a rank waits for the others before ending every rank, naming the silent ones; 0: no limit"},
       {"lr_factor", "lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)"},
       {"warmup_steps", "steps of linear learning-rate warm-up"},
       {"adam_beta1", "Adam beta1"},

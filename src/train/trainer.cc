@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "core/device.h"
@@ -29,6 +30,7 @@
 #include "train/ranks.h"
 #include "train/run_folder.h"
 #include "train/state.h"
+#include "train/trainer_impl.h"
 #include "train/validation.h"
 
 namespace transformer {
@@ -40,83 +42,6 @@ using tfm::cat;
 // draws streams from rng_counter + j·kStreamsPerBatch on, so that its masks do not depend on which
 // rank computes it, nor on how many ranks there are (a forward pass draws about 4 per layer).
 constexpr uint64_t kStreamsPerBatch = uint64_t{1} << 16;
-
-struct Trainer::Impl {
-  Impl(const TrainOptions& options, TrainCallbacks callbacks);
-
-  // Rank 0 alone reports, logs and writes; the other ranks compute their share of each step.
-  bool root() const { return comm.is_root(); }
-  void message(const std::string& line) const {
-    if (root() && callbacks.on_message) callbacks.on_message(line);
-  }
-
-  // The constructor's steps, in order. Settings are checked first, before minutes of reading data
-  // and training a vocabulary: the model (with a stand-in vocabulary size), the device, the files,
-  // the ranks' options and the run folder.
-  void set_up_process();  // threads, options, device
-  void check_run_settings();
-  void build_model();
-  void plan_steps();
-  // Rank 0 resumes from the run folder's checkpoint (or starts its metrics anew) and records the
-  // options; a resume sends its state to every rank.
-  void restore_or_start();
-
-  // Whether a limit or a stop request ends the training before another step, and why.
-  std::optional<std::string> limit_reached() const;
-  // limit_reached() as rank 0 sees it (its clock, its signals), the same on every rank.
-  std::optional<std::string> shared_limit_reached() const;
-  // This step's batches (indices into `batches`): the next `accumulate` × ranks of this epoch's
-  // order (an epoch ends between steps); none when the epoch that just ended was the last.
-  std::vector<int32_t> next_batches();
-  // The step's target tokens over all ranks, as tfm::make_batch counts them (each sentence and its
-  // end); adds the source and target tokens to the speed's count.
-  int64_t count_tokens(const std::vector<int32_t>& step_batches);
-  // Forward and backward over this rank's share of the batches (a run of `accumulate`), the
-  // gradients summed over the ranks, then Adam; returns the step's loss sum over all ranks.
-  double optimize(const std::vector<int32_t>& step_batches, int64_t tokens, double lr);
-  // Batch `index`'s loss, its gradients added to the model's (scaled by 1 / the step's `tokens`).
-  double train_batch(const tfm::Context& ctx, int32_t index, int64_t tokens) const;
-  void report_progress(double lr);
-  // A scheduled validation: best model, metrics, patience; true when patience ends the training.
-  bool scheduled_validation();
-  void log_metrics(const nlohmann::json& record, MetricsRecord::Kind kind);
-  // Whether the gradients go through NCCL: on a GPU, started by an MPI launcher.
-  bool over_nccl() const {
-    return device != tfm::Device::CPU && (comm.size() > 1 || tfm::dist::started_by_launcher());
-  }
-  // Rank 0 writes a checkpoint of this step; "" on the other ranks.
-  std::string checkpoint();
-  void finish(const std::string& reason);
-  StepResult step();
-  // What follows a step's update: progress, validation, checkpoints, limits.
-  void after_step(double lr);
-  TrainResult current_result() const;
-
-  tfm::dist::Communicator& comm = tfm::dist::world();  // first: it starts MPI under mpirun
-  const TrainOptions o;
-  TrainCallbacks callbacks;
-  // message() as a function, for the steps in the files beside this one
-  const std::function<void(const std::string&)> say = [this](const std::string& line) { message(line); };
-  std::atomic<bool> stop_requested{false};
-  tfm::Pace pace;  // from the start
-  std::unique_ptr<tfm::FileLock> lock;
-  tfm::TrainingCorpus data;
-  ModelConfig config;
-  std::unique_ptr<tfm::Transformer> model;
-  tfm::Device device = tfm::Device::CPU;  // where the parameters, gradients and moments live
-  tfm::Optimizer optimizer;
-  std::optional<tfm::GradientSync> sync;
-  std::vector<std::vector<int32_t>> batches;
-  std::unique_ptr<tfm::MetricsLog> metrics;  // rank 0's
-  tfm::TrainState s;
-  tfm::Rng rng;
-  std::vector<int32_t> order;  // this epoch's batch order
-  TrainResult result;
-  int64_t last_saved = 0;  // the step of the last checkpoint (0: none)
-  int64_t last_validated = -1;  // the step of the last scheduled validation (-1: none in this process)
-  bool done = false;
-  std::string failure;  // the error that ended the training, if one did
-};
 
 static_assert(std::atomic<bool>::is_always_lock_free, "request_stop() must be async-signal-safe");
 
@@ -132,6 +57,7 @@ Trainer::Impl::Impl(const TrainOptions& options, TrainCallbacks cbs) : o(options
   order = tfm::epoch_order(static_cast<int64_t>(batches.size()), o.seed, s.epoch);
   last_saved = s.step;
   pace.begin_steps(s.step, s.elapsed_s, {static_cast<int64_t>(batches.size()), o.accumulate * comm.size()});
+  comm.set_timeout(o.rank_timeout);  // from the first step on: rank 0 prepared the data alone
 }
 
 void Trainer::Impl::set_up_process() {
@@ -439,8 +365,11 @@ void Trainer::Impl::after_step(double lr) {
   report_progress(lr);
   // Validation, best model, early stopping.
   if (data.validates && s.step % o.valid_every == 0) {
-    int64_t patience_ended = root() && scheduled_validation();  // rank 0 validates, and decides
+    // Rank 0 validates, and decides; the others wait for it as long as that takes.
+    comm.set_timeout(0);
+    int64_t patience_ended = root() && scheduled_validation();
     if (comm.size() > 1) comm.broadcast(patience_ended, 0);
+    comm.set_timeout(o.rank_timeout);
     if (patience_ended) {
       checkpoint();
       finish(cat("no improvement in ", o.patience, " validations"));
@@ -475,24 +404,40 @@ TrainResult Trainer::run() {
 }
 
 StepResult Trainer::step() {
+  const std::lock_guard lock(impl_->busy);
   return tfm::or_abort_all_ranks([&] { return impl_->step(); });
 }
 
 ValidationResult Trainer::validate() {
+  const std::lock_guard lock(impl_->busy);
   TFM_CHECK(!impl_->data.valid.src.empty(), "no validation data to validate on: set valid_source and valid_target");
   return tfm::validate(*impl_->model, impl_->data.vocab, impl_->data.valid, impl_->o);
 }
 
-std::string Trainer::save_checkpoint() { return impl_->checkpoint(); }
+std::string Trainer::save_checkpoint() {
+  const std::lock_guard lock(impl_->busy);
+  return impl_->checkpoint();
+}
 
 void Trainer::request_stop() noexcept {
   if (impl_) impl_->stop_requested.store(true, std::memory_order_relaxed);
 }
 
-bool Trainer::finished() const { return impl_->done; }
-TrainResult Trainer::result() const { return impl_->current_result(); }
+bool Trainer::finished() const {
+  const std::lock_guard lock(impl_->busy);
+  return impl_->done;
+}
+
+TrainResult Trainer::result() const {
+  const std::lock_guard lock(impl_->busy);
+  return impl_->current_result();
+}
+
 const TrainOptions& Trainer::options() const { return impl_->o; }
 const ModelConfig& Trainer::model_config() const { return impl_->config; }
-void Trainer::set_callbacks(TrainCallbacks callbacks) { impl_->callbacks = std::move(callbacks); }
+void Trainer::set_callbacks(TrainCallbacks callbacks) {
+  const std::lock_guard lock(impl_->busy);
+  impl_->callbacks = std::move(callbacks);
+}
 
 }  // namespace transformer
