@@ -8,7 +8,8 @@ model files and BLEU/chrF from Python, over the project's C++ library (docs/pyth
         print(r.best.text, [h.score for h in r.hypotheses])
 
 Every computing call releases the GIL. Errors of the library raise transformer.Error (a
-RuntimeError) with the C++ library's message.
+RuntimeError) with the C++ library's message; arguments of the wrong kind raise TypeError naming
+them, as Python does.
 """
 
 from ._transformer import (
