@@ -60,7 +60,7 @@ void bind_translation(py::module_& m) {
           [](const py::object& self) {
             return py::cast(&self.cast<const Translation&>().best(), py::return_value_policy::reference_internal, self);
           },
-          "the best hypothesis; raises Error for an empty input, which has none")
+          "the best hypothesis; raises Error for an empty input, which has none (its repr shows no best)")
       .def_readonly("source_ids", &Translation::source_ids,
                     "the encoded (maybe truncated) source, without end of sentence")
       .def_readonly("truncated", &Translation::truncated, "the source had more than max_input_tokens tokens")
@@ -69,9 +69,11 @@ void bind_translation(py::module_& m) {
                     "the forced target prefix, encoded: every hypothesis's ids start with it")
       .def_readonly("prefix_repairs", &Translation::prefix_repairs, "what clean_input changed in the target prefix")
       .def("__len__", [](const Translation& t) { return t.hypotheses.size(); })
+      // An empty input's repr names no best, as .best has none to give (it raises).
       .def("__repr__", [](const Translation& t) {
-        std::string best = t.hypotheses.empty() ? "None" : py::repr(text_of(t.hypotheses.front().text)).cast<std::string>();
-        return "Translation(best=" + best + ", hypotheses=" + std::to_string(t.hypotheses.size()) + ")";
+        const std::string count = "hypotheses=" + std::to_string(t.hypotheses.size()) + ")";
+        if (t.hypotheses.empty()) return "Translation(" + count;
+        return "Translation(best=" + py::repr(text_of(t.hypotheses.front().text)).cast<std::string>() + ", " + count;
       });
 }
 

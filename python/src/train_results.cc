@@ -10,12 +10,27 @@ const char* kind_name(MetricsRecord::Kind kind) {
   return kind == MetricsRecord::Kind::kTraining ? "training" : "validation";
 }
 
+// The learning rate as `lr`, the name of metrics.jsonl, MetricsRecord.values and the progress line;
+// `learning_rate`, its earlier name, stays as a deprecated alias (DeprecationWarning).
+template <class T>
+void def_lr(py::class_<T>& c) {
+  c.def_readonly("lr", &T::learning_rate, "this step's learning rate (\"lr\" in metrics.jsonl)")
+      .def_property_readonly(
+          "learning_rate",
+          [](const T& x) {
+            if (PyErr_WarnEx(PyExc_DeprecationWarning, "learning_rate is deprecated; use lr", 1) < 0)
+              throw py::error_already_set();
+            return x.learning_rate;
+          },
+          "deprecated: lr");
+}
+
 void bind_progress_and_records(py::module_& m) {
-  py::class_<Progress>(m, "Progress", "What one optimizer step did, as the command line's progress line shows it.")
-      .def_readonly("step", &Progress::step)
+  py::class_<Progress> progress(m, "Progress", "What one optimizer step did, as the command line's progress line shows it.");
+  def_lr(progress);
+  progress.def_readonly("step", &Progress::step)
       .def_readonly("epoch", &Progress::epoch)
       .def_readonly("loss", &Progress::loss, "mean label-smoothed loss per target token since the last log step")
-      .def_readonly("learning_rate", &Progress::learning_rate)
       .def_readonly("tokens_per_s", &Progress::tokens_per_s)
       .def_readonly("elapsed_s", &Progress::elapsed_s)
       .def_readonly("eta_s", &Progress::eta_s,
@@ -46,18 +61,18 @@ void bind_validation_and_step(py::module_& m) {
         return "ValidationResult(loss=" + repr_float(v.loss) + ", ppl=" + repr_float(v.ppl) +
                ", bleu=" + repr_float(v.bleu) + ", exact=" + repr_float(v.exact) + ")";
       });
-  py::class_<StepResult>(m, "StepResult", "What one Trainer.step() did.")
-      .def_readonly("step", &StepResult::step)
+  py::class_<StepResult> step(m, "StepResult", "What one Trainer.step() did.");
+  def_lr(step);
+  step.def_readonly("step", &StepResult::step)
       .def_readonly("epoch", &StepResult::epoch)
       .def_readonly("stepped", &StepResult::stepped, "an optimizer step was taken")
       .def_readonly("loss", &StepResult::loss)
       .def_readonly("tokens", &StepResult::tokens)
-      .def_readonly("learning_rate", &StepResult::learning_rate)
       .def_readonly("finished", &StepResult::finished)
       .def("__repr__", [](const StepResult& r) {
         return "StepResult(step=" + std::to_string(r.step) + ", epoch=" + std::to_string(r.epoch) +
                ", stepped=" + (r.stepped ? "True" : "False") + ", loss=" + repr_float(r.loss) + ", tokens=" +
-               std::to_string(r.tokens) + ", learning_rate=" + repr_float(r.learning_rate) +
+               std::to_string(r.tokens) + ", lr=" + repr_float(r.learning_rate) +
                ", finished=" + (r.finished ? "True" : "False") + ")";
       });
 }

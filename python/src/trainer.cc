@@ -24,7 +24,16 @@ std::shared_ptr<py::object> keep(const py::object& f) {
 // checkpoint is saved, and run() returns a result with interrupted = True.
 struct PythonCallbacks {
   py::object on_message, on_progress, on_metrics;
+  bool verbose = true;
 };
+
+// The callables one callback calls in turn: with verbose, the default display's method first.
+py::list calls(const py::object& display, const char* method, const py::object& given) {
+  py::list out;
+  if (!display.is_none()) out.append(display.attr(method));
+  if (!given.is_none()) out.append(given);
+  return out;
+}
 
 TrainCallbacks make_callbacks(const PythonCallbacks& p, Trainer** trainer) {
   // Checked before anything is trained or written (a wrong one once failed after the vocabulary).
@@ -32,15 +41,19 @@ TrainCallbacks make_callbacks(const PythonCallbacks& p, Trainer** trainer) {
                                 std::pair{"on_metrics", &p.on_metrics}})
     if (!f->is_none() && !PyCallable_Check(f->ptr()))
       throw py::type_error(std::string(name) + " must be callable or None, got " + py::repr(*f).cast<std::string>());
+  // verbose: the command line's log lines and progress on sys.stderr (python/transformer/_progress.py).
+  const py::object display =
+      p.verbose ? py::module_::import("transformer._progress").attr("TrainingDisplay")() : py::object(py::none());
   TrainCallbacks c;
-  if (!p.on_message.is_none()) {
-    auto f = keep(p.on_message);
-    c.on_message = [f](const std::string& line) {
+  const py::list messages = calls(display, "message", p.on_message);
+  if (!messages.empty()) {
+    auto fs = keep(messages);
+    c.on_message = [fs](const std::string& line) {
       py::gil_scoped_acquire gil;
-      (*f)(text_of(line));
+      for (const py::handle f : *fs) f(text_of(line));
     };
   }
-  auto progress = p.on_progress.is_none() ? nullptr : keep(p.on_progress);
+  auto progress = keep(calls(display, "progress", p.on_progress));
   c.on_progress = [progress, trainer](const Progress& pr) {
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() < 0) {
@@ -48,7 +61,9 @@ TrainCallbacks make_callbacks(const PythonCallbacks& p, Trainer** trainer) {
       PyErr_Clear();
       if (*trainer) (*trainer)->request_stop();
     }
-    if (progress) (*progress)(pr);
+    if (py::len(*progress) == 0) return;
+    const py::object value = py::cast(pr);
+    for (const py::handle f : *progress) f(value);
   };
   if (!p.on_metrics.is_none()) {
     auto f = keep(p.on_metrics);
@@ -69,7 +84,25 @@ struct PyTrainer {
 // The keywords as the JSON train_options_from_json reads: paths (os.PathLike, bytes) as str, a float
 // that is not finite refused by its keyword (JSON has no NaN).
 // A keyword given as None takes its default (model=None: the preset's model).
+// An unknown keyword is Python's TypeError, naming the nearest known one (a training option, or a
+// keyword of Trainer itself).
+void check_option_names(const py::kwargs& given) {
+  const TrainOptions defaults;
+  py::list names = py::module_::import("json").attr("loads")(train_options_to_json(defaults));
+  for (const char* other : {"config", "resolved_model"}) names.append(other);  // in a run's config.json
+  for (const auto& [key, value] : given) {
+    if (names.contains(key)) continue;
+    for (const char* own : {"on_message", "on_progress", "on_metrics", "verbose"}) names.append(own);
+    const py::list close = py::module_::import("difflib").attr("get_close_matches")(key, names, 1);
+    std::string message = "Trainer() got an unexpected keyword argument " + py::repr(key).cast<std::string>() +
+                           " (not a training option)";
+    if (!close.empty()) message += "; did you mean " + py::repr(close[0]).cast<std::string>() + "?";
+    throw py::type_error(message);
+  }
+}
+
 TrainOptions options_from_kwargs(const py::kwargs& given) {
+  check_option_names(given);
   py::dict kwargs;
   for (const auto& [key, value] : given)
     if (!value.is_none()) kwargs[key] = value;
@@ -86,10 +119,10 @@ TrainOptions options_from_kwargs(const py::kwargs& given) {
 }
 
 std::unique_ptr<PyTrainer> make_trainer(const py::object& on_message, const py::object& on_progress,
-                                        const py::object& on_metrics, const py::kwargs& kwargs) {
+                                        const py::object& on_metrics, bool verbose, const py::kwargs& kwargs) {
   const TrainOptions options = options_from_kwargs(kwargs);
   auto t = std::make_unique<PyTrainer>();
-  const TrainCallbacks callbacks = make_callbacks({on_message, on_progress, on_metrics}, t->self.get());
+  const TrainCallbacks callbacks = make_callbacks({on_message, on_progress, on_metrics, verbose}, t->self.get());
   {
     py::gil_scoped_release release;
     t->trainer = std::make_unique<Trainer>(options, callbacks);
@@ -100,21 +133,23 @@ std::unique_ptr<PyTrainer> make_trainer(const py::object& on_message, const py::
 
 constexpr const char* kTrainerDoc = R"(Trains a translation model from parallel text, as `transformer train`.
 
-Trainer(*, on_message=None, on_progress=None, on_metrics=None, **options)
+Trainer(*, on_message=None, on_progress=None, on_metrics=None, verbose=True, **options)
 
 options: the fields of a `train --config` file (docs/training.md), e.g. train_source, train_target,
 valid_source, valid_target, run_dir, preset, model={"d_model": 256}, max_steps, seed, threads;
-unknown fields and wrong types raise Error naming them; a field given as None takes its default. The constructor validates them, takes the run
-folder's lock and prepares data, vocabulary and model (or resumes with resume=True). on_message(str)
-gets the log lines, on_progress(Progress) each step, on_metrics(MetricsRecord) each metrics.jsonl
-record. Calls release the GIL; the callbacks run with it. One call at a time: a call from a second
+an unknown field raises TypeError (with the nearest field's name), a wrong type Error naming it; a
+field given as None takes its default. The constructor validates them, takes the run folder's lock
+and prepares data, vocabulary and model (or resumes with resume=True). verbose: the command line's
+log lines and progress on sys.stderr (a line updated in place on a terminal, one line per log step
+otherwise); verbose=False prints nothing. on_message(str) gets the log lines, on_progress(Progress)
+each step, on_metrics(MetricsRecord) each metrics.jsonl record (with verbose too). Calls release the GIL; the callbacks run with it. One call at a time: a call from a second
 thread (step, validate, save_checkpoint, result, finished) waits for the one under way. Ctrl-C during run() or step() stops the
 training as request_stop() does (a checkpoint is saved; the result says interrupted).)";
 
 void bind_trainer_class(py::module_& m) {
   py::class_<PyTrainer>(m, "Trainer", kTrainerDoc)
       .def(py::init(&make_trainer), py::kw_only(), py::arg("on_message") = py::none(),
-           py::arg("on_progress") = py::none(), py::arg("on_metrics") = py::none())
+           py::arg("on_progress") = py::none(), py::arg("on_metrics") = py::none(), py::arg("verbose") = true)
       .def("run", [](PyTrainer& t) {
              py::gil_scoped_release release;
              return t.trainer->run();

@@ -63,9 +63,10 @@ std::unique_ptr<Translator> load_translator(const py::object& model_path, const 
     t = std::make_unique<Translator>(path, o);
   }
   // What the command line prints as "warning: ..." (a model without a vocabulary fingerprint) is a
-  // UserWarning; the informational notes stay in load_notes.
+  // UserWarning; the informational notes stay in load_notes. Level 2: the caller of the package's
+  // Translator.__init__ (python/transformer/_arguments.py), the user's line.
   for (const std::string& w : t->load_notes().warnings)
-    if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) < 0) throw py::error_already_set();
+    if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 2) < 0) throw py::error_already_set();
   return t;
 }
 

@@ -87,7 +87,7 @@ def test_step_by_step_equals_run_and_a_stop_resumes(data, tmp_path):
 
 
 def test_options_errors_name_the_field(data, tmp_path):
-    with pytest.raises(transformer.Error, match="unknown"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_step' .*did you mean 'max_steps'"):
         transformer.Trainer(**options(data, tmp_path / "x", max_step=3))
     with pytest.raises(transformer.Error, match="max_steps"):
         transformer.Trainer(**options(data, tmp_path / "x", max_steps="three"))

@@ -223,6 +223,7 @@ def test_load_warnings_are_python_warnings():
     with pytest.warns(UserWarning, match="records no vocabulary fingerprint") as caught:
         t = transformer.Translator(MODEL)
     assert [str(w.message) for w in caught] == t.load_notes.warnings
+    assert caught[0].filename == __file__  # the line that loads the model, not the package's wrapper
     assert len(t.load_notes.warnings) == 1
     assert not transformer.Translator(MODEL, need_vocab=False).load_notes.warnings
 

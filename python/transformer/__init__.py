@@ -8,7 +8,8 @@ model files and BLEU/chrF from Python, over the project's C++ library (docs/pyth
         print(r.best.text, [h.score for h in r.hypotheses])
 
 Every computing call releases the GIL. Errors of the library raise transformer.Error (a
-RuntimeError) with the C++ library's message.
+RuntimeError) with the C++ library's message; arguments of the wrong kind raise TypeError naming
+them, as Python does.
 """
 
 from ._transformer import (
@@ -96,16 +97,32 @@ def _accept_surrogates(function):
     return call
 
 
+# Arguments pybind11 refuses raise Python's TypeError ("Translator.translate() got an unexpected
+# keyword argument 'beam_size'; did you mean 'beam'?"), for every method and function of the module.
+from . import _arguments, _transformer  # noqa: E402
+
+for _name, _function in _arguments.wrap_module(
+    _transformer,
+    (BleuScore, ChrfScore, CleanText, ExactMatch, Hypothesis, LoadNotes, MetricsRecord, ModelInfo, Progress, Repairs,
+     Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult),
+    ("average_checkpoints", "bleu", "chrf", "exact_match", "model_info", "plot_training", "repair_warnings",
+     "write_demo_data"),
+).items():
+    globals()[_name] = _function
+clean_input = _arguments.pythonic(clean_input, "clean_input()")
+del _name, _function
+
 for _name in ("translate", "score", "encode"):
     setattr(Translator, _name, _accept_surrogates(getattr(Translator, _name)))
-clean_input = _accept_surrogates(clean_input)
+clean_input = _accept_surrogates(clean_input)  # outside: a retry of what pybind11 refused
 del _name
 
 
-def train(*, on_message=None, on_progress=None, on_metrics=None, **options) -> TrainResult:
+def train(*, on_message=None, on_progress=None, on_metrics=None, verbose=True, **options) -> TrainResult:
     """Trains to the end: Trainer(...).run(). The options are those of a `train --config` file
-    (docs/training.md); see Trainer for the callbacks and Ctrl-C."""
-    return Trainer(on_message=on_message, on_progress=on_progress, on_metrics=on_metrics, **options).run()
+    (docs/training.md); see Trainer for the callbacks, verbose and Ctrl-C."""
+    return Trainer(on_message=on_message, on_progress=on_progress, on_metrics=on_metrics, verbose=verbose,
+                   **options).run()
 
 __all__ = [
     "MAX_BATCH_SENTENCES",

@@ -7,7 +7,7 @@ Starts `transformer serve` on a free port, opens the page in headless Chromium (
   * #hypotheses lists the n-best (4, beam 4) with the API's texts and scores;
   * the SVG #heatmap has one rect.cell per (source token, target token), its labels are those tokens and
     lie inside the SVG (nothing clipped);
-  * #layer and #head offer "mean" plus one option per layer / head;
+  * #layer and #head offer "mean" plus one option per layer / head, labelled from 0;
   * clicking the second hypothesis marks it `chosen` and redraws the heatmap with its target tokens;
   * the page loads nothing from another origin, and the console shows no errors.
 Exits 77 (ctest's skip) when selenium, chromium or chromedriver is missing, non-zero on any failure.
@@ -99,6 +99,9 @@ def run_checks(driver, url):
         values = [o.get_attribute("value") for o in css(f"#{select} option")]
         check(values == ["mean"] + [str(i) for i in range(count)],
               f"#{select} offers {values}, wanted 'mean' and {count} {select}s")
+        # Labelled from 0, as `transformer attention --layer N` and its titles number them.
+        labels = [o.text for o in css(f"#{select} option")]
+        check(labels == values, f"#{select} labels {labels}, wanted {values}")
 
     items[1].click()
     WebDriverWait(driver, 5).until(lambda d: "chosen" in css("#hypotheses li")[1].get_attribute("class"),
