@@ -13,6 +13,7 @@
 #include "data/number_words.h"
 #include "train/options.h"
 #include "train/pace.h"
+#include "testing/tiny_training.h"
 #include "train/state.h"
 #include "transformer/trainer.h"
 
@@ -91,19 +92,7 @@ class TrainStopsTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   TrainOptions options(int64_t max_steps) const {
-    TrainOptions o;
-    o.train_source = (dir_ / "data/train.en").string();
-    o.train_target = (dir_ / "data/train.de").string();
-    o.run_dir = (dir_ / "run").string();
-    o.preset = "tiny";
-    o.model.d_model = 16;
-    o.model.heads = 2;
-    o.model.d_ff = 32;
-    o.model.encoder_layers = o.model.decoder_layers = 1;
-    o.vocab_options.size = 80;
-    o.batch_tokens = 256;
-    o.threads = 1;
-    o.max_steps = max_steps;
+    TrainOptions o = testing::tiny_training(dir_ / "data", dir_ / "run", max_steps);
     o.log_every = 1;
     return o;
   }

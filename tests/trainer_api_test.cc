@@ -23,6 +23,7 @@
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
 #include "testing/errors.h"
+#include "testing/tiny_training.h"
 #include "train/options.h"
 #include "train/state.h"
 #include "transformer/trainer.h"
@@ -58,21 +59,9 @@ class TrainerTest : public ::testing::Test {
   void SetUp() override { write_number_dataset(dir_ / "data", 3, 300, 20, 0); }
 
   TrainOptions options(const std::string& run, int64_t max_steps) const {
-    TrainOptions o;
-    o.train_source = dir_ / "data/train.en";
-    o.train_target = dir_ / "data/train.de";
-    o.run_dir = dir_ / run;
-    o.preset = "tiny";
-    o.model.d_model = 16;
-    o.model.heads = 2;
-    o.model.d_ff = 32;
-    o.model.encoder_layers = o.model.decoder_layers = 1;
-    o.vocab_options.size = 80;
-    o.batch_tokens = 256;
+    TrainOptions o = testing::tiny_training(dir_ / "data", dir_ / run, max_steps);
     o.warmup_steps = 10;
-    o.threads = 1;
     o.seed = 5;
-    o.max_steps = max_steps;
     o.save_every = 4;
     o.log_every = 2;
     return o;

@@ -15,6 +15,7 @@
 
 #include "data/number_words.h"
 #include "io/atomic_file.h"
+#include "testing/tiny_training.h"
 #include "transformer/trainer.h"
 
 namespace tfm {
@@ -35,21 +36,9 @@ class TrainerThreadsTest : public ::testing::Test {
 
   // A tiny model: a step takes milliseconds.
   TrainOptions options(const std::string& run, int64_t max_steps) const {
-    TrainOptions o;
-    o.train_source = (dir_ / "data/train.en").string();
-    o.train_target = (dir_ / "data/train.de").string();
-    o.run_dir = (dir_ / run).string();
-    o.preset = "tiny";
-    o.model.d_model = 16;
-    o.model.heads = 2;
-    o.model.d_ff = 32;
-    o.model.encoder_layers = o.model.decoder_layers = 1;
-    o.vocab_options.size = 80;
-    o.batch_tokens = 256;
+    TrainOptions o = testing::tiny_training(dir_ / "data", dir_ / run, max_steps);
     o.warmup_steps = 10;
-    o.threads = 1;
     o.seed = 5;
-    o.max_steps = max_steps;
     o.save_every = 100;
     o.log_every = 2;
     return o;
