@@ -69,10 +69,12 @@ bench: build
 demo: build
 	BIN=$(BUILD)/transformer scripts/demo.sh
 
-# Regenerates the committed PyTorch fixtures in tests/fixtures (needs python3-torch).
+# Regenerates the committed PyTorch fixtures in tests/fixtures, the model family's in
+# tests/fixtures/family (needs python3-torch).
 fixtures:
 	@scripts/install-deps.sh --fixtures
 	/usr/bin/python3 tools/make_fixtures.py --out tests/fixtures
+	/usr/bin/python3 tools/make_family_fixtures.py --out tests/fixtures/family
 
 # Fuzzes the model-file loader for FUZZ_SECONDS under AddressSanitizer and UBSan (clang, libFuzzer),
 # starting from a valid model file; crashes are written to build-fuzz/crash-*.
