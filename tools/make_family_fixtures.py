@@ -11,7 +11,8 @@ tools/make_fixtures.py (a tensor is {"shape": [...], "data": [row-major]}), plus
 model's ModelConfig as a JSON object. Parameters are random values rounded to 3 decimals, so they
 print short and every program reads exactly the same doubles; results keep all 17 digits. Before
 writing, the script asserts its own pieces (finite differences, incremental decoding, grouped-query
-against multi-head attention, rope and RMSNorm identities) and stops if one fails.
+against multi-head attention, whole layers against torch.nn's, rope and RMSNorm identities) and
+stops if one fails.
 """
 import argparse
 import json
