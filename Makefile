@@ -63,6 +63,7 @@ test-arm64: deps-arm64 $(BUILD_ARM64)/build.ninja
 # Benchmarks (never timed tests): op-level and whole-model at 2 threads, then the peers in the same
 # run and the ratios (scripts/bench.sh); figures recorded in docs/performance.md.
 bench: build
+	cmake --build $(BUILD) -j $(JOBS) --target benchmarks
 	BIN=$(BUILD)/bench/tfm_bench scripts/bench.sh
 
 # The main job on bundled data: generate the number-words task, train, score, translate, plot.

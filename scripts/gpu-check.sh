@@ -20,7 +20,7 @@ pack() {
   rm -rf "$stage" .gpu/pkg.tar.xz && mkdir -p "$stage/bin" "$stage/lib"
   local bins=("$build/transformer" "$build/tests/cuda_test" "$build/tests/core_test" "$build/bench/tfm_bench")
   for b in "${bins[@]}"; do
-    [[ -x $b ]] || { echo "gpu-check: $b is missing: build first (make build)" >&2; exit 1; }
+    [[ -x $b ]] || { echo "gpu-check: $b is missing: build first (make build; cmake --build $build --target benchmarks)" >&2; exit 1; }
     cp "$b" "$stage/bin/"
   done
   # The shared libraries the binaries load, by their sonames, but the C library, the C++ runtime

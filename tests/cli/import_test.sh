@@ -53,6 +53,8 @@ awk -F'\t' '$1 >= 0 || $1 !~ /^-?[0-9.]+$/ { bad = 1 } END { exit bad }' "$work/
 grep -q '"format":"marian"' "$work/info.txt" || fail "info does not say the model came from Marian"
 grep -q 'swish' "$work/info.txt" || fail "info does not show the swish activation"
 
+end_of_level_checks
+
 # Bad input: an error naming the problem, and nothing in the output folder.
 truncated="$work/cut"; mkdir "$truncated"; cp "$fix/marian/"* "$truncated/"
 head -c 100000 "$fix/marian/model.npz" > "$truncated/model.npz"

@@ -14,6 +14,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 tr() { "$bin" translate -m "$model" --threads 1 "$@"; }
+# Refusals: the command fails, its message naming the problem.
+expect_error() {  # expect_error PATTERN COMMAND...: the command fails and stderr matches PATTERN
+  local pattern=$1; shift
+  "$@" < /dev/null 2>"$work/err" > /dev/null && fail "accepted: $*"
+  grep -qE -- "$pattern" "$work/err" || fail "message of '$*': $(cat "$work/err")"
+}
 
 tr --beam 1 < "$fix/input.en" > "$work/greedy.de"
 diff "$fix/expected.greedy.de" "$work/greedy.de" || fail "greedy output differs from the committed expected output"
@@ -111,6 +117,88 @@ grep -q "configurations differ (.*d_model 16 against " "$work/err" || fail "mixe
 "$bin" eval --ref "$fix/expected.beam4.de" --hyp "$work/beam.de" --metrics exact | grep -q "exact match = 100.00%" ||
   fail "eval exact"
 
+# --min-length: no end of sentence before 8 tokens + EOS, so exactly 8 tokens when max is 9.
+echo "5 6 7" | tr --ids --beam 1 --min-length 9 --max-length-a 0 --max-length-b 9 > "$work/min.ids"
+[ "$(wc -w < "$work/min.ids")" -eq 8 ] || fail "--min-length 9 gave $(wc -w < "$work/min.ids") tokens"
+# --stats: the counts of what was translated, on stderr (stdout unchanged).
+tr --beam 1 --stats < "$fix/input.en" 2>"$work/stats" > "$work/stats.de"
+diff "$fix/expected.greedy.de" "$work/stats.de" || fail "--stats changed the output"
+grep -qE "^translated $(wc -l < "$fix/input.en") sentences, [1-9][0-9]* tokens in [0-9.]+ s" "$work/stats" ||
+  fail "--stats line: $(cat "$work/stats")"
+# Shortlist: built from demo-task pairs with the model's vocabulary; a generous one (every target
+# token the data has) leaves the translations as they are, a tight one still translates every line;
+# a shortlist of another vocabulary, a malformed one and bad options are refused.
+"$bin" demo-data --out "$work/demo" --train 2000 --valid 1 --test 1 > /dev/null
+sl() { "$bin" shortlist --source "$work/demo/train.en" --target "$work/demo/train.de" --vocab "$fix/vocab.model" "$@"; }
+sl -o "$work/wide.sl" --per-source 1000 --frequent 1000 2>"$work/err" || fail "shortlist: $(cat "$work/err")"
+grep -q "2000 pairs, 2000 kept" "$work/err" || fail "shortlist summary: $(cat "$work/err")"
+head -n 1 "$work/wide.sl" | grep -qx "tfm-shortlist 2" || fail "shortlist header"
+tr --beam 4 --shortlist "$work/wide.sl" --input "$fix/input.en" | diff "$fix/expected.beam4.de" - ||
+  fail "a shortlist of every target token changed the translations"
+sl -o "$work/tight.sl" --per-source 3 --frequent 2 2>/dev/null
+tr --beam 4 --shortlist "$work/tight.sl" --input "$fix/input.en" > "$work/tight.de"
+[ "$(wc -l < "$work/tight.de")" -eq "$(wc -l < "$fix/input.en")" ] || fail "tight shortlist: lines lost"
+cmp -s "$work/tight.de" "$fix/expected.beam4.de" && fail "a 3-per-token shortlist changed nothing: is it used?"
+"$bin" shortlist --source "$work/demo/train.en" --target "$work/demo/train.de" --vocab "$work/nonexistent.model" \
+  -o "$work/x.sl" 2>/dev/null && fail "shortlist without a vocabulary"
+expect_error "per source token must be >= 0, got -2" sl -o "$work/x.sl" --per-source -2
+[ ! -e "$work/x.sl" ] || fail "a refused shortlist wrote its file"
+# (Files of other sizes, malformed and damaged ones: shortlist_test.cc and integrity_test.sh.)
+expect_error "not a shortlist file" tr --shortlist "$fix/input.en"
+# Random sampling: the same --seed samples the same with other threads and batches, another seed
+# samples otherwise, --sampling-topk 1 is greedy search; sampling needs --beam 1; bad values are named.
+sample() { "$bin" translate -m "$model" --beam 1 --sampling-topk -1 "$@" < "$fix/input.en" 2>/dev/null; }
+sample --threads 1 --seed 7 > "$work/sample7.de"
+[ "$(wc -l < "$work/sample7.de")" -eq "$(wc -l < "$fix/input.en")" ] || fail "sampling lost lines"
+sample --threads 2 --batch-size 3 --parallel-batches 2 --seed 7 | diff "$work/sample7.de" - ||
+  fail "--seed 7 sampled otherwise with 2 threads and batches of 3"
+sample --threads 1 --seed 8 | cmp -s - "$work/sample7.de" && fail "--seed 7 and --seed 8 sampled the same"
+tr --beam 1 --sampling-topk 1 --sampling-temperature 3 < "$fix/input.en" | diff "$fix/expected.greedy.de" - ||
+  fail "--sampling-topk 1 is not greedy search"
+expect_error "sampling-topk 5 draws one translation per sentence: it needs --beam 1, got --beam 4" \
+  "$bin" translate -m "$model" --sampling-topk 5
+expect_error "sampling-topk must be -1 .*got -2" "$bin" translate -m "$model" --beam 1 --sampling-topk -2
+expect_error "sampling-topp must be in \(0, 1\], got 1.5" "$bin" translate -m "$model" --beam 1 --sampling-topk 5 --sampling-topp 1.5
+expect_error "sampling-temperature must be finite and > 0, got 0" \
+  "$bin" translate -m "$model" --beam 1 --sampling-topk 5 --sampling-temperature 0
+expect_error "sampling-topp 0.9 applies only to sampling" "$bin" translate -m "$model" --sampling-topp 0.9
+expect_error "seed must be an integer in \[0, 18446744073709551615\], got '-1'" "$bin" translate -m "$model" --seed -1
+expect_error "seed 7 applies only to sampling, which is off" "$bin" translate -m "$model" --beam 1 --seed 7
+# Target prefixes, one line per input line (an empty line: none): each translation begins with its
+# prefix and the others are as without; the counts must agree (file or standard input, either way).
+printf 'dreihundert\n\n\nsieben\n\n\n\n\n\n\n' > "$work/prefix.de"
+tr --beam 4 --target-prefix "$work/prefix.de" < "$fix/input.en" > "$work/prefixed.de"
+case "$(sed -n 1p "$work/prefixed.de")" in dreihundert*) ;; *) fail "line 1 does not begin with its prefix";; esac
+case "$(sed -n 4p "$work/prefixed.de")" in sieben*) ;; *) fail "line 4 does not begin with its prefix";; esac
+cmp -s <(sed -n 4p "$work/prefixed.de") <(sed -n 4p "$fix/expected.beam4.de") && fail "the prefix of line 4 changed nothing"
+diff <(sed '1d;4d' "$work/prefixed.de") <(sed '1d;4d' "$fix/expected.beam4.de") || fail "lines without a prefix changed"
+tr --beam 1 --sampling-topk -1 --seed 3 --target-prefix "$work/prefix.de" < "$fix/input.en" | sed -n 4p |
+  grep -q "^sieben" || fail "sampling after a prefix"
+head -n 3 "$work/prefix.de" > "$work/short.de"
+expect_error "target-prefix '.*short.de' has 3 lines but the input has 10" \
+  tr --target-prefix "$work/short.de" --input "$fix/input.en"
+tr --target-prefix "$work/short.de" < "$fix/input.en" > "$work/short.out" 2> "$work/err" && fail "3 prefixes for 10 lines"
+grep -q "has 3 lines but the input has 10" "$work/err" || fail "prefix count message: $(cat "$work/err")"
+[ ! -s "$work/short.out" ] || fail "translated lines before refusing the prefix count"
+head -n 2 "$fix/input.en" | tr --target-prefix "$work/prefix.de" 2> "$work/err" > /dev/null && fail "10 prefixes for 2 lines"
+grep -q "has 10 lines but the input has 2" "$work/err" || fail "prefix count message: $(cat "$work/err")"
+expect_error "cannot read --target-prefix" tr --target-prefix "$work"
+# A sentence's error names its line of the input, in later chunks too (the library counts from 0).
+{ echo; printf 'drei %.0s' $(seq 1100); echo; } > "$work/long.prefix"
+printf 'one\ntwo\n' | tr --target-prefix "$work/long.prefix" --chunk-lines 1 2> "$work/err" > /dev/null &&
+  fail "a prefix of over 1024 tokens accepted"
+grep -qE "^error: line 2: the target prefix has [0-9]+ tokens, more than the input token limit of 1024$" "$work/err" ||
+  fail "a long prefix's message: $(cat "$work/err")"
+# With --ids, prefixes are ids too, checked as input ids are.
+echo "9 10" > "$work/prefix.ids"
+echo "5 6 7" | tr --ids --target-prefix "$work/prefix.ids" | grep -q "^9 10\( \|$\)" || fail "--ids prefix"
+echo "9 3" > "$work/bad.ids"
+echo "5 6 7" | tr --ids --target-prefix "$work/bad.ids" 2> "$work/err" > /dev/null && fail "EOS in a prefix accepted"
+grep -q "target-prefix '.*bad.ids', line 1: token id 3 is the end-of-sentence id" "$work/err" ||
+  fail "--ids prefix message: $(cat "$work/err")"
+
+end_of_level_checks
+
 # Bad input: a malformed model file, a missing vocabulary, a wrong option.
 head -c 1000 "$model" > "$work/broken.safetensors"
 "$bin" info "$work/broken.safetensors" 2>"$work/err" && fail "broken model accepted"
@@ -132,12 +220,6 @@ grep -q "vocab.model' does not exist" "$work/err" || fail "missing vocabulary me
 grep -q "cannot read --input" "$work/err" || fail "folder input message"
 "$bin" init --preset tiny --vocab-size 50 --tie-source-target=false -o "$work/untied.safetensors" > /dev/null
 "$bin" info "$work/untied.safetensors" | grep -q "tie_source_target  false" || fail "--tie-source-target=false ignored"
-# Out-of-range options and inputs are refused, naming the value.
-expect_error() {  # expect_error PATTERN COMMAND...: the command fails and stderr matches PATTERN
-  local pattern=$1; shift
-  "$@" < /dev/null 2>"$work/err" > /dev/null && fail "accepted: $*"
-  grep -qE -- "$pattern" "$work/err" || fail "message of '$*': $(cat "$work/err")"
-}
 # The same for the other commands that write a file: never over one they read.
 cp "$model" "$work/m.safetensors"
 expect_error "^error: average: the output '.*m.safetensors' is also a checkpoint to average" "$bin" average "$work/m.safetensors" "$model" \
@@ -239,85 +321,6 @@ rc=0
 grep -qE "translating would need about [0-9.]+ GiB, more than the limit of 51.2 MiB \(max_memory, --max-memory\): a batch of [0-9]+ sentences of up to [0-9]+ tokens, outputs of up to [0-9]+ tokens \(max length a 1, b 50\) with beam 1000" \
   "$work/err" || fail "memory estimate message: $(cat "$work/err")"
 tr --beam 4 --max-memory 0.05 < "$fix/input.en" | diff "$fix/expected.beam4.de" - || fail "a small beam under the limit"
-# --min-length: no end of sentence before 8 tokens + EOS, so exactly 8 tokens when max is 9.
-echo "5 6 7" | tr --ids --beam 1 --min-length 9 --max-length-a 0 --max-length-b 9 > "$work/min.ids"
-[ "$(wc -w < "$work/min.ids")" -eq 8 ] || fail "--min-length 9 gave $(wc -w < "$work/min.ids") tokens"
-# --stats: the counts of what was translated, on stderr (stdout unchanged).
-tr --beam 1 --stats < "$fix/input.en" 2>"$work/stats" > "$work/stats.de"
-diff "$fix/expected.greedy.de" "$work/stats.de" || fail "--stats changed the output"
-grep -qE "^translated $(wc -l < "$fix/input.en") sentences, [1-9][0-9]* tokens in [0-9.]+ s" "$work/stats" ||
-  fail "--stats line: $(cat "$work/stats")"
-# Shortlist: built from demo-task pairs with the model's vocabulary; a generous one (every target
-# token the data has) leaves the translations as they are, a tight one still translates every line;
-# a shortlist of another vocabulary, a malformed one and bad options are refused.
-"$bin" demo-data --out "$work/demo" --train 2000 --valid 1 --test 1 > /dev/null
-sl() { "$bin" shortlist --source "$work/demo/train.en" --target "$work/demo/train.de" --vocab "$fix/vocab.model" "$@"; }
-sl -o "$work/wide.sl" --per-source 1000 --frequent 1000 2>"$work/err" || fail "shortlist: $(cat "$work/err")"
-grep -q "2000 pairs, 2000 kept" "$work/err" || fail "shortlist summary: $(cat "$work/err")"
-head -n 1 "$work/wide.sl" | grep -qx "tfm-shortlist 2" || fail "shortlist header"
-tr --beam 4 --shortlist "$work/wide.sl" --input "$fix/input.en" | diff "$fix/expected.beam4.de" - ||
-  fail "a shortlist of every target token changed the translations"
-sl -o "$work/tight.sl" --per-source 3 --frequent 2 2>/dev/null
-tr --beam 4 --shortlist "$work/tight.sl" --input "$fix/input.en" > "$work/tight.de"
-[ "$(wc -l < "$work/tight.de")" -eq "$(wc -l < "$fix/input.en")" ] || fail "tight shortlist: lines lost"
-cmp -s "$work/tight.de" "$fix/expected.beam4.de" && fail "a 3-per-token shortlist changed nothing: is it used?"
-"$bin" shortlist --source "$work/demo/train.en" --target "$work/demo/train.de" --vocab "$work/nonexistent.model" \
-  -o "$work/x.sl" 2>/dev/null && fail "shortlist without a vocabulary"
-expect_error "per source token must be >= 0, got -2" sl -o "$work/x.sl" --per-source -2
-[ ! -e "$work/x.sl" ] || fail "a refused shortlist wrote its file"
-# (Files of other sizes, malformed and damaged ones: shortlist_test.cc and integrity_test.sh.)
-expect_error "not a shortlist file" tr --shortlist "$fix/input.en"
-# Random sampling: the same --seed samples the same with other threads and batches, another seed
-# samples otherwise, --sampling-topk 1 is greedy search; sampling needs --beam 1; bad values are named.
-sample() { "$bin" translate -m "$model" --beam 1 --sampling-topk -1 "$@" < "$fix/input.en" 2>/dev/null; }
-sample --threads 1 --seed 7 > "$work/sample7.de"
-[ "$(wc -l < "$work/sample7.de")" -eq "$(wc -l < "$fix/input.en")" ] || fail "sampling lost lines"
-sample --threads 2 --batch-size 3 --parallel-batches 2 --seed 7 | diff "$work/sample7.de" - ||
-  fail "--seed 7 sampled otherwise with 2 threads and batches of 3"
-sample --threads 1 --seed 8 | cmp -s - "$work/sample7.de" && fail "--seed 7 and --seed 8 sampled the same"
-tr --beam 1 --sampling-topk 1 --sampling-temperature 3 < "$fix/input.en" | diff "$fix/expected.greedy.de" - ||
-  fail "--sampling-topk 1 is not greedy search"
-expect_error "sampling-topk 5 draws one translation per sentence: it needs --beam 1, got --beam 4" \
-  "$bin" translate -m "$model" --sampling-topk 5
-expect_error "sampling-topk must be -1 .*got -2" "$bin" translate -m "$model" --beam 1 --sampling-topk -2
-expect_error "sampling-topp must be in \(0, 1\], got 1.5" "$bin" translate -m "$model" --beam 1 --sampling-topk 5 --sampling-topp 1.5
-expect_error "sampling-temperature must be finite and > 0, got 0" \
-  "$bin" translate -m "$model" --beam 1 --sampling-topk 5 --sampling-temperature 0
-expect_error "sampling-topp 0.9 applies only to sampling" "$bin" translate -m "$model" --sampling-topp 0.9
-expect_error "seed must be an integer in \[0, 18446744073709551615\], got '-1'" "$bin" translate -m "$model" --seed -1
-expect_error "seed 7 applies only to sampling, which is off" "$bin" translate -m "$model" --beam 1 --seed 7
-# Target prefixes, one line per input line (an empty line: none): each translation begins with its
-# prefix and the others are as without; the counts must agree (file or standard input, either way).
-printf 'dreihundert\n\n\nsieben\n\n\n\n\n\n\n' > "$work/prefix.de"
-tr --beam 4 --target-prefix "$work/prefix.de" < "$fix/input.en" > "$work/prefixed.de"
-case "$(sed -n 1p "$work/prefixed.de")" in dreihundert*) ;; *) fail "line 1 does not begin with its prefix";; esac
-case "$(sed -n 4p "$work/prefixed.de")" in sieben*) ;; *) fail "line 4 does not begin with its prefix";; esac
-cmp -s <(sed -n 4p "$work/prefixed.de") <(sed -n 4p "$fix/expected.beam4.de") && fail "the prefix of line 4 changed nothing"
-diff <(sed '1d;4d' "$work/prefixed.de") <(sed '1d;4d' "$fix/expected.beam4.de") || fail "lines without a prefix changed"
-tr --beam 1 --sampling-topk -1 --seed 3 --target-prefix "$work/prefix.de" < "$fix/input.en" | sed -n 4p |
-  grep -q "^sieben" || fail "sampling after a prefix"
-head -n 3 "$work/prefix.de" > "$work/short.de"
-expect_error "target-prefix '.*short.de' has 3 lines but the input has 10" \
-  tr --target-prefix "$work/short.de" --input "$fix/input.en"
-tr --target-prefix "$work/short.de" < "$fix/input.en" > "$work/short.out" 2> "$work/err" && fail "3 prefixes for 10 lines"
-grep -q "has 3 lines but the input has 10" "$work/err" || fail "prefix count message: $(cat "$work/err")"
-[ ! -s "$work/short.out" ] || fail "translated lines before refusing the prefix count"
-head -n 2 "$fix/input.en" | tr --target-prefix "$work/prefix.de" 2> "$work/err" > /dev/null && fail "10 prefixes for 2 lines"
-grep -q "has 10 lines but the input has 2" "$work/err" || fail "prefix count message: $(cat "$work/err")"
-expect_error "cannot read --target-prefix" tr --target-prefix "$work"
-# A sentence's error names its line of the input, in later chunks too (the library counts from 0).
-{ echo; printf 'drei %.0s' $(seq 1100); echo; } > "$work/long.prefix"
-printf 'one\ntwo\n' | tr --target-prefix "$work/long.prefix" --chunk-lines 1 2> "$work/err" > /dev/null &&
-  fail "a prefix of over 1024 tokens accepted"
-grep -qE "^error: line 2: the target prefix has [0-9]+ tokens, more than the input token limit of 1024$" "$work/err" ||
-  fail "a long prefix's message: $(cat "$work/err")"
-# With --ids, prefixes are ids too, checked as input ids are.
-echo "9 10" > "$work/prefix.ids"
-echo "5 6 7" | tr --ids --target-prefix "$work/prefix.ids" | grep -q "^9 10\( \|$\)" || fail "--ids prefix"
-echo "9 3" > "$work/bad.ids"
-echo "5 6 7" | tr --ids --target-prefix "$work/bad.ids" 2> "$work/err" > /dev/null && fail "EOS in a prefix accepted"
-grep -q "target-prefix '.*bad.ids', line 1: token id 3 is the end-of-sentence id" "$work/err" ||
-  fail "--ids prefix message: $(cat "$work/err")"
 
 # Standard input is translated as it comes: a line written to a pipe that stays open is answered
 # before the input ends (it once waited for 10,000 lines or the end).
