@@ -5,14 +5,15 @@
 // with each activation against one another.
 //
 // Tolerances, |got − want| ≤ k · ulp(want) + 2·|x|·(smallest denormal):
-//   float32 forward k = 4: the vector swish and gelu_sigmoid measure within ~3 ulps, gelu (computed in
-//     double, then rounded) within 1. The second term covers results that underflow into denormals
+//   float32 forward k = 4: the vector swish and gelu_sigmoid measure within ~3 ulps, gelu and
+//     gelu_tanh (computed in double, then rounded) within 1. The second term covers results that underflow into denormals
 //     (x·σ(x) for x ≈ −100): the rounding of σ there is |x| times magnified.
 //   float64 forward: 1e-12 relative. The double kernels round a·x (gelu_sigmoid) and x/√2 (gelu's
-//     erfc argument), which costs up to 2·(x²/2)·2⁻⁵³ relative: 4e-14 at x = −20. The finite-
+//     erfc argument), which costs up to 2·(x²/2)·2⁻⁵³ relative: 4e-14 at x = −20; gelu_tanh's w
+//     (five roundings) up to 5·|w|·2⁻⁵³, 4e-13 where its result leaves the normal range (|w| ≈ 708). The finite-
 //     difference checks that the double kernels serve need far less.
-//   backward: 8 · eps · (|first term| + |second term|) of the derivative σ(u) + u·σ(u)·(1 − σ(u)) or
-//     Φ(x) + x·φ(x) (the two cancel near swish's minimum, x ≈ −1.28), float64 with eps 1e-12 as above.
+//   backward: 8 · eps · (|first term| + |second term|) of the derivative σ(u) + u·σ(u)·(1 − σ(u)),
+//     Φ(x) + x·φ(x) or σ(w) + x·w′·σ(w)·σ(−w) (the two cancel near swish's minimum, x ≈ −1.28), float64 with eps 1e-12 as above.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,7 +50,7 @@ using testing::random_tensor;
 using testing::weighted_sum;
 
 constexpr Activation kAll[] = {Activation::kNone, Activation::kRelu, Activation::kSwish, Activation::kGelu,
-                               Activation::kGeluSigmoid};
+                               Activation::kGeluSigmoid, Activation::kGeluTanh};
 std::string activation_test_name(const ::testing::TestParamInfo<Activation>& info) {
   return ops::activation_name(info.param);
 }
@@ -58,6 +59,12 @@ std::string activation_test_name(const ::testing::TestParamInfo<Activation>& inf
 using real = long double;
 real sigmoid(real u) { return u >= 0 ? 1 / (1 + std::exp(-u)) : std::exp(u) / (1 + std::exp(u)); }
 real slope(Activation a) { return a == Activation::kGeluSigmoid ? 1.702L : 1.0L; }  // σ(slope · x)
+// gelu_tanh = 0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³), written as x / (1 + e^(−2u)) (the
+// same function: 1 + tanh(u) = 2 / (1 + e^(−2u))), which keeps x ≪ 0 accurate where 1 + tanh(u)
+// would cancel even in long double; and d(2u)/dx.
+const real kSqrt2OverPi = std::sqrt(2 / 3.14159265358979323846264L);
+real tanh_w(real x) { return 2 * kSqrt2OverPi * (x + 0.044715L * x * x * x); }
+real tanh_w_slope(real x) { return 2 * kSqrt2OverPi * (1 + 3 * 0.044715L * x * x); }
 
 real reference(Activation a, real x) {
   switch (a) {
@@ -66,11 +73,13 @@ real reference(Activation a, real x) {
     case Activation::kSwish:
     case Activation::kGeluSigmoid: return x * sigmoid(slope(a) * x);
     case Activation::kGelu: return 0.5L * x * std::erfc(-x / std::sqrt(2.0L));
+    case Activation::kGeluTanh: return x / (1 + std::exp(-tanh_w(x)));
   }
   return 0;
 }
 
-// The derivative as its two terms: σ(u) and u·σ(u)·σ(−u) (u = slope·x), or Φ(x) and x·φ(x).
+// The derivative as its two terms: σ(u) and u·σ(u)·σ(−u) (u = slope·x), Φ(x) and x·φ(x), or σ(w)
+// and x·w′·σ(w)·σ(−w) (w = tanh_w(x)).
 std::pair<real, real> reference_grad_terms(Activation a, real x) {
   switch (a) {
     case Activation::kNone: return {1, 0};
@@ -83,6 +92,10 @@ std::pair<real, real> reference_grad_terms(Activation a, real x) {
     case Activation::kGelu: {
       const real pi = 3.14159265358979323846264L;
       return {0.5L * std::erfc(-x / std::sqrt(2.0L)), x * std::exp(-0.5L * x * x) / std::sqrt(2 * pi)};
+    }
+    case Activation::kGeluTanh: {
+      const real w = tanh_w(x);
+      return {sigmoid(w), x * tanh_w_slope(x) * sigmoid(w) * sigmoid(-w)};
     }
   }
   return {0, 0};
@@ -233,8 +246,9 @@ TEST(Activation, NamesRoundTrip) {
     EXPECT_EQ(parsed, a);
   }
   EXPECT_STREQ(ops::activation_name(Activation::kGeluSigmoid), "gelu_sigmoid");
+  EXPECT_STREQ(ops::activation_name(Activation::kGeluTanh), "gelu_tanh");
   Activation untouched = Activation::kSwish;
-  for (const char* wrong : {"", "Relu", "silu", "gelu_tanh", "gelu "})
+  for (const char* wrong : {"", "Relu", "silu", "gelu_new", "gelu "})
     EXPECT_FALSE(ops::parse_activation(wrong, &untouched)) << wrong;
   EXPECT_EQ(untouched, Activation::kSwish);
 }
@@ -375,7 +389,8 @@ TEST_P(LinearActivation, PlainPackedAndInt8Agree) {
 
 INSTANTIATE_TEST_SUITE_P(Activation, LinearActivation, ::testing::ValuesIn(kAll), activation_test_name);
 
-// Against PyTorch (tools/make_fixtures.py's feed_forward: torch.relu, silu, gelu, x·sigmoid(1.702x)),
+// Against PyTorch (tools/make_fixtures.py's feed_forward: torch.relu, silu, gelu, x·sigmoid(1.702x),
+// gelu(approximate="tanh")),
 // in float64 and float32, tolerances as tests/torch_reference_test.cc's.
 class TorchFeedForward : public ::testing::TestWithParam<DType> {
  protected:
@@ -385,7 +400,7 @@ class TorchFeedForward : public ::testing::TestWithParam<DType> {
   }
 };
 
-constexpr const char* kTorchNames[] = {"relu", "swish", "gelu", "gelu_sigmoid"};
+constexpr const char* kTorchNames[] = {"relu", "swish", "gelu", "gelu_sigmoid", "gelu_tanh"};
 
 TEST_P(TorchFeedForward, Activations) {
   const testing::Fixture f = testing::load_fixture("feed_forward.json");

@@ -27,11 +27,14 @@
 #include "ops/cuda/kernels.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
+#include "ops/gated.h"
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/packed.h"
 #include "ops/positional.h"
+#include "ops/rms_norm.h"
+#include "ops/rotary.h"
 #include "ops/softmax.h"
 #include "ops/top_k.h"
 #include "testing/decoding.h"
@@ -108,7 +111,8 @@ TEST(Cuda, ElementwiseOps) {
   both("relu", [](auto& in, const Tensor& y) { ops::relu(in[0], y); }, {a}, zero);
   both("relu_backward", [](auto& in, const Tensor& y) { ops::relu_backward(in[0], in[1], y); }, {a, b}, start);
   for (const ops::Activation act : {ops::Activation::kNone, ops::Activation::kRelu, ops::Activation::kSwish,
-                                    ops::Activation::kGelu, ops::Activation::kGeluSigmoid}) {
+                                    ops::Activation::kGelu, ops::Activation::kGeluSigmoid,
+                                    ops::Activation::kGeluTanh}) {
     const Tensor x = random(shape, 5, -6, 6);
     both(ops::activation_name(act), [act](auto& in, const Tensor& y) { ops::activate(act, in[0], y); }, {x}, zero);
     both(ops::activation_name(act), [act](auto& in, const Tensor& y) { ops::activation_backward(act, in[0], in[1], y); },
@@ -406,6 +410,65 @@ TEST(Cuda, LayerNormAndSoftmax) {
   ops::softmax_backward(s, dy, dx);
   ops::softmax_backward(s_gpu, on_gpu(dy), ds_gpu);
   expect_close(dx, ds_gpu, "softmax_backward");
+}
+
+// The model family's ops: RMSNorm forward and backward (gradients added onto what was there), rotary
+// in both layouts with a partial rotation, offsets on the host and on the device, out of place and in
+// place, and gated activations with their backward.
+TEST(Cuda, RmsNorm) {
+  REQUIRE_GPU();
+  const Tensor x = random({300, 96}, 310, -3, 5), gamma = random({96}, 311);
+  const Tensor y = Tensor::empty(x.shape()), rstd = Tensor::empty({300});
+  const Tensor x_gpu = on_gpu(x), gamma_gpu = on_gpu(gamma), rstd_gpu = Tensor::empty({300}, DType::F32, kGpu);
+  const Tensor y_gpu = Tensor::empty(x.shape(), DType::F32, kGpu);
+  ops::rms_norm(x, gamma, 1e-5, y, rstd);
+  ops::rms_norm(x_gpu, gamma_gpu, 1e-5, y_gpu, rstd_gpu);
+  expect_close(y, y_gpu, "rms_norm y");
+  expect_close(rstd, rstd_gpu, "rms_norm rstd");
+  const Tensor dy = random(x.shape(), 312), dx = random(x.shape(), 313), dgamma = random({96}, 314);
+  const Tensor dx_gpu = on_gpu(dx), dgamma_gpu = on_gpu(dgamma);
+  ops::rms_norm_backward(dy, x, gamma, rstd, dx, dgamma);
+  ops::rms_norm_backward(on_gpu(dy), x_gpu, gamma_gpu, rstd_gpu, dx_gpu, dgamma_gpu);
+  expect_close(dx, dx_gpu, "rms_norm dx");
+  expect_close(dgamma, dgamma_gpu, "rms_norm dgamma");
+}
+
+TEST(Cuda, Rotary) {
+  REQUIRE_GPU();
+  const Tensor x = random({3, 17, 4 * 24}, 320), offsets = Tensor::from<int32_t>({3}, {0, 9, 70000});
+  for (const ops::Rotary rope : {ops::Rotary{24, 10000.0, false}, ops::Rotary{16, 500.0, true}})
+    for (const bool inverse : {false, true}) {
+      const std::string what = cat("rotary dims ", rope.dims, rope.interleaved ? " interleaved" : " half-split",
+                                   inverse ? " inverse" : "");
+      const Tensor y = Tensor::empty(x.shape()), y_gpu = Tensor::empty(x.shape(), DType::F32, kGpu);
+      ops::rotary(x, 4, rope, 5, offsets, inverse, y);
+      ops::rotary(on_gpu(x), 4, rope, 5, offsets, inverse, y_gpu);  // offsets from the host
+      expect_close(y, y_gpu, what);
+      const Tensor in_place = on_gpu(x);
+      ops::rotary(in_place, 4, rope, 5, on_gpu(offsets), inverse, in_place);
+      expect_close(y, in_place, what + ", in place, offsets on the device");
+      ops::rotary(x, 4, rope, 5, Tensor(), inverse, y);
+      ops::rotary(on_gpu(x), 4, rope, 5, Tensor(), inverse, y_gpu);
+      expect_close(y, y_gpu, what + ", no offsets");
+    }
+}
+
+TEST(Cuda, GatedActivations) {
+  REQUIRE_GPU();
+  const Tensor pre = random({37, 2 * 53}, 330, -6, 6), dh = random({37, 53}, 331);
+  for (const ops::Activation act : {ops::Activation::kNone, ops::Activation::kRelu, ops::Activation::kSwish,
+                                    ops::Activation::kGelu, ops::Activation::kGeluSigmoid,
+                                    ops::Activation::kGeluTanh}) {
+    const std::string what = cat("gated ", ops::activation_name(act));
+    const Tensor h = Tensor::empty({37, 53}), h_gpu = Tensor::empty({37, 53}, DType::F32, kGpu);
+    ops::gated(pre, act, h);
+    ops::gated(on_gpu(pre), act, h_gpu);
+    expect_close(h, h_gpu, what);
+    const Tensor dpre = Tensor::empty(pre.shape()), dpre_gpu = on_gpu(pre);
+    ops::gated_backward(dh, pre, act, dpre);
+    ops::gated_backward(on_gpu(dh), dpre_gpu, act, dpre_gpu);  // in place
+    expect_close(dpre, dpre_gpu, what + " backward");
+  }
 }
 
 TEST(Cuda, LabelSmoothedCrossEntropy) {

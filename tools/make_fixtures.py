@@ -175,6 +175,7 @@ ACTIVATIONS = {
     "swish": torch.nn.functional.silu,
     "gelu": lambda x: torch.nn.functional.gelu(x, approximate="none"),
     "gelu_sigmoid": lambda x: x * torch.sigmoid(1.702 * x),
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
 }
 
 
@@ -184,7 +185,8 @@ def feed_forward(out_dir):
     # taken as 0, as ours), and a few random values.
     x = torch.cat([torch.linspace(-20, 20, 161), 3 * torch.randn(20, generator=gen)])
     dy = torch.randn(x.shape, generator=gen)
-    e = header("Feed-forward activations (relu, swish = silu, exact gelu, gelu_sigmoid = x*sigmoid(1.702x)): "
+    e = header("Feed-forward activations (relu, swish = silu, exact gelu, gelu_sigmoid = x*sigmoid(1.702x), "
+               "gelu_tanh = gelu(approximate='tanh')): "
                "act:<name>:y = act(x) and act:<name>:dx from autograd with upstream gradient dy; then a layer "
                "FFN(x) = fc2(act(fc1(x))) per activation from the same weights: ffn:<name>:y, and the gradients "
                "of x and of every parameter with upstream gradient ffn_dy.")

@@ -175,10 +175,35 @@ void matmul_int8_panels(int64_t m, int64_t c0, int64_t nc, int64_t k, const uint
   TFM_SIMD_CALL(matmul_int8_panels, m, c0, nc, k, xq, packed, n, acc);
 }
 
+template <class T>
+void rms_norm(int64_t rows, int64_t d, const T* x, const T* gamma, double eps, T* y, T* rstd) {
+  TFM_SIMD_CALL(rms_norm<T>, rows, d, x, gamma, eps, y, rstd);
+}
+template <class T>
+void rms_norm_backward(int64_t rows, int64_t d, const T* dy, const T* x, const T* gamma, const T* rstd, T* dx,
+                       T* dgamma) {
+  TFM_SIMD_CALL(rms_norm_backward<T>, rows, d, dy, x, gamma, rstd, dx, dgamma);
+}
+template <class T>
+void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, int64_t dims, double theta,
+            bool interleaved, int64_t start, const int32_t* offsets, bool inverse, const T* x, T* out) {
+  TFM_SIMD_CALL(rotary<T>, batch, tokens, heads, head_dim, dims, theta, interleaved, start, offsets, inverse, x, out);
+}
+template <class T>
+void gated(int64_t rows, int64_t f, ops::Activation act, const T* pre, T* hidden) {
+  TFM_SIMD_CALL(gated<T>, rows, f, act, pre, hidden);
+}
+template <class T>
+void gated_backward(int64_t rows, int64_t f, ops::Activation act, const T* dhidden, const T* pre, T* dpre) {
+  TFM_SIMD_CALL(gated_backward<T>, rows, f, act, dhidden, pre, dpre);
+}
+
 #define INSTANTIATE(T)                                                                                 \
   TFM_INSTANTIATE_ELEMENTWISE(T) TFM_INSTANTIATE_LAYER_NORM(T) TFM_INSTANTIATE_SOFTMAX(T)                \
   TFM_INSTANTIATE_ATTENTION(T) TFM_INSTANTIATE_EMBEDDING(T)                                           \
   TFM_INSTANTIATE_LOSS(T) TFM_INSTANTIATE_ADAM(T) TFM_INSTANTIATE_TOP_K(T)
 TFM_INSTANTIATE_FLOAT(INSTANTIATE)
+#define INSTANTIATE_FAMILY(T) TFM_INSTANTIATE_RMS_NORM(T) TFM_INSTANTIATE_ROTARY(T) TFM_INSTANTIATE_GATED(T)
+TFM_INSTANTIATE_FLOAT(INSTANTIATE_FAMILY)
 
 }  // namespace tfm::cpu

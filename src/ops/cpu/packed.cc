@@ -67,7 +67,8 @@ bool panels_serve(int64_t n) {
 }
 
 // The activation as oneDNN's eltwise post-op, applied to the result (after the bias) in the same
-// pass: eltwise_swish is x·σ(α·x), so α = 1 for swish and 1.702 for gelu_sigmoid.
+// pass: eltwise_swish is x·σ(α·x), so α = 1 for swish and 1.702 for gelu_sigmoid; eltwise_gelu_tanh
+// is gelu_tanh's definition.
 void append_activation(ops::Activation act, dnnl::post_ops& post) {
   using dnnl::algorithm;
   switch (act) {
@@ -76,6 +77,7 @@ void append_activation(ops::Activation act, dnnl::post_ops& post) {
     case ops::Activation::kSwish: return post.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
     case ops::Activation::kGelu: return post.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
     case ops::Activation::kGeluSigmoid: return post.append_eltwise(1.0f, algorithm::eltwise_swish, 1.702f, 0.0f);
+    case ops::Activation::kGeluTanh: return post.append_eltwise(1.0f, algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
   }
 }
 

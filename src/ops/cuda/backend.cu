@@ -134,6 +134,27 @@ class CudaKernels final : public Kernels {
                      const std::vector<char*>& dst, const char* src) override {
     cuda::split_columns(rows, row_bytes, width_bytes, dst, src);
   }
+
+  void rms_norm(int64_t rows, int64_t d, const float* x, const float* gamma, double eps, float* y,
+                float* rstd) override {
+    cuda::rms_norm(rows, d, x, gamma, eps, y, rstd);
+  }
+  void rms_norm_backward(int64_t rows, int64_t d, const float* dy, const float* x, const float* gamma,
+                         const float* rstd, float* dx, float* dgamma) override {
+    cuda::rms_norm_backward(rows, d, dy, x, gamma, rstd, dx, dgamma);
+  }
+  void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, int64_t dims, double theta,
+              bool interleaved, int64_t start, const int32_t* offsets, bool inverse, const float* x,
+              float* out) override {
+    cuda::rotary(batch, tokens, heads, head_dim, dims, theta, interleaved, start, offsets, inverse, x, out);
+  }
+  void gated(int64_t rows, int64_t f, Activation act, const float* pre, float* hidden) override {
+    cuda::gated(rows, f, act, pre, hidden);
+  }
+  void gated_backward(int64_t rows, int64_t f, Activation act, const float* dhidden, const float* pre,
+                      float* dpre) override {
+    cuda::gated_backward(rows, f, act, dhidden, pre, dpre);
+  }
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/cuda/activation.cuh"
 #include "ops/cuda/column_sums.cuh"
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/for_each.cuh"
@@ -16,43 +17,6 @@ namespace tfm::cuda {
 using ops::Activation;
 
 namespace {
-
-// ---- activations (ops/activation.h), in double as the CPU's reference definitions ----
-__device__ inline double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-
-__device__ inline float activate_one(Activation act, float xf) {
-  const double x = xf;
-  switch (act) {
-    case Activation::kNone: return xf;
-    case Activation::kRelu: return xf > 0.0f ? xf : 0.0f;
-    case Activation::kSwish: return static_cast<float>(x * sigmoid(x));
-    case Activation::kGelu: return static_cast<float>(0.5 * x * (1.0 + erf(x * 0.70710678118654752440)));
-    case Activation::kGeluSigmoid: return static_cast<float>(x * sigmoid(1.702 * x));
-  }
-  return xf;
-}
-
-__device__ inline float derivative(Activation act, float xf) {
-  const double x = xf;
-  switch (act) {
-    case Activation::kNone: return 1.0f;
-    case Activation::kRelu: return xf > 0.0f ? 1.0f : 0.0f;
-    case Activation::kSwish: {
-      const double s = sigmoid(x);
-      return static_cast<float>(s * (1.0 + x * (1.0 - s)));
-    }
-    case Activation::kGelu: {
-      const double cdf = 0.5 * (1.0 + erf(x * 0.70710678118654752440));
-      const double pdf = 0.39894228040143267794 * exp(-0.5 * x * x);
-      return static_cast<float>(cdf + x * pdf);
-    }
-    case Activation::kGeluSigmoid: {
-      const double u = 1.702 * x, s = sigmoid(u);
-      return static_cast<float>(s + u * s * (1.0 - s));
-    }
-  }
-  return 1.0f;
-}
 
 // ---- dropout: one Philox block per four consecutive elements, as the CPU's ----
 __global__ void dropout_kernel(int64_t n, const float* x, float threshold, float keep_scale, RngStream rng, float* y) {

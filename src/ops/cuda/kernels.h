@@ -135,6 +135,21 @@ class Kernels {
   static constexpr int kMaxBands = 4;
   virtual void split_columns(int64_t rows, int64_t row_bytes, const std::vector<int64_t>& width_bytes,
                              const std::vector<char*>& dst, const char* src) = 0;
+
+  // RMSNorm (ops/rms_norm.h).
+  virtual void rms_norm(int64_t rows, int64_t d, const float* x, const float* gamma, double eps, float* y,
+                        float* rstd) = 0;
+  virtual void rms_norm_backward(int64_t rows, int64_t d, const float* dy, const float* x, const float* gamma,
+                                 const float* rstd, float* dx, float* dgamma) = 0;
+  // Rotary position embedding (ops/rotary.h) of x [batch, tokens, heads · head_dim]; offsets: a device
+  // pointer or null; out may be x.
+  virtual void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, int64_t dims, double theta,
+                      bool interleaved, int64_t start, const int32_t* offsets, bool inverse, const float* x,
+                      float* out) = 0;
+  // Gated activation (ops/gated.h): pre [rows, 2f], hidden [rows, f]; dpre written, may be pre.
+  virtual void gated(int64_t rows, int64_t f, ops::Activation act, const float* pre, float* hidden) = 0;
+  virtual void gated_backward(int64_t rows, int64_t f, ops::Activation act, const float* dhidden, const float* pre,
+                              float* dpre) = 0;
 };
 
 // The build's CUDA kernels, or nullptr (no CUDA in this build, or no CUDA device on this machine).

@@ -98,4 +98,18 @@ void copy_columns(int64_t rows, int64_t row_bytes, int64_t offset_bytes, int64_t
 void split_columns(int64_t rows, int64_t row_bytes, const std::vector<int64_t>& width_bytes,
                    const std::vector<char*>& dst, const char* src);
 
+// rms_norm.cu
+void rms_norm(int64_t rows, int64_t d, const float* x, const float* gamma, double eps, float* y, float* rstd);
+void rms_norm_backward(int64_t rows, int64_t d, const float* dy, const float* x, const float* gamma,
+                       const float* rstd, float* dx, float* dgamma);
+
+// rotary.cu
+void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, int64_t dims, double theta,
+            bool interleaved, int64_t start, const int32_t* offsets, bool inverse, const float* x, float* out);
+
+// gated.cu
+void gated(int64_t rows, int64_t f, ops::Activation act, const float* pre, float* hidden);
+void gated_backward(int64_t rows, int64_t f, ops::Activation act, const float* dhidden, const float* pre,
+                    float* dpre);
+
 }  // namespace tfm::cuda

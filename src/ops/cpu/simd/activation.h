@@ -22,10 +22,16 @@
 // erfc an element at a time took 0.9 ms on values in [−1, 1] and 2.5 on [−8, 8] (its large
 // arguments take slower branches; ReLU 0.01, swish 0.06, the int8 product before it 0.38); the
 // generic build (SSE2, two doubles a vector) 1.8 ms on both.
+// gelu_tanh, 0.5·x·(1 + tanh(u)) with u = √(2/π)·(x + 0.044715·x³), is x·σ(w) with w = 2u (as
+// 1 + tanh(u) = 2·σ(2u), which never forms 1 + tanh, so x ≪ 0 keeps its accuracy), on float in
+// double lanes as gelu: w = 2√(2/π)·x·(1 + 0.044715·x²) rounded to float would cost |w|·2⁻²⁴ of
+// relative accuracy in σ(w) (~100 ulps at x = −10), in double nothing that shows; e^−|w| by exp_d.
+// Within an ulp of the definition.
 // Double precision, for every activation: plain std::exp / std::erfc loops (the finite-difference
 // checks).
 //
-// Derivatives: (x·σ(a·x))′ = σ(u) + u·σ(u)·(1 − σ(u)) = σ(u) + u·z / (1 + z)²; (x·Φ(x))′ = Φ(x) + x·φ(x).
+// Derivatives: (x·σ(a·x))′ = σ(u) + u·σ(u)·(1 − σ(u)) = σ(u) + u·z / (1 + z)²; (x·Φ(x))′ = Φ(x) + x·φ(x);
+// (x·σ(w))′ = σ(w) + x·w′·z / (1 + z)² with z = e^−|w| and w′ = 2√(2/π)·(1 + 3·0.044715·x²).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -163,6 +169,24 @@ inline f64v gelu_grad_v(f64v x) {
   return cdf + x * density;
 }
 
+// gelu_tanh on float, in double lanes: x·σ(w) and its derivative. exp_d stops at e^−700, so
+// |w| > 700 takes z = 0 itself (x·w′ could be large there; σ(w) is then 0 or 1 exactly).
+constexpr double kGeluTanhW = 1.5957691216057308;  // 2·√(2/π)
+constexpr double kGeluTanhC = 0.044715;
+inline f64v gelu_tanh_z(f64v x) {
+  const f64v zero{}, w = kGeluTanhW * x * (1.0 + kGeluTanhC * x * x), aw = w < zero ? -w : w;
+  return aw > 700.0 ? zero : exp_d(-aw);
+}
+inline f64v gelu_tanh_v(f64v x) {
+  const f64v z = gelu_tanh_z(x), zero{}, one = zero + 1.0;
+  return x * ((x >= zero ? one : z) / (one + z));
+}
+inline f64v gelu_tanh_grad_v(f64v x) {
+  const f64v z = gelu_tanh_z(x), zero{}, one = zero + 1.0, d = one + z;
+  const f64v slope = kGeluTanhW * (1.0 + 3.0 * kGeluTanhC * x * x);
+  return (x >= zero ? one : z) / d + (z > zero ? x * slope * z / (d * d) : zero);
+}
+
 // map_v and map_grad_v for a function of doubles: the floats kHalfLanes at a time.
 template <class F>
 inline void map_d(int64_t n, const float* x, float* y, F f) {
@@ -213,13 +237,25 @@ inline double gelu_grad_d(double x) {
   return 0.5 * std::erfc(-x * 0.70710678118654752) + x * 0.39894228040143268 * std::exp(-0.5 * x * x);
 }
 
-// y[i] = act(x[i]) for i < n, act one of swish, gelu and gelu_sigmoid (ReLU and none are the
+// x·σ(w), w = 2√(2/π)·x·(1 + 0.044715·x²), and its derivative (z = 0 where x·w′ would overflow).
+inline double gelu_tanh_d(double x) {
+  const double z = std::exp(-std::abs(kGeluTanhW * x * (1.0 + kGeluTanhC * x * x)));
+  return x * ((x >= 0 ? 1.0 : z) / (1.0 + z));
+}
+inline double gelu_tanh_grad_d(double x) {
+  const double z = std::exp(-std::abs(kGeluTanhW * x * (1.0 + kGeluTanhC * x * x))), d = 1.0 + z;
+  const double first = (x >= 0 ? 1.0 : z) / d;
+  return z > 0 ? first + x * (kGeluTanhW * (1.0 + 3.0 * kGeluTanhC * x * x)) * z / (d * d) : first;
+}
+
+// y[i] = act(x[i]) for i < n, act one of swish, gelu, gelu_sigmoid and gelu_tanh (ReLU and none are the
 // callers' own loops); x and y may alias.
 inline void activate_run(ops::Activation act, int64_t n, const float* x, float* y) {
   switch (act) {
     case ops::Activation::kSwish: return map_v(n, x, y, [](f32v v) { return swish_v<false>(v); });
     case ops::Activation::kGeluSigmoid: return map_v(n, x, y, [](f32v v) { return swish_v<true>(v); });
     case ops::Activation::kGelu: return map_d(n, x, y, [](f64v v) { return gelu_v(v); });
+    case ops::Activation::kGeluTanh: return map_d(n, x, y, [](f64v v) { return gelu_tanh_v(v); });
     case ops::Activation::kNone:
     case ops::Activation::kRelu: break;
   }
@@ -235,6 +271,9 @@ inline void activate_run(ops::Activation act, int64_t n, const double* x, double
     case ops::Activation::kGelu:
       for (int64_t i = 0; i < n; ++i) y[i] = gelu_d(x[i]);
       return;
+    case ops::Activation::kGeluTanh:
+      for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh_d(x[i]);
+      return;
     case ops::Activation::kNone:
     case ops::Activation::kRelu: break;
   }
@@ -248,6 +287,8 @@ inline void activation_backward_run(ops::Activation act, int64_t n, const float*
     case ops::Activation::kGeluSigmoid:
       return map_grad_v(n, pre, dy, dx, [](f32v v) { return swish_grad_v<true>(v); });
     case ops::Activation::kGelu: return map_grad_d(n, pre, dy, dx, [](f64v v) { return gelu_grad_v(v); });
+    case ops::Activation::kGeluTanh:
+      return map_grad_d(n, pre, dy, dx, [](f64v v) { return gelu_tanh_grad_v(v); });
     case ops::Activation::kNone:
     case ops::Activation::kRelu: break;
   }
@@ -263,6 +304,9 @@ inline void activation_backward_run(ops::Activation act, int64_t n, const double
       return;
     case ops::Activation::kGelu:
       for (int64_t i = 0; i < n; ++i) dx[i] += dy[i] * gelu_grad_d(pre[i]);
+      return;
+    case ops::Activation::kGeluTanh:
+      for (int64_t i = 0; i < n; ++i) dx[i] += dy[i] * gelu_tanh_grad_d(pre[i]);
       return;
     case ops::Activation::kNone:
     case ops::Activation::kRelu: break;
