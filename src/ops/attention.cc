@@ -6,22 +6,31 @@
 namespace tfm::ops {
 
 namespace {
+// The key/value heads (kv_heads, or heads when 0), after checking them and the window.
+int64_t check_heads(const char* op, const AttentionArgs& args) {
+  const int64_t h = args.heads, kv = args.kv_heads == 0 ? h : args.kv_heads;
+  TFM_CHECK(h >= 1, op, ": heads must be at least 1, got ", h);
+  TFM_CHECK(kv >= 1 && h % kv == 0, op, ": heads (", h, ") must be a multiple of kv_heads (", args.kv_heads,
+            "), which must be positive (or 0 for as many as heads)");
+  TFM_CHECK(args.window >= 0, op, ": window must be 0 (none) or a positive number of keys, got ", args.window);
+  return kv;
+}
+
 cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
                                 const AttentionArgs& args, const Tensor& probs, const Tensor& out) {
   check_rank(op, "q", q, 3);
   check_rank(op, "k", k, 3);
   check_rank(op, "v", v, 3);
-  const int64_t h = args.heads;
-  TFM_CHECK(h >= 1, op, ": heads must be at least 1, got ", h);
-  TFM_CHECK(q.size(2) % h == 0 && v.size(2) % h == 0, op, ": widths of q ", q.shape(), " and v ", v.shape(),
-            " must be multiples of the ", h, " heads");
+  const int64_t h = args.heads, kv = check_heads(op, args);
+  TFM_CHECK(q.size(2) % h == 0 && v.size(2) % kv == 0, op, ": widths of q ", q.shape(), " and v ", v.shape(),
+            " must be multiples of the ", h, " heads and the ", kv, " key/value heads");
   for (const auto& [what, t] : {std::pair<const char*, const Tensor*>{"key_lengths", &args.key_lengths},
                                 {"key_rows", &args.key_rows}})
     TFM_CHECK(!t->defined() || t->device() == Device::CPU || t->device() == q.device(), op, ": ", what, " is on ",
               name(t->device()), ", q on ", name(q.device()), " (they go on the host or with q)");
   const bool shared = args.key_rows.defined();  // k, v: [S, R, H·d] slabs
-  cpu::AttentionDims d{q.size(0), q.size(1), shared ? k.size(0) : k.size(1), h, q.size(2) / h, v.size(2) / h,
-                       args.kv_group, shared ? k.size(1) : 0};
+  cpu::AttentionDims d{q.size(0), q.size(1), shared ? k.size(0) : k.size(1), h, q.size(2) / h, v.size(2) / kv,
+                       args.kv_group, shared ? k.size(1) : 0, kv, args.window};
   TFM_CHECK(args.kv_group >= 1, op, ": kv_group must be >= 1, got ", args.kv_group);
   if (shared) {
     TFM_CHECK(d.queries == 1 && args.kv_group == 1 && args.dropout == 0, op,
@@ -43,9 +52,10 @@ cpu::AttentionDims check_shapes(const char* op, const Tensor& q, const Tensor& k
               q.shape(), ", k ", k.shape(), ", v ", v.shape(), " with ", args.kv_group, " queries per key/value entry");
     TFM_CHECK(v.size(1) == d.keys, op, ": k ", k.shape(), " and v ", v.shape(), " have different numbers of keys");
   }
-  TFM_CHECK(k.size(2) == q.size(2), op, ": k ", k.shape(), " must have the width of q ", q.shape());
-  TFM_CHECK(out.shape() == Shape({d.batch, d.queries, v.size(2)}), op, ": out has shape ", out.shape(),
-            ", expected [", d.batch, ", ", d.queries, ", ", v.size(2), "]");
+  TFM_CHECK(k.size(2) == kv * d.d_k, op, ": k ", k.shape(), " must be ", kv, " heads of the width of q ", q.shape(),
+            "'s ", h, " heads (", kv * d.d_k, " columns)");
+  TFM_CHECK(out.shape() == Shape({d.batch, d.queries, h * d.d_v}), op, ": out has shape ", out.shape(),
+            ", expected [", d.batch, ", ", d.queries, ", ", h * d.d_v, "]");
   TFM_CHECK(probs.shape() == Shape({d.batch, h, d.queries, d.keys}), op, ": probs has shape ", probs.shape(),
             ", expected [", d.batch, ", ", h, ", ", d.queries, ", ", d.keys, "]");
   TFM_CHECK(args.dropout >= 0 && args.dropout < 1, op, ": dropout rate must be in [0, 1), got ", args.dropout);
@@ -69,7 +79,7 @@ const int32_t* lengths(const AttentionArgs& args) {
 }
 
 cuda::AttentionDims on_cuda(const cpu::AttentionDims& d) {
-  return {d.batch, d.queries, d.keys, d.heads, d.d_k, d.d_v, d.kv_group, d.kv_rows};
+  return {d.batch, d.queries, d.keys, d.heads, d.d_k, d.d_v, d.kv_group, d.kv_rows, d.kv_heads, d.window};
 }
 }  // namespace
 

@@ -32,10 +32,17 @@ struct AttentionArgs {
   // Dropout on the attention weights (training); 0 disables it.
   double dropout = 0.0;
   RngStream rng;
+  // Grouped-query attention: k and v hold kv_heads heads side by side ([B', S, kv_heads·d]), query
+  // head h reading key/value head h / (heads / kv_heads); heads must be a multiple of it. 0 = heads
+  // (one key/value head per query head); 1 = multi-query attention.
+  int kv_heads = 0;
+  // Sliding window: query t, at position i = t + (S − T) (the causal mask's alignment), sees key s
+  // only when i − window < s (and s ≤ i when causal). 0 = no window.
+  int64_t window = 0;
 };
 
-// q: [B, T, H·d_k], k: [B / kv_group, S, H·d_k], v: [B / kv_group, S, H·d_v] → out: [B, T, H·d_v]
-// (with key_rows, k: [S, R, H·d_k] and v: [S, R, H·d_v]).
+// q: [B, T, H·d_k], k: [B / kv_group, S, KV·d_k], v: [B / kv_group, S, KV·d_v] → out: [B, T, H·d_v],
+// KV = kv_heads (with key_rows, k: [S, R, KV·d_k] and v: [S, R, KV·d_v]).
 // probs: [B, H, T, S], the weights after masking and softmax and before dropout (saved for the
 // backward; also what a person inspects). Masked keys get exactly zero weight; a query whose keys
 // are all masked gets all-zero weights and a zero output, never NaN.
@@ -43,7 +50,9 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attentio
                const Tensor& out);
 
 // With P̃ = dropout(P): dV += P̃ᵀ·dO; dP̃ = dO·Vᵀ; dP = dropout(dP̃) with the same mask;
-// dZ = P ⊙ (dP − Σ_s dP ⊙ P); dQ += dZ·K / √d_k; dK += dZᵀ·Q / √d_k. Accumulates into dq, dk, dv.
+// dZ = P ⊙ (dP − Σ_s dP ⊙ P); dQ += dZ·K / √d_k; dK += dZᵀ·Q / √d_k. Accumulates into dq, dk, dv;
+// a key/value head's dk and dv get the sum over the query heads that read it, in head order. The
+// masks (padding, causal, window) act through probs, whose masked weights are zero.
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args,
                         const Tensor& probs, const Tensor& dout, const Tensor& dq, const Tensor& dk,
                         const Tensor& dv);

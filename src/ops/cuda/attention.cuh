@@ -1,6 +1,6 @@
 #pragma once
 // What attention.cu and fused_attention.cu share: the keys each query sees, and the fused kernels'
-// launches, which attention.cu tries first.
+// launches, which attention.cu tries first. Query head h reads key/value head h / (H / KV).
 #include <cstdint>
 
 #include "core/rng.h"
@@ -14,6 +14,13 @@ __device__ inline int64_t visible_keys(int64_t keys, int64_t queries, int64_t b,
   int64_t n = key_lengths ? min(static_cast<int64_t>(key_lengths[b]), keys) : keys;
   if (causal) n = min(n, t + 1 + keys - queries);
   return n > 0 ? n : 0;
+}
+// The first of those n keys query t sees: 0 without a sliding window; with one, keys before
+// position t + S − T − window + 1 are masked too (n when none of the n is left).
+__device__ inline int64_t first_key(int64_t keys, int64_t queries, int64_t t, int64_t window, int64_t n) {
+  if (window <= 0) return 0;
+  const int64_t lo = t + keys - queries - window + 1;
+  return lo < 0 ? 0 : (lo > n ? n : lo);
 }
 
 // attention and attention_backward (ops.h) in one kernel per (entry, head), scale = 1 / √d_k: false,

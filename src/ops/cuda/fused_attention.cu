@@ -1,4 +1,5 @@
-// Fused attention: one block per (entry, head), its keys and values in shared memory.
+// Fused attention: one block per (entry, head) (the backward: per entry and key/value head, for the
+// query heads that share it), its keys and values in shared memory.
 //
 // For the sizes of sentence-level translation (S, T up to a few hundred): the whole head's K and V
 // (and in the backward Q, dO and dZ) fit in shared memory, and one kernel does what the products,
@@ -101,14 +102,14 @@ __global__ void fused_attention_kernel(AttentionDims d, const float* q, const fl
   float* smem = reinterpret_cast<float*>(smem4);
   const int T = static_cast<int>(d.queries), S = static_cast<int>(d.keys), dk = static_cast<int>(d.d_k),
             dv = static_cast<int>(d.d_v), H = static_cast<int>(d.heads);
-  const int64_t b = blockIdx.x / H, h = blockIdx.x % H, kb = b / d.kv_group;
-  const int64_t ldq = H * dk, ldv = H * dv;
+  const int64_t b = blockIdx.x / H, h = blockIdx.x % H, kb = b / d.kv_group, kvh = h / (H / d.kv_heads);
+  const int64_t ldq = H * dk, ldo = H * dv, ldk = d.kv_heads * dk, ldv = d.kv_heads * dv;
   float* ks = smem;                               // [S, dk + kPad]
   float* vs = ks + S * (dk + kPad);               // [S, dv + kPad]
   float* qrow = vs + S * (dv + kPad);             // [warps, dk]
   float* prow = qrow + kFusedWarps * dk;          // [warps, padded(S)]
-  load_rows(ks, k + kb * S * ldq + h * dk, S, dk, ldq);
-  load_rows(vs, v + kb * S * ldv + h * dv, S, dv, ldv);
+  load_rows(ks, k + kb * S * ldk + kvh * dk, S, dk, ldk);
+  load_rows(vs, v + kb * S * ldv + kvh * dv, S, dv, ldv);
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* qw = qrow + warp * dk;
@@ -117,74 +118,74 @@ __global__ void fused_attention_kernel(AttentionDims d, const float* q, const fl
     const float* qt = q + (b * T + t) * ldq + h * dk;
     for (int c = lane; c < dk; c += 32) qw[c] = qt[c];
     __syncwarp();
-    const int n = static_cast<int>(visible_keys(S, T, b, t, causal, key_lengths));
+    // Keys [lo, n): the padding and causal masks, and a sliding window's start.
+    const int n = static_cast<int>(visible_keys(S, T, b, t, causal, key_lengths)),
+              lo = static_cast<int>(first_key(S, T, t, d.window, n));
     float mx = -INFINITY;
-    for (int s = lane; s < n; s += 32) {
+    for (int s = lo + lane; s < n; s += 32) {
       pw[s] = dot_rows<kVec>(qw, ks + s * (dk + kPad), dk) * scale;
       mx = fmaxf(mx, pw[s]);
     }
     mx = warp_max(mx);
     float sum = 0;
-    for (int s = lane; s < n; s += 32) {
+    for (int s = lo + lane; s < n; s += 32) {
       pw[s] = expf(pw[s] - mx);
       sum += pw[s];
     }
     sum = warp_sum(sum);
-    const float inv = n > 0 ? 1.0f / sum : 0.0f;
+    const float inv = n > lo ? 1.0f / sum : 0.0f;
     float* p = probs + ((b * H + h) * T + t) * S;
     const uint64_t base = static_cast<uint64_t>(((b * H + h) * T + t) * S);
     for (int s = lane; s < S; s += 32) {
-      const float w = s < n ? pw[s] * inv : 0.0f;
+      // lo ≤ s < n in one unsigned comparison (s − lo wraps around below lo), as cheap as s < n.
+      const float w = static_cast<unsigned>(s - lo) < static_cast<unsigned>(n - lo) ? pw[s] * inv : 0.0f;
       p[s] = w;
       pw[s] = drop ? __fmul_rn(w, keep_factor(rng, base + static_cast<uint64_t>(s), threshold, keep_scale)) : w;
     }
     __syncwarp();
-    float* o = out + (b * T + t) * ldv + h * dv;
-    weighted_columns<kVec>(pw, 1, vs, dv + kPad, n, dv, [&](int c, float acc) { o[c] = acc; });
+    float* o = out + (b * T + t) * ldo + h * dv;
+    weighted_columns<kVec>(pw + lo, 1, vs + lo * (dv + kPad), dv + kPad, n - lo, dv,
+                           [&](int c, float acc) { o[c] = acc; });
     __syncwarp();
   }
 }
 
+// The backward's shared memory: one key/value head's keys and values, one query head's rows.
+struct BackwardRows {
+  float *qs, *ks, *vs, *dos, *dz, *pd;
+  int ldz;
+};
+
+// One query head h of entry b, with its key/value head's K and V in shared memory: loads Q and dO,
+// then dq's rows, and adds its dv, dk sums into the key rows (one warp per key row, so the query
+// heads sharing a key/value head add in head order, the same on every run).
 template <bool kVec>
-__global__ void __launch_bounds__(32 * kBackwardWarps)
-    fused_attention_backward_kernel(AttentionDims d, const float* q, const float* k, const float* v, float scale,
-                                    float threshold, float keep_scale, bool drop, RngStream rng, const float* probs,
-                                    const float* dout, float* dq, float* dk, float* dv) {
-  extern __shared__ float4 smem4[];
-  float* smem = reinterpret_cast<float*>(smem4);
+__device__ void head_backward(const AttentionDims& d, int64_t b, int64_t h, int64_t kvh, const float* q, float scale,
+                              float threshold, float keep_scale, bool drop, const RngStream& rng, const float* probs,
+                              const float* dout, float* dq, float* dk, float* dv, const BackwardRows& m) {
   const int T = static_cast<int>(d.queries), S = static_cast<int>(d.keys), Dk = static_cast<int>(d.d_k),
-            Dv = static_cast<int>(d.d_v), H = static_cast<int>(d.heads);
-  const int64_t b = blockIdx.x / H, h = blockIdx.x % H;
-  const int64_t ldq = H * Dk, ldv = H * Dv;
-  const int ldz = padded(S);
-  float* qs = smem;                      // [T, Dk + kPad]
-  float* ks = qs + T * (Dk + kPad);      // [S, Dk + kPad]
-  float* vs = ks + S * (Dk + kPad);      // [S, Dv + kPad]
-  float* dos = vs + S * (Dv + kPad);     // [T, Dv + kPad]
-  float* dz = dos + T * (Dv + kPad);     // [T, ldz]
-  float* pd = dz + T * ldz;              // [T, ldz]: P̃, the weights after dropout
-  load_rows(qs, q + b * T * ldq + h * Dk, T, Dk, ldq);
-  load_rows(ks, k + b * S * ldq + h * Dk, S, Dk, ldq);
-  load_rows(vs, v + b * S * ldv + h * Dv, S, Dv, ldv);
-  load_rows(dos, dout + b * T * ldv + h * Dv, T, Dv, ldv);
+            Dv = static_cast<int>(d.d_v), H = static_cast<int>(d.heads), ldz = m.ldz;
+  const int64_t ldq = H * Dk, ldo = H * Dv, ldk = d.kv_heads * Dk, ldv = d.kv_heads * Dv;
+  load_rows(m.qs, q + b * T * ldq + h * Dk, T, Dk, ldq);
+  load_rows(m.dos, dout + b * T * ldo + h * Dv, T, Dv, ldo);
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float* P = probs + (b * H + h) * T * S;
   const uint64_t base = static_cast<uint64_t>((b * H + h) * T * S);
   // Query rows: dP = dropout(dO·Vᵀ), dZ = P ⊙ (dP − Σ dP ⊙ P), dQ += scale · dZ · K.
   for (int t = warp; t < T; t += kBackwardWarps) {
-    const float* dot_row = dos + t * (Dv + kPad);
-    float* z = dz + t * ldz;
+    const float* dot_row = m.dos + t * (Dv + kPad);
+    float* z = m.dz + t * ldz;
     float dot = 0;
     for (int s = lane; s < S; s += 32) {
-      float g = dot_rows<kVec>(dot_row, vs + s * (Dv + kPad), Dv);
+      float g = dot_rows<kVec>(dot_row, m.vs + s * (Dv + kPad), Dv);
       const float p = P[t * S + s];
       if (drop) {
         const float keep = keep_factor(rng, base + static_cast<uint64_t>(t * S + s), threshold, keep_scale);
         g = __fmul_rn(g, keep);
-        pd[t * ldz + s] = __fmul_rn(p, keep);
+        m.pd[t * ldz + s] = __fmul_rn(p, keep);
       } else {
-        pd[t * ldz + s] = p;
+        m.pd[t * ldz + s] = p;
       }
       z[s] = g;
       dot += g * p;
@@ -193,16 +194,43 @@ __global__ void __launch_bounds__(32 * kBackwardWarps)
     for (int s = lane; s < S; s += 32) z[s] = P[t * S + s] * (z[s] - dot);
     __syncwarp();
     float* dqt = dq + (b * T + t) * ldq + h * Dk;
-    weighted_columns<kVec>(z, 1, ks, Dk + kPad, S, Dk, [&](int c, float acc) { dqt[c] += scale * acc; });
+    weighted_columns<kVec>(z, 1, m.ks, Dk + kPad, S, Dk, [&](int c, float acc) { dqt[c] += scale * acc; });
   }
   __syncthreads();
   // Key rows: dV += P̃ᵀ · dO, dK += scale · dZᵀ · Q.
   for (int s = warp; s < S; s += kBackwardWarps) {
-    float* dvs = dv + (b * S + s) * ldv + h * Dv;
-    weighted_columns<kVec>(pd + s, ldz, dos, Dv + kPad, T, Dv, [&](int c, float acc) { dvs[c] += acc; });
-    float* dks = dk + (b * S + s) * ldq + h * Dk;
-    weighted_columns<kVec>(dz + s, ldz, qs, Dk + kPad, T, Dk, [&](int c, float acc) { dks[c] += scale * acc; });
+    float* dvs = dv + (b * S + s) * ldv + kvh * Dv;
+    weighted_columns<kVec>(m.pd + s, ldz, m.dos, Dv + kPad, T, Dv, [&](int c, float acc) { dvs[c] += acc; });
+    float* dks = dk + (b * S + s) * ldk + kvh * Dk;
+    weighted_columns<kVec>(m.dz + s, ldz, m.qs, Dk + kPad, T, Dk, [&](int c, float acc) { dks[c] += scale * acc; });
   }
+  __syncthreads();  // before the next query head's rows replace these
+}
+
+// One block per (entry, key/value head), taking the query heads that read it one after another.
+template <bool kVec>
+__global__ void __launch_bounds__(32 * kBackwardWarps)
+    fused_attention_backward_kernel(AttentionDims d, const float* q, const float* k, const float* v, float scale,
+                                    float threshold, float keep_scale, bool drop, RngStream rng, const float* probs,
+                                    const float* dout, float* dq, float* dk, float* dv) {
+  extern __shared__ float4 smem4[];
+  float* smem = reinterpret_cast<float*>(smem4);
+  const int T = static_cast<int>(d.queries), S = static_cast<int>(d.keys), Dk = static_cast<int>(d.d_k),
+            Dv = static_cast<int>(d.d_v), KV = static_cast<int>(d.kv_heads), group = static_cast<int>(d.heads) / KV;
+  const int64_t b = blockIdx.x / KV, kvh = blockIdx.x % KV;
+  const int64_t ldk = KV * Dk, ldv = KV * Dv;
+  BackwardRows m;
+  m.ldz = padded(S);
+  m.qs = smem;                        // [T, Dk + kPad]
+  m.ks = m.qs + T * (Dk + kPad);      // [S, Dk + kPad]
+  m.vs = m.ks + S * (Dk + kPad);      // [S, Dv + kPad]
+  m.dos = m.vs + S * (Dv + kPad);     // [T, Dv + kPad]
+  m.dz = m.dos + T * (Dv + kPad);     // [T, ldz]
+  m.pd = m.dz + T * m.ldz;            // [T, ldz]: P̃, the weights after dropout
+  load_rows(m.ks, k + b * S * ldk + kvh * Dk, S, Dk, ldk);
+  load_rows(m.vs, v + b * S * ldv + kvh * Dv, S, Dv, ldv);
+  for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
+    head_backward<kVec>(d, b, h, kvh, q, scale, threshold, keep_scale, drop, rng, probs, dout, dq, dk, dv, m);
 }
 
 // Shared memory the fused kernels need, in bytes; beyond fused_limit() the products path runs.
@@ -260,13 +288,13 @@ bool fused_attention(const AttentionDims& d, const float* q, const float* k, con
 bool fused_attention_backward(const AttentionDims& d, const float* q, const float* k, const float* v, float scale,
                               double dropout_rate, const RngStream& rng, const float* probs, const float* dout,
                               float* dq, float* dk, float* dv) {
-  const int64_t B = d.batch, H = d.heads;
+  const int64_t B = d.batch, KV = d.kv_heads;
   if (const size_t bytes = fused_backward_bytes(d); bytes <= fused_limit()) {
     static const bool allowed = (allow_shared(fused_attention_backward_kernel<true>),
                                  allow_shared(fused_attention_backward_kernel<false>), true);
     (void)allowed;
     (vector_widths(d) ? fused_attention_backward_kernel<true> : fused_attention_backward_kernel<false>)
-        <<<static_cast<unsigned>(B * H), 32 * kBackwardWarps, bytes>>>(
+        <<<static_cast<unsigned>(B * KV), 32 * kBackwardWarps, bytes>>>(
             d, q, k, v, scale, static_cast<float>(dropout_rate), static_cast<float>(1.0 / (1.0 - dropout_rate)),
             dropout_rate > 0, rng, probs, dout, dq, dk, dv);
     launched("attention_backward (fused)");

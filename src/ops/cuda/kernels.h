@@ -20,7 +20,9 @@ namespace tfm::cuda {
 struct AttentionDims {
   int64_t batch, queries, keys, heads, d_k, d_v;  // B, T, S, H, d_k, d_v
   int64_t kv_group = 1;  // query batch entries per key/value entry
-  int64_t kv_rows = 0;   // with key_rows: R, the rows of each position's slab (k, v: [S, R, H·d])
+  int64_t kv_rows = 0;   // with key_rows: R, the rows of each position's slab (k, v: [S, R, KV·d])
+  int64_t kv_heads = 0;  // KV, the key/value heads (set by the ops: 1 ≤ KV ≤ H, H a multiple of KV)
+  int64_t window = 0;    // sliding window (ops::AttentionArgs::window); 0 = none
 };
 
 class Kernels {

@@ -12,18 +12,20 @@
 TFM_SIMD_BEGIN
 
 namespace {
-// Where head h of batch entry b starts in each tensor, and the row strides (heads side by side).
+// Where head h of batch entry b starts in each tensor (heads side by side; k and v hold the
+// key/value head kv_head(d, h) that query head h reads).
 struct HeadView {
   int64_t b, h;
   int64_t q_off, k_off, v_off, o_off, p_off;
 };
+int64_t kv_head(const AttentionDims& d, int64_t h) { return h / (d.heads / d.kv_heads); }
 HeadView head_view(const AttentionDims& d, int64_t bh) {
-  const int64_t b = bh / d.heads, h = bh % d.heads;
+  const int64_t b = bh / d.heads, h = bh % d.heads, kvh = kv_head(d, h);
   return {b,
           h,
           b * d.queries * d.heads * d.d_k + h * d.d_k,
-          b / d.kv_group * d.keys * d.heads * d.d_k + h * d.d_k,
-          b / d.kv_group * d.keys * d.heads * d.d_v + h * d.d_v,
+          b / d.kv_group * d.keys * d.kv_heads * d.d_k + kvh * d.d_k,
+          b / d.kv_group * d.keys * d.kv_heads * d.d_v + kvh * d.d_v,
           b * d.queries * d.heads * d.d_v + h * d.d_v,
           bh * d.queries * d.keys};
 }
@@ -32,6 +34,11 @@ int64_t visible_keys(const AttentionDims& d, int64_t b, int64_t t, bool causal, 
   int64_t n = key_lengths ? std::clamp<int64_t>(key_lengths[b], 0, d.keys) : d.keys;
   if (causal) n = std::min(n, std::max<int64_t>(0, t + (d.keys - d.queries) + 1));
   return n;
+}
+// The first key query t may see, of its n visible ones: keys before its sliding window are masked
+// too (query t is at position t + S − T); 0 without a window, n when the window holds none of them.
+int64_t first_key(const AttentionDims& d, int64_t t, int64_t n) {
+  return d.window > 0 ? std::clamp<int64_t>(t + (d.keys - d.queries) - d.window + 1, 0, n) : 0;
 }
 // Where a decoding query's keys lie: key s of query entry b is row rows[s] of k and v viewed as
 // [N, H·d], for all S positions: the entry's own rows, or with key_rows the rows of each
@@ -50,7 +57,7 @@ void key_positions(const AttentionDims& d, int64_t b, const int32_t* key_rows, i
 // and v at the head's first column and key s in row rows[s].
 template <class T>
 void single_query(const AttentionDims& d, const T* q, const T* k, const T* v, const int64_t* rows, int64_t ldk,
-                  int64_t ldv, int64_t n, T scale, T* p, T* out) {
+                  int64_t ldv, int64_t n, int64_t keys, T scale, T* p, T* out) {
   for (int64_t s = 0; s < n; ++s) {
     const T* ks = k + rows[s] * ldk;
     T dot = 0;
@@ -59,7 +66,7 @@ void single_query(const AttentionDims& d, const T* q, const T* k, const T* v, co
     p[s] = scale * dot;
   }
   if (n > 0) softmax_row(n, p, p);
-  std::fill(p + n, p + d.keys, T(0));
+  std::fill(p + n, p + keys, T(0));
   std::fill_n(out, d.d_v, T(0));
   for (int64_t s = 0; s < n; ++s) {
     const T* vs = v + rows[s] * ldv;
@@ -135,23 +142,27 @@ void single_query_f32(const float* q, const float* k, const float* v, const int6
   std::memcpy(out, o, sizeof o);
 }
 
-// One decoding query of one head: the vector kernel when the width allows, else the plain loops.
+// One decoding query of one head, seeing keys [first, n): the vector kernel when the width allows,
+// else the plain loops.
 template <class T>
-void decode_query(const AttentionDims& d, const T* q, const T* k, const T* v, const int64_t* rows, int64_t ldk,
-                  int64_t ldv, int64_t n, T scale, T* p, T* out) {
+void decode_query(const AttentionDims& d, const T* q, const T* k, const T* v, const int64_t* all_rows, int64_t ldk,
+                  int64_t ldv, int64_t first, int64_t n_visible, T scale, T* all_p, T* out) {
+  std::fill(all_p, all_p + first, T(0));  // before the window
+  const int64_t *rows = all_rows + first, n = n_visible - first, keys = d.keys - first;
+  T* p = all_p + first;
   if constexpr (std::is_same_v<T, float>) {
     if (d.d_k == d.d_v && d.d_k % kLanes == 0) {
       switch (d.d_k / kLanes) {
-        case 1: return single_query_f32<1>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
-        case 2: return single_query_f32<2>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
-        case 4: return single_query_f32<4>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
-        case 8: return single_query_f32<8>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
-        case 16: return single_query_f32<16>(q, k, v, rows, ldk, ldv, n, d.keys, scale, p, out);
+        case 1: return single_query_f32<1>(q, k, v, rows, ldk, ldv, n, keys, scale, p, out);
+        case 2: return single_query_f32<2>(q, k, v, rows, ldk, ldv, n, keys, scale, p, out);
+        case 4: return single_query_f32<4>(q, k, v, rows, ldk, ldv, n, keys, scale, p, out);
+        case 8: return single_query_f32<8>(q, k, v, rows, ldk, ldv, n, keys, scale, p, out);
+        case 16: return single_query_f32<16>(q, k, v, rows, ldk, ldv, n, keys, scale, p, out);
         default: break;
       }
     }
   }
-  single_query(d, q, k, v, rows, ldk, ldv, n, scale, p, out);
+  single_query(d, q, k, v, rows, ldk, ldv, n, keys, scale, p, out);
 }
 
 // Starts loading the first n keys and values of one head (k, v at its first column) into the
@@ -166,113 +177,145 @@ void prefetch_head(const AttentionDims& d, const T* k, const T* v, const int64_t
     for (int64_t c = 0; c < d.d_v; c += kLine) __builtin_prefetch(v + rows[s] * ldv + c);
   }
 }
+
+// Every query of one (entry, head), i = b·H + h, by products: scores for the keys some query can
+// see, the masks and softmax row by row, dropout, then the weighted sum of the values.
+template <class T>
+void head_forward(const AttentionDims& d, int64_t i, const T* q, const T* k, const T* v, bool causal,
+                  const int32_t* key_lengths, double dropout, const RngStream& rng, T* dropped, T* probs, T* out) {
+  const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
+  const int64_t ldq = d.heads * d.d_k, ldk = d.kv_heads * d.d_k, ldo = d.heads * d.d_v, ldv = d.kv_heads * d.d_v;
+  const HeadView hv = head_view(d, i);
+  T* p = probs + hv.p_off;  // [T, S]
+  // Only the keys some query can see, [first, seen), enter the products: keys past them may hold
+  // anything (padding, or positions a cache has not filled yet), and skipping them saves work.
+  int64_t seen = 0, first = d.keys;
+  for (int64_t t = 0; t < d.queries; ++t) {
+    const int64_t n = visible_keys(d, hv.b, t, causal, key_lengths);
+    seen = std::max(seen, n);
+    first = std::min(first, first_key(d, t, n));
+  }
+  first = std::min(first, seen);
+  gemm_ld<T>(false, true, d.queries, seen - first, d.d_k, scale, q + hv.q_off, ldq, k + hv.k_off + first * ldk, ldk,
+             T(0), p + first, d.keys);
+  for (int64_t t = 0; t < d.queries; ++t) {
+    T* row = p + t * d.keys;
+    const int64_t n = visible_keys(d, hv.b, t, causal, key_lengths), lo = first_key(d, t, n);
+    std::fill(row, row + lo, T(0));  // before the window
+    if (n > lo) softmax_row(n - lo, row + lo, row + lo);
+    std::fill(row + n, row + d.keys, T(0));  // masked keys: exactly zero; all masked: all zero
+  }
+  const T* weights = p;
+  if (dropout > 0) {
+    apply_dropout<T>(d.queries * d.keys, static_cast<uint64_t>(hv.p_off), p, dropout, rng, dropped);
+    weights = dropped;
+  }
+  if (seen > first) {
+    gemm_ld<T>(false, false, d.queries, d.d_v, seen - first, T(1), weights + first, d.keys,
+               v + hv.v_off + first * ldv, ldv, T(0), out + hv.o_off, ldo);
+  } else {
+    for (int64_t t = 0; t < d.queries; ++t) std::fill_n(out + hv.o_off + t * ldo, d.d_v, T(0));
+  }
+}
 }  // namespace
 
 template <class T>
 void attention(const AttentionDims& d, const T* q, const T* k, const T* v, bool causal, const int32_t* key_lengths,
                const int32_t* key_rows, double dropout, const RngStream& rng, T* probs, T* out) {
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
-  const int64_t ldq = d.heads * d.d_k, ldv = d.heads * d.d_v, tile = d.queries * d.keys;
+  const int64_t ldk = d.kv_heads * d.d_k, ldv = d.kv_heads * d.d_v;
   const bool decoding = d.queries == 1 && dropout == 0;  // plain loops beat two tiny BLAS calls
 #pragma omp parallel if (d.batch * d.heads * d.queries * d.keys * (d.d_k + d.d_v) >= (1 << 16))
   {
-    std::vector<T> dropped(dropout > 0 ? static_cast<size_t>(tile) : 0);
+    std::vector<T> dropped(dropout > 0 ? static_cast<size_t>(d.queries * d.keys) : 0);
     // Decoding: the rows of the keys of this thread's current group and of the next one.
     std::vector<int64_t> rows(decoding ? static_cast<size_t>(d.keys) : 0), next_rows(rows.size());
     int64_t rows_of = -1, next_of = -1;  // the groups they hold
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < d.batch * d.heads; ++i) {
-      if (decoding) {
-        // The kv_group queries that share one head's keys and values run one after the other,
-        // while those keys and values are in the L1 cache (beams over one encoder output).
-        const int64_t group = i / (d.heads * d.kv_group), h = i / d.kv_group % d.heads, j = i % d.kv_group;
-        const HeadView hv = head_view(d, (group * d.kv_group + j) * d.heads + h);
-        if (rows_of != group) {
-          if (next_of == group) {
-            std::swap(rows, next_rows);
-            std::swap(rows_of, next_of);
-          } else {
-            key_positions(d, hv.b, key_rows, rows.data());
-            rows_of = group;
-          }
-        }
-        if (j == 0 && i + d.kv_group < d.batch * d.heads) {  // the next head block, while this one computes
-          const int64_t next = i + d.kv_group, next_group = next / (d.heads * d.kv_group),
-                        next_h = next / d.kv_group % d.heads, next_b = next_group * d.kv_group;
-          if (next_group != group && next_of != next_group) {
-            key_positions(d, next_b, key_rows, next_rows.data());
-            next_of = next_group;
-          }
-          prefetch_head(d, k + next_h * d.d_k, v + next_h * d.d_v, next_group != group ? next_rows.data() : rows.data(),
-                        ldq, ldv, visible_keys(d, next_b, 0, causal, key_lengths));
-        }
-        decode_query(d, q + hv.q_off, k + h * d.d_k, v + h * d.d_v, rows.data(), ldq, ldv,
-                     visible_keys(d, hv.b, 0, causal, key_lengths), scale, probs + hv.p_off, out + hv.o_off);
+      if (!decoding) {
+        head_forward(d, i, q, k, v, causal, key_lengths, dropout, rng, dropped.data(), probs, out);
         continue;
       }
-      const HeadView hv = head_view(d, i);
-      T* p = probs + hv.p_off;  // [T, S]
-      // Only the keys some query can see enter the products: keys past them may hold anything
-      // (padding, or positions a cache has not filled yet), and skipping them saves work.
-      int64_t seen = 0;
-      for (int64_t t = 0; t < d.queries; ++t) seen = std::max(seen, visible_keys(d, hv.b, t, causal, key_lengths));
-      gemm_ld<T>(false, true, d.queries, seen, d.d_k, scale, q + hv.q_off, ldq, k + hv.k_off, ldq, T(0), p, d.keys);
-      for (int64_t t = 0; t < d.queries; ++t) {
-        T* row = p + t * d.keys;
-        const int64_t n = visible_keys(d, hv.b, t, causal, key_lengths);
-        if (n > 0) softmax_row(n, row, row);
-        std::fill(row + n, row + d.keys, T(0));  // masked keys: exactly zero; all masked: all zero
+      // The kv_group queries that share one head's keys and values run one after the other,
+      // while those keys and values are in the L1 cache (beams over one encoder output).
+      const int64_t group = i / (d.heads * d.kv_group), h = i / d.kv_group % d.heads, j = i % d.kv_group;
+      const HeadView hv = head_view(d, (group * d.kv_group + j) * d.heads + h);
+      if (rows_of != group) {
+        if (next_of == group) {
+          std::swap(rows, next_rows);
+          std::swap(rows_of, next_of);
+        } else {
+          key_positions(d, hv.b, key_rows, rows.data());
+          rows_of = group;
+        }
       }
-      const T* weights = p;
-      if (dropout > 0) {
-        apply_dropout<T>(tile, static_cast<uint64_t>(hv.p_off), p, dropout, rng, dropped.data());
-        weights = dropped.data();
+      if (j == 0 && i + d.kv_group < d.batch * d.heads) {  // the next head block, while this one computes
+        const int64_t next = i + d.kv_group, next_group = next / (d.heads * d.kv_group),
+                      next_kvh = kv_head(d, next / d.kv_group % d.heads), next_b = next_group * d.kv_group;
+        if (next_group != group && next_of != next_group) {
+          key_positions(d, next_b, key_rows, next_rows.data());
+          next_of = next_group;
+        }
+        const int64_t n = visible_keys(d, next_b, 0, causal, key_lengths), lo = first_key(d, 0, n);
+        prefetch_head(d, k + next_kvh * d.d_k, v + next_kvh * d.d_v,
+                      (next_group != group ? next_rows.data() : rows.data()) + lo, ldk, ldv, n - lo);
       }
-      if (seen > 0) {
-        gemm_ld<T>(false, false, d.queries, d.d_v, seen, T(1), weights, d.keys, v + hv.v_off, ldv, T(0),
-                   out + hv.o_off, ldv);
-      } else {
-        for (int64_t t = 0; t < d.queries; ++t) std::fill_n(out + hv.o_off + t * ldv, d.d_v, T(0));
-      }
+      const int64_t kvh = kv_head(d, h), n = visible_keys(d, hv.b, 0, causal, key_lengths);
+      decode_query(d, q + hv.q_off, k + kvh * d.d_k, v + kvh * d.d_v, rows.data(), ldk, ldv, first_key(d, 0, n), n,
+                   scale, probs + hv.p_off, out + hv.o_off);
     }
   }
 }
 
+namespace {
+// The backward of one (entry, head), bh = b·H + h, accumulating into its key/value head's dk, dv.
+// dp: T·S scratch; dropped: T·S scratch with dropout.
+template <class T>
+void head_backward(const AttentionDims& d, int64_t bh, const T* q, const T* k, const T* v, double dropout,
+                   const RngStream& rng, const T* probs, const T* dout, T* dq, T* dk, T* dv, T* dp, T* dropped) {
+  const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
+  const int64_t ldq = d.heads * d.d_k, ldk = d.kv_heads * d.d_k, ldo = d.heads * d.d_v, ldv = d.kv_heads * d.d_v,
+                tile = d.queries * d.keys;
+  const HeadView hv = head_view(d, bh);
+  const T* p = probs + hv.p_off;
+  const T* weights = p;
+  if (dropout > 0) {
+    apply_dropout<T>(tile, static_cast<uint64_t>(hv.p_off), p, dropout, rng, dropped);
+    weights = dropped;
+  }
+  // dV += P̃ᵀ · dO
+  gemm_ld<T>(true, false, d.keys, d.d_v, d.queries, T(1), weights, d.keys, dout + hv.o_off, ldo, T(1), dv + hv.v_off,
+             ldv);
+  // dP̃ = dO · Vᵀ, then through dropout and softmax (in place): dZ
+  gemm_ld<T>(false, true, d.queries, d.keys, d.d_v, T(1), dout + hv.o_off, ldo, v + hv.v_off, ldv, T(0), dp, d.keys);
+  if (dropout > 0) apply_dropout<T>(tile, static_cast<uint64_t>(hv.p_off), dp, dropout, rng, dp);
+  for (int64_t t = 0; t < d.queries; ++t)
+    softmax_row_backward<T, false>(d.keys, p + t * d.keys, dp + t * d.keys, dp + t * d.keys);
+  // dQ += dZ · K / √d_k ;  dK += dZᵀ · Q / √d_k
+  gemm_ld<T>(false, false, d.queries, d.d_k, d.keys, scale, dp, d.keys, k + hv.k_off, ldk, T(1), dq + hv.q_off, ldq);
+  gemm_ld<T>(true, false, d.keys, d.d_k, d.queries, scale, dp, d.keys, q + hv.q_off, ldq, T(1), dk + hv.k_off, ldk);
+}
+}  // namespace
+
+// The masks act through probs (masked weights are zero, so are their gradients). One thread takes
+// all the query heads that share a key/value head, in order: their sums into dk and dv are then
+// the same on every run, without atomics.
 template <class T>
 void attention_backward(const AttentionDims& d, const T* q, const T* k, const T* v, bool causal,
                         const int32_t* key_lengths, double dropout, const RngStream& rng, const T* probs,
                         const T* dout, T* dq, T* dk, T* dv) {
-  const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(d.d_k)));
-  const int64_t ldq = d.heads * d.d_k, ldv = d.heads * d.d_v, tile = d.queries * d.keys;
+  (void)causal;
+  (void)key_lengths;
+  const int64_t tile = d.queries * d.keys, group = d.heads / d.kv_heads;
 #pragma omp parallel if (d.batch * d.heads * d.queries * d.keys * (d.d_k + d.d_v) >= (1 << 16))
   {
     std::vector<T> dropped(dropout > 0 ? static_cast<size_t>(tile) : 0);
     std::vector<T> dp(static_cast<size_t>(tile));
 #pragma omp for schedule(static)
-    for (int64_t bh = 0; bh < d.batch * d.heads; ++bh) {
-      const HeadView hv = head_view(d, bh);
-      const T* p = probs + hv.p_off;
-      const T* weights = p;
-      if (dropout > 0) {
-        apply_dropout<T>(tile, static_cast<uint64_t>(hv.p_off), p, dropout, rng, dropped.data());
-        weights = dropped.data();
-      }
-      // dV += P̃ᵀ · dO
-      gemm_ld<T>(true, false, d.keys, d.d_v, d.queries, T(1), weights, d.keys, dout + hv.o_off, ldv, T(1),
-                 dv + hv.v_off, ldv);
-      // dP̃ = dO · Vᵀ, then through dropout and softmax (in place): dZ
-      gemm_ld<T>(false, true, d.queries, d.keys, d.d_v, T(1), dout + hv.o_off, ldv, v + hv.v_off, ldv, T(0),
-                 dp.data(), d.keys);
-      if (dropout > 0)
-        apply_dropout<T>(tile, static_cast<uint64_t>(hv.p_off), dp.data(), dropout, rng, dp.data());
-      for (int64_t t = 0; t < d.queries; ++t)
-        softmax_row_backward<T, false>(d.keys, p + t * d.keys, dp.data() + t * d.keys, dp.data() + t * d.keys);
-      // dQ += dZ · K / √d_k ;  dK += dZᵀ · Q / √d_k
-      gemm_ld<T>(false, false, d.queries, d.d_k, d.keys, scale, dp.data(), d.keys, k + hv.k_off, ldq, T(1),
-                 dq + hv.q_off, ldq);
-      gemm_ld<T>(true, false, d.keys, d.d_k, d.queries, scale, dp.data(), d.keys, q + hv.q_off, ldq, T(1),
-                 dk + hv.k_off, ldq);
-    }
+    for (int64_t i = 0; i < d.batch * d.kv_heads; ++i)
+      for (int64_t bh = i * group; bh < (i + 1) * group; ++bh)
+        head_backward(d, bh, q, k, v, dropout, rng, probs, dout, dq, dk, dv, dp.data(), dropped.data());
   }
 }
 
