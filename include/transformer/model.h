@@ -23,9 +23,10 @@ struct ModelInfo {
   int64_t head_dim = 0;
   bool tied_embeddings = true;  // one embedding matrix for source and target
   bool tied_output = true;      // the output projection is the target embedding (else a matrix of its own)
-  int64_t encoder_layers = 0, decoder_layers = 0;
-  // Parameter counts: the embeddings and the output projection (its own matrix and the logits'
-  // bias, where the model has them), the encoder's and the decoder's layers, and all of them.
+  int64_t encoder_layers = 0, decoder_layers = 0;  // 0 for a stack the architecture does not have
+  // Parameter counts: the embeddings (with learned positions, token types and their norm) and the
+  // output side (its own matrix, the logits' bias, the masked-LM head, where the model has them),
+  // the encoder's and the decoder's layers, and all of them.
   int64_t embedding_parameters = 0, encoder_parameters = 0, decoder_parameters = 0, total_parameters = 0;
   std::map<std::string, std::string> metadata;  // the file's other metadata (e.g. averaged_from)
   LoadNotes notes;

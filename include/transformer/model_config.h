@@ -9,6 +9,10 @@
 namespace transformer {
 
 struct ModelConfig {
+  // Which stacks exist: encoder-decoder (the paper) | decoder-only (the decoder without
+  // encoder-decoder attention: a causal language model, GPT) | encoder-only (the encoder: BERT).
+  // decoder-only reads decoder_layers, encoder-only encoder_layers; the other count is ignored.
+  std::string architecture = "encoder-decoder";
   int64_t vocab_size = 8000;    // shared source/target vocabulary (§3.4)
   int64_t d_model = 512;        // D, the width of every layer's input and output (§3.1)
   int64_t d_ff = 2048;          // inner width of the position-wise feed-forward network (§3.3)
@@ -34,7 +38,10 @@ struct ModelConfig {
   std::string activation = "relu";  // the feed-forward's (§3.3): relu | swish (x·σ(x), OPUS-MT) |
                                     //   gelu (exact, erf) | gelu_sigmoid (x·σ(1.702x), Marian's "gelu")
   std::string positions = "interleaved";  // sinusoid layout: interleaved (§3.5: sin at even, cos at odd
-                                          //   dimensions) | sin_cos (all sines, then all cosines)
+                                          //   dimensions) | sin_cos (all sines, then all cosines) |
+                                          //   learned (a table `positions.weight`) | none
+  int64_t max_positions = 0;  // rows of the learned table (position_offset + the longest sequence must
+                              //   fit); 0: no limit, only for positions other than learned
   std::string position_frequencies = "paper";  // pair i's angle rate: paper, 10000^(−2i/D) (§3.5; Hugging
                                                //   Face, CTranslate2) | marian, 10000^(−i/(D/2−1))
   int64_t position_offset = 0;  // the position of a sentence's first token
@@ -42,8 +49,17 @@ struct ModelConfig {
   bool tie_output = true;   // the target embedding is the pre-softmax projection (§3.4); false: a matrix
                             //   of its own, `output.weight`
   bool output_bias = false;  // a bias added to the logits, `output.bias` [V] (Marian; HF's final_logits_bias)
+  bool final_norm = true;      // pre-norm only: a norm after each stack (`encoder.final_norm`, `decoder.final_norm`)
+  bool embedding_norm = false;  // a norm on the summed embeddings, `embed_norm` (BERT)
+  bool attention_bias = true;  // biases on the attention's q, k, v and out projections
+  bool ffn_bias = true;        // biases on the feed-forward's fc1 and fc2
+  int64_t token_types = 0;     // encoder-only: segment embeddings `token_types.weight` [G, D] (BERT: 2)
+  bool mlm_head = false;       // encoder-only: BERT's masked-LM transform before the output projection,
+                               //   `mlm_head.dense` (D → D), the activation, `mlm_head.norm`
 
   int64_t head_dim() const { return d_model / heads; }
+  bool has_encoder() const { return architecture != "decoder-only"; }
+  bool has_decoder() const { return architecture != "encoder-only"; }
   // Throws transformer::Error naming the first field that is out of range.
   void validate() const;
 };
@@ -60,6 +76,9 @@ struct ModelOverrides {
   std::optional<std::string> activation, positions, position_frequencies;
   std::optional<int64_t> position_offset;
   std::optional<bool> scale_embeddings, tie_output, output_bias;
+  std::optional<std::string> architecture;
+  std::optional<int64_t> max_positions, token_types;
+  std::optional<bool> final_norm, embedding_norm, attention_bias, ffn_bias, mlm_head;
 
   // `base` with the fields set here replaced (not validated).
   ModelConfig apply_to(ModelConfig base) const;

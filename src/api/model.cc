@@ -48,13 +48,17 @@ ModelInfo model_info(const std::string& path, bool verify) {
   info.head_dim = c.head_dim();
   info.tied_embeddings = c.tie_source_target;
   info.tied_output = c.tie_output;
-  info.encoder_layers = c.encoder_layers;
-  info.decoder_layers = c.decoder_layers;
+  info.encoder_layers = c.has_encoder() ? c.encoder_layers : 0;  // a stack the architecture lacks: none
+  info.decoder_layers = c.has_decoder() ? c.decoder_layers : 0;
   const tfm::ParamStore& p = model->params();
   for (int id = 0; id < p.size(); ++id) {
     const std::string& n = p.name(id);
     const int64_t count = p.shape(id).numel();
-    if (n.find("embed.") != std::string::npos || n.starts_with("output.")) info.embedding_parameters += count;
+    // The embeddings with what joins them (positions, token types, their norm) and the output side.
+    const bool embedding = n.find("embed.") != std::string::npos || n.starts_with("output.") ||
+                           n.starts_with("positions.") || n.starts_with("token_types.") ||
+                           n.starts_with("embed_norm.") || n.starts_with("mlm_head.");
+    if (embedding) info.embedding_parameters += count;
     else if (n.starts_with("encoder.")) info.encoder_parameters += count;
     else info.decoder_parameters += count;
   }

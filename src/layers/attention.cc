@@ -6,11 +6,11 @@
 namespace tfm {
 
 MultiHeadAttention::MultiHeadAttention(ParamStore& params, const std::string& name, int64_t d_model, int64_t h,
-                                       double dropout)
-    : q_proj(params, name + ".q_proj", d_model, d_model),
-      k_proj(params, name + ".k_proj", d_model, d_model),
-      v_proj(params, name + ".v_proj", d_model, d_model),
-      out_proj(params, name + ".out_proj", d_model, d_model),
+                                       double dropout, bool bias)
+    : q_proj(params, name + ".q_proj", d_model, d_model, bias),
+      k_proj(params, name + ".k_proj", d_model, kv_width(d_model, h), bias),
+      v_proj(params, name + ".v_proj", d_model, kv_width(d_model, h), bias),
+      out_proj(params, name + ".out_proj", d_model, d_model, bias),
       heads(h),
       attention_dropout(dropout) {}
 
@@ -28,15 +28,15 @@ std::pair<Tensor, Tensor> MultiHeadAttention::project_kv(const Context& ctx, con
 std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context& ctx, const Tensor& x,
                                                                    const Tensor& k_out, const Tensor& v_out) const {
   TFM_CHECK(x.rank() == 3 && x.size(2) == q_proj.in, "attention: input ", x.shape(), " is not [B, T, ", q_proj.in, "]");
-  const int64_t B = x.size(0), T = x.size(1), D = q_proj.out;
+  const int64_t B = x.size(0), T = x.size(1), D = q_proj.out, KV = kv_width();
   TFM_CHECK(k_out.defined() == v_out.defined(), "project_qkv: keys' and values' destinations come together");
   for (const Tensor* out : {&k_out, &v_out})
-    TFM_CHECK(!out->defined() || (out->shape() == Shape({B, T, D}) && out->dtype() == x.dtype() &&
+    TFM_CHECK(!out->defined() || (out->shape() == Shape({B, T, KV}) && out->dtype() == x.dtype() &&
                                   out->device() == x.device()),
               "project_qkv: a destination of shape ", out->shape(), " (", name(out->dtype()), " on ",
-              name(out->device()), ") for [", B, ", ", T, ", ", D, "] (", name(x.dtype()), " on ", name(x.device()), ")");
-  auto into = [&](const Tensor& out) {  // [B, T, D]: the destination given, or a new tensor
-    return out.defined() ? out : Tensor::empty({B, T, D}, x.dtype(), x.device());
+              name(out->device()), ") for [", B, ", ", T, ", ", KV, "] (", name(x.dtype()), " on ", name(x.device()), ")");
+  auto into = [&](const Tensor& out) {  // [B, T, KV]: the destination given, or a new tensor
+    return out.defined() ? out : Tensor::empty({B, T, KV}, x.dtype(), x.device());
   };
   const ops::Weight fused = ctx.fused_weight(fused_key(q_proj.weight));
   if (!fused.defined()) {
@@ -49,8 +49,8 @@ std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context
     }
     return {q_proj.forward(ctx, x), k, v};
   }
-  const Tensor qkv = ops::product(x, fused);  // [B, T, 3D]: Q, K, V side by side, with their own biases
-  // [B, T, D] each
+  const Tensor qkv = ops::product(x, fused);  // [B, T, D + 2KV]: Q, K, V side by side, with their own biases
+  // [B, T, D], [B, T, KV], [B, T, KV]
   Tensor q = Tensor::empty({B, T, D}, x.dtype(), x.device()), k = into(k_out), v = into(v_out);
   ops::split_columns(qkv, {q, k, v});
   return {q, k, v};

@@ -29,9 +29,14 @@ class MultiHeadAttention {
   };
 
   MultiHeadAttention() = default;
-  // Registers `<name>.{q,k,v,out}_proj.{weight,bias}`.
+  // Registers `<name>.{q,k,v,out}_proj.weight` and, with `bias`, their `.bias`.
   MultiHeadAttention(ParamStore& params, const std::string& name, int64_t d_model, int64_t heads,
-                     double attention_dropout);
+                     double attention_dropout, bool bias = true);
+
+  // The width of the keys and values (k_proj's and v_proj's outputs): D today; what reads a key or
+  // value width asks here, so that fewer key/value heads than query heads change only this.
+  static int64_t kv_width(int64_t d_model, int64_t heads) { return d_model / heads * heads; }
+  int64_t kv_width() const { return k_proj.out; }
 
   // xq: [B, T, D] (queries), xkv: [B, S, D] (keys and values; the same tensor for self-attention)
   // → [B, T, D]; with a residual r [B, T, D], r + that, added by the output projection's call

@@ -5,8 +5,8 @@
 namespace tfm {
 
 FeedForward::FeedForward(ParamStore& params, const std::string& name, int64_t d_model, int64_t d_ff,
-                         ops::Activation act)
-    : fc1(params, name + ".fc1", d_model, d_ff), fc2(params, name + ".fc2", d_ff, d_model), activation(act) {}
+                         ops::Activation act, bool bias)
+    : fc1(params, name + ".fc1", d_model, d_ff, bias), fc2(params, name + ".fc2", d_ff, d_model, bias), activation(act) {}
 
 Tensor FeedForward::forward(const Context& ctx, const Tensor& x, Saved* saved, const Tensor& residual) const {
   // The activation joins fc1's call (its int8 or packed product's last pass), except where a

@@ -19,9 +19,9 @@ class FeedForward {
   };
 
   FeedForward() = default;
-  // Registers `<name>.fc1` (D → F) and `<name>.fc2` (F → D).
+  // Registers `<name>.fc1` (D → F) and `<name>.fc2` (F → D), with biases when `bias`.
   FeedForward(ParamStore& params, const std::string& name, int64_t d_model, int64_t d_ff,
-              ops::Activation activation = ops::Activation::kRelu);
+              ops::Activation activation = ops::Activation::kRelu, bool bias = true);
 
   // x [B, L, D] → fc2(act(fc1(x))) [B, L, D]; with a residual r [B, L, D], r + that, added by fc2's
   // call (Linear::forward).

@@ -14,8 +14,8 @@ using ops::Activation;
 class Linear {
  public:
   Linear() = default;
-  // Registers `<name>.weight` [out, in] and `<name>.bias` [out].
-  Linear(ParamStore& params, const std::string& name, int64_t in, int64_t out);
+  // Registers `<name>.weight` [out, in] and, with has_bias, `<name>.bias` [out] (else none: bias −1).
+  Linear(ParamStore& params, const std::string& name, int64_t in, int64_t out, bool has_bias = true);
 
   // x: [..., in] → y: [..., out] (a new tensor), y = act(x · Wᵀ + b); with a residual r [..., out]
   // (act none): y = r + (x · Wᵀ + b), the sum of a residual connection, on a GPU in the product's own
@@ -25,7 +25,7 @@ class Linear {
   // dW += dyᵀ·x, db += Σ dy, and dx += dy·W when dx is given.
   void backward(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor* dx) const;
 
-  int weight = -1, bias = -1;  // parameter ids
+  int weight = -1, bias = -1;  // parameter ids (bias −1: none)
   int64_t in = 0, out = 0;
 };
 

@@ -48,9 +48,17 @@ Batch make_batch(const std::vector<std::vector<int32_t>>& sources, const std::ve
   return batch;
 }
 
+Batch make_lm_batch(const std::vector<std::vector<int32_t>>& sequences, const ModelConfig& config) {
+  // make_batch's targets, with empty sources dropped afterwards.
+  Batch batch = make_batch(std::vector<std::vector<int32_t>>(sequences.size()), sequences, config);
+  batch.src = batch.src_lengths = Tensor();
+  batch.source_tokens = 0;
+  return batch;
+}
+
 Batch to_device(const Batch& batch, Device device) {
   Batch out = batch;
-  for (Tensor* t : {&out.src, &out.src_lengths, &out.tgt_in, &out.tgt_out, &out.tgt_lengths})
+  for (Tensor* t : {&out.src, &out.src_lengths, &out.tgt_in, &out.tgt_out, &out.tgt_lengths, &out.token_types})
     if (t->defined() && t->device() != device) *t = t->to_device(device);
   return out;
 }

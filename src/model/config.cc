@@ -22,8 +22,10 @@ void check_sizes(const ModelConfig& c) {
             "model: configuration out of range (vocab_size ", c.vocab_size, ", d_model ", c.d_model, ", d_ff ", c.d_ff,
             ", heads ", c.heads, ", layers ", c.encoder_layers, "+", c.decoder_layers, ")");
   TFM_CHECK(c.d_model % c.heads == 0, "model: d_model ", c.d_model, " is not divisible by heads ", c.heads);
-  TFM_CHECK(c.encoder_layers >= 1 && c.decoder_layers >= 1,
-            "model: encoder_layers and decoder_layers must be >= 1, got ", c.encoder_layers, " and ", c.decoder_layers);
+  TFM_CHECK(!c.has_encoder() || c.encoder_layers >= 1, "model: encoder_layers must be >= 1 for architecture '",
+            c.architecture, "', got ", c.encoder_layers);
+  TFM_CHECK(!c.has_decoder() || c.decoder_layers >= 1, "model: decoder_layers must be >= 1 for architecture '",
+            c.architecture, "', got ", c.decoder_layers);
 }
 
 // Dropout rates in [0, 1) and a positive layer norm epsilon.
@@ -63,7 +65,7 @@ void check_one_of(const char* field, const std::string& value, std::initializer_
 // The activation and the positional encoding: known names, and what each needs of d_model.
 void check_choices(const ModelConfig& c) {
   check_one_of("activation", c.activation, {"relu", "swish", "gelu", "gelu_sigmoid"});
-  check_one_of("positions", c.positions, {"interleaved", "sin_cos"});
+  check_one_of("positions", c.positions, {"interleaved", "sin_cos", "learned", "none"});
   check_one_of("position_frequencies", c.position_frequencies, {"paper", "marian"});
   TFM_CHECK(c.position_frequencies != "marian" || c.d_model >= 4,
             "model: position_frequencies 'marian' needs d_model >= 4, got ", c.d_model);
@@ -72,6 +74,22 @@ void check_choices(const ModelConfig& c) {
   TFM_CHECK(c.position_offset >= 0 && c.position_offset <= 1'000'000,
             "model: position_offset must be in [0, 1000000], got ", c.position_offset);
 }
+
+// The architecture and what only some architectures or position kinds have.
+void check_architecture(const ModelConfig& c) {
+  check_one_of("architecture", c.architecture, {"encoder-decoder", "decoder-only", "encoder-only"});
+  TFM_CHECK(c.max_positions >= 0 && c.max_positions <= 10'000'000, "model: max_positions must be in [0, 10000000], got ",
+            c.max_positions);
+  TFM_CHECK(c.positions != "learned" || c.max_positions > c.position_offset,
+            "model: positions 'learned' needs max_positions (the table's rows) greater than position_offset ",
+            c.position_offset, ", got ", c.max_positions);
+  TFM_CHECK(c.token_types >= 0 && c.token_types <= 1'000, "model: token_types must be in [0, 1000], got ",
+            c.token_types);
+  TFM_CHECK(c.token_types == 0 || c.architecture == "encoder-only",
+            "model: token_types (", c.token_types, ") needs architecture 'encoder-only', got '", c.architecture, "'");
+  TFM_CHECK(!c.mlm_head || c.architecture == "encoder-only",
+            "model: mlm_head needs architecture 'encoder-only', got '", c.architecture, "'");
+}
 }  // namespace
 
 void ModelConfig::validate() const {
@@ -79,14 +97,23 @@ void ModelConfig::validate() const {
   check_rates(*this);
   check_special_ids(*this);
   check_choices(*this);
+  check_architecture(*this);
 }
 
 int64_t parameter_count(const ModelConfig& c) {
-  const int64_t d = c.d_model, attention = 4 * (d * d + d), ffn = 2 * d * c.d_ff + c.d_ff + d, norm = 2 * d;
-  const int64_t embeddings = (c.tie_source_target ? 1 : 2) * c.vocab_size * d;
-  const int64_t output = (c.tie_output ? 0 : c.vocab_size * d) + (c.output_bias ? c.vocab_size : 0);
-  return embeddings + output + c.encoder_layers * (attention + ffn + 2 * norm) +
-         c.decoder_layers * (2 * attention + ffn + 3 * norm) + (c.pre_norm ? 2 * norm : 0);
+  const int64_t d = c.d_model, v = c.vocab_size, norm = 2 * d;
+  const int64_t attention = 4 * d * d + (c.attention_bias ? 4 * d : 0);
+  const int64_t ffn = 2 * d * c.d_ff + (c.ffn_bias ? c.d_ff + d : 0);
+  const bool both = c.has_encoder() && c.has_decoder();
+  int64_t n = (both && !c.tie_source_target ? 2 : 1) * v * d;  // token embeddings
+  n += (c.positions == "learned" ? c.max_positions * d : 0) + c.token_types * d + (c.embedding_norm ? norm : 0);
+  n += (c.tie_output ? 0 : v * d) + (c.output_bias ? v : 0);
+  if (c.has_encoder()) n += c.encoder_layers * (attention + ffn + 2 * norm);
+  if (c.has_decoder()) n += c.decoder_layers * ((both ? 2 : 1) * attention + ffn + (both ? 3 : 2) * norm);
+  const int64_t stacks = (c.has_encoder() ? 1 : 0) + (c.has_decoder() ? 1 : 0);
+  if (c.pre_norm && c.final_norm) n += stacks * norm;
+  if (c.mlm_head) n += d * d + d + norm;
+  return n;
 }
 
 ModelConfig model_preset(const std::string& name) {
@@ -109,7 +136,9 @@ ModelConfig model_preset(const std::string& name) {
 #define TFM_CONFIG_FIELDS(X)                                                                                   \
   X(vocab_size) X(d_model) X(d_ff) X(heads) X(encoder_layers) X(decoder_layers) X(dropout) X(embedding_dropout) \
   X(attention_dropout) X(pre_norm) X(tie_source_target) X(layer_norm_eps) X(pad_id) X(unk_id) X(bos_id) X(eos_id) \
-  X(activation) X(positions) X(position_frequencies) X(position_offset) X(scale_embeddings) X(tie_output) X(output_bias)
+  X(activation) X(positions) X(position_frequencies) X(position_offset) X(scale_embeddings) X(tie_output) X(output_bias) \
+  X(architecture) X(max_positions) X(final_norm) X(embedding_norm) X(attention_bias) X(ffn_bias) X(token_types)    \
+  X(mlm_head)
 
 const std::vector<std::string>& model_config_fields() {
 #define TFM_NAME(f) #f,

@@ -33,7 +33,7 @@ Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& stat
                                           nullptr, r);
       },
       nullptr);
-  const Tensor h2 = cross_res.forward(
+  const Tensor h2 = !cross ? h1 : cross_res.forward(
       ctx, h1,
       [&](const Tensor& in, const Tensor& r) {
         MultiHeadAttention::Saved saved;
@@ -72,22 +72,65 @@ DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory
                                         int64_t max_length, bool record_attention, int64_t hypotheses) const {
   TFM_CHECK(max_length >= 1, "decoding needs a maximum length of at least 1, got ", max_length);
   TFM_CHECK(hypotheses >= 1, "decoding needs at least 1 hypothesis per sentence, got ", hypotheses);
+  TFM_CHECK(config_.has_encoder() && config_.has_decoder(), "start_decoding: a ", config_.architecture,
+            " model decodes without an encoder output (start_decoding(ctx, sequences, max_length))");
   DecodeState state;
   state.src_lengths = src_lengths.to_device(Device::CPU);  // a copy the host reads (decode_step's checks)
   state.record_attention = record_attention;
   const int64_t B = memory.size(0);
   for (const DecoderLayer& layer : decoder) {
-    const auto [k, v] = layer.cross_attn.project_kv(ctx, memory);  // [B, S, D] each
+    const auto [k, v] = layer.cross_attn.project_kv(ctx, memory);  // [B, S, KV] each
     state.memory_k.push_back(k);
     state.memory_v.push_back(v);
-    // [L, C, D]: L = max_length positions of C = B · hypotheses rows
-    state.self_k.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
-    state.self_v.push_back(Tensor::zeros({max_length, B * hypotheses, config_.d_model}, memory.dtype(), memory.device()));
+  }
+  add_self_cache(state, B, max_length, hypotheses, memory.dtype(), memory.device());
+  return state;
+}
+
+void Transformer::add_self_cache(DecodeState& state, int64_t B, int64_t max_length, int64_t hypotheses, DType dtype,
+                                 Device device) const {
+  for (const DecoderLayer& layer : decoder) {
+    // [L, C, KV]: L = max_length positions of C = B · hypotheses rows
+    const int64_t kv = layer.self_attn.kv_width();
+    state.self_k.push_back(Tensor::zeros({max_length, B * hypotheses, kv}, dtype, device));
+    state.self_v.push_back(Tensor::zeros({max_length, B * hypotheses, kv}, dtype, device));
   }
   state.key_rows = Tensor::zeros({B, max_length}, DType::I32);  // [R, L]
   state.cross_attention.resize(decoder.size());
   state.step_lengths = Tensor::zeros({B}, DType::I32);  // [R]
+}
+
+DecodeState Transformer::start_decoding(const Context& ctx, int64_t sequences, int64_t max_length,
+                                        int64_t hypotheses) const {
+  (void)ctx;  // the cache starts empty: nothing is computed yet
+  TFM_CHECK(config_.architecture == "decoder-only", "start_decoding: a ", config_.architecture,
+            " model decodes over an encoder output (start_decoding(ctx, memory, src_lengths, max_length))");
+  TFM_CHECK(sequences >= 1, "decoding needs at least 1 sequence, got ", sequences);
+  TFM_CHECK(max_length >= 1, "decoding needs a maximum length of at least 1, got ", max_length);
+  TFM_CHECK(hypotheses >= 1, "decoding needs at least 1 hypothesis per sequence, got ", hypotheses);
+  TFM_CHECK(positions_table < 0 || config_.position_offset + max_length <= config_.max_positions,
+            "decoding: a maximum length of ", max_length, " tokens is longer than the ",
+            config_.max_positions - config_.position_offset, " that max_positions ", config_.max_positions,
+            " allows (position_offset ", config_.position_offset, ")");
+  DecodeState state;
+  state.src_lengths = Tensor::zeros({sequences}, DType::I32);  // [R]: no encoder output to read
+  add_self_cache(state, sequences, max_length, hypotheses, params_.dtype(), params_.device());
   return state;
+}
+
+Tensor Transformer::decode_prefix(const Context& ctx, DecodeState& state, const Tensor& prompt) const {
+  TFM_CHECK(prompt.rank() == 2 && prompt.size(0) == state.rows() && prompt.size(1) >= 1, "decode_prefix: a prompt of shape ",
+            prompt.shape(), " for ", state.rows(), " hypotheses (expected [", state.rows(), ", P ≥ 1])");
+  const Tensor host = prompt.to_device(Device::CPU);  // [R, P]
+  const int64_t R = host.size(0), P = host.size(1);
+  Tensor hidden;  // [R, D]
+  // One step per prompt position: the cache fills exactly as decoding it token by token would.
+  for (int64_t t = 0; t < P; ++t) {
+    std::vector<int32_t> column(static_cast<size_t>(R));
+    for (int64_t r = 0; r < R; ++r) column[static_cast<size_t>(r)] = host.data<int32_t>()[r * P + t];
+    hidden = decode_hidden(ctx, state, Tensor::from<int32_t>({R}, column).on(prompt.device()));
+  }
+  return hidden;
 }
 
 Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const {
@@ -122,7 +165,7 @@ Tensor Transformer::decode_hidden(const Context& ctx, DecodeState& state, const 
   state.src_lengths_there = there(state.src_lengths);
   Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);  // [R, 1, D]
   for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].step(ctx, x, state, i);
-  if (config_.pre_norm) x = decoder_norm.forward(ctx, x, nullptr);
+  if (final_norms()) x = decoder_norm.forward(ctx, x, nullptr);
   ++state.length;
   return x.view({rows, config_.d_model});
 }

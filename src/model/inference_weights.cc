@@ -18,7 +18,7 @@ namespace tfm {
 bool Transformer::is_product_weight(int id) const {
   if (id == output_weight) return true;  // the output projection (when tied, its lookups stay float32)
   return params_.shape(id).rank() == 2 && params_.name(id).ends_with(".weight") && id != src_embedding &&
-         id != tgt_embedding;
+         id != tgt_embedding && id != positions_table && id != token_type_table;  // the tables are looked up
 }
 
 // Never the output projection: a shortlist's rows are selected from its float32 values
@@ -36,14 +36,16 @@ std::vector<int> Transformer::product_weights() const {
 }
 
 std::pair<Tensor, Tensor> Transformer::fused_qkv(const MultiHeadAttention& a) const {
-  const int64_t D = a.q_proj.out;
-  Tensor w = Tensor::empty({3 * D, a.q_proj.in}, DType::F32, params_.device()),
-         b = Tensor::empty({3 * D}, DType::F32, params_.device());  // [3D, D], [3D], where the weights are
+  const int64_t rows = a.q_proj.out + a.k_proj.out + a.v_proj.out;  // D + 2·KV
+  const bool biased = a.q_proj.bias >= 0;
+  // [D + 2KV, D], [D + 2KV] (undefined without biases), where the weights are
+  Tensor w = Tensor::empty({rows, a.q_proj.in}, DType::F32, params_.device()),
+         b = biased ? Tensor::empty({rows}, DType::F32, params_.device()) : Tensor();
   int64_t row = 0;
   for (const Linear* l : {&a.q_proj, &a.k_proj, &a.v_proj}) {
-    w.rows(row, D).copy_from(params_.value(l->weight));
-    b.rows(row, D).copy_from(params_.value(l->bias));
-    row += D;
+    w.rows(row, l->out).copy_from(params_.value(l->weight));
+    if (biased) b.rows(row, l->out).copy_from(params_.value(l->bias));
+    row += l->out;
   }
   return {w, b};
 }
@@ -72,7 +74,7 @@ void Transformer::quantize_int8(PlainWeights plain) {
   // Packed copies may still refer to the plain weights for some products: none may outlive them.
   if (plain == PlainWeights::kRelease) packed_.clear();
   for (const DecoderLayer& l : decoder) {
-    auto [w, b] = fused_qkv(l.self_attn);  // [3D, D], [3D]
+    auto [w, b] = fused_qkv(l.self_attn);  // [D + 2KV, D], [D + 2KV]
     ops::QuantizedMatrix q = ops::quantize_rows(w);  // per row: the same as each layer's own
     q.bias = b;
     ops::release_unpacked(q);
@@ -103,7 +105,7 @@ void Transformer::pack_weights(PlainWeights plain, ops::Precision products) {
   for (const EncoderLayer& l : encoder) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
   for (const DecoderLayer& l : decoder) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
   for (const DecoderLayer& l : decoder) {
-    auto [w, b] = fused_qkv(l.self_attn);  // [3D, D], [3D]
+    auto [w, b] = fused_qkv(l.self_attn);  // [D + 2KV, D], [D + 2KV]
     ops::PackedMatrix p = ops::pack_weight(w, b, ops::Activation::kNone, products);  // p.bias keeps b
     if (p.packed) p.weight = Tensor();  // every product takes the packed copy; w need not stay
     packed_.emplace(fused_key(l.self_attn.q_proj.weight), std::move(p));

@@ -27,8 +27,8 @@ ops::PositionEncoding positions_of(const ModelConfig& c) {
 }  // namespace
 
 EncoderLayer::EncoderLayer(ParamStore& params, const std::string& name, const ModelConfig& c)
-    : self_attn(params, name + ".self_attn", c.d_model, c.heads, c.attention_dropout),
-      ffn(params, name + ".ffn", c.d_model, c.d_ff, activation_of(c)),
+    : self_attn(params, name + ".self_attn", c.d_model, c.heads, c.attention_dropout, c.attention_bias),
+      ffn(params, name + ".ffn", c.d_model, c.d_ff, activation_of(c), c.ffn_bias),
       attn_res(params, name + ".self_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout),
       ffn_res(params, name + ".ffn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout) {}
 
@@ -50,12 +50,18 @@ Tensor EncoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& 
   });
 }
 
+// Registered in the order self-attention, cross-attention, feed-forward, then the norms: as before
+// for encoder-decoder models (their parameter ids and files unchanged).
 DecoderLayer::DecoderLayer(ParamStore& params, const std::string& name, const ModelConfig& c)
-    : self_attn(params, name + ".self_attn", c.d_model, c.heads, c.attention_dropout),
-      cross_attn(params, name + ".cross_attn", c.d_model, c.heads, c.attention_dropout),
-      ffn(params, name + ".ffn", c.d_model, c.d_ff, activation_of(c)),
+    : cross(c.has_encoder()),
+      self_attn(params, name + ".self_attn", c.d_model, c.heads, c.attention_dropout, c.attention_bias),
+      cross_attn(cross ? MultiHeadAttention(params, name + ".cross_attn", c.d_model, c.heads, c.attention_dropout,
+                                            c.attention_bias)
+                       : MultiHeadAttention()),
+      ffn(params, name + ".ffn", c.d_model, c.d_ff, activation_of(c), c.ffn_bias),
       self_res(params, name + ".self_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout),
-      cross_res(params, name + ".cross_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout),
+      cross_res(cross ? Residual(params, name + ".cross_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout)
+                      : Residual()),
       ffn_res(params, name + ".ffn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout) {}
 
 Tensor DecoderLayer::forward(const Context& ctx, const Tensor& x, const Tensor& memory, const AttentionMask& self_mask,
@@ -66,12 +72,13 @@ Tensor DecoderLayer::forward(const Context& ctx, const Tensor& x, const Tensor& 
       ctx, x,
       [&](const Tensor& in, const Tensor& r) { return self_attn.forward(ctx, in, in, self_mask, &s.self_attn, r); },
       &s.self_res);
-  const Tensor h2 = cross_res.forward(
-      ctx, h1,
-      [&](const Tensor& in, const Tensor& r) {
-        return cross_attn.forward(ctx, in, memory, memory_mask, &s.cross_attn, r);
-      },
-      &s.cross_res);
+  const Tensor h2 = !cross ? h1
+                           : cross_res.forward(
+                                 ctx, h1,
+                                 [&](const Tensor& in, const Tensor& r) {
+                                   return cross_attn.forward(ctx, in, memory, memory_mask, &s.cross_attn, r);
+                                 },
+                                 &s.cross_res);
   return ffn_res.forward(
       ctx, h2, [&](const Tensor& in, const Tensor& r) { return ffn.forward(ctx, in, &s.ffn, r); }, &s.ffn_res);
 }
@@ -79,7 +86,7 @@ Tensor DecoderLayer::forward(const Context& ctx, const Tensor& x, const Tensor& 
 Tensor DecoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& dy, const Tensor& dmemory) const {
   const Tensor dh2 = ffn_res.backward(  // [B, T, D], as dh1
       ctx, s.ffn_res, dy, [&](const Tensor& dout, const Tensor& din) { ffn.backward(ctx, s.ffn, dout, din); });
-  const Tensor dh1 = cross_res.backward(ctx, s.cross_res, dh2, [&](const Tensor& dout, const Tensor& din) {
+  const Tensor dh1 = !cross ? dh2 : cross_res.backward(ctx, s.cross_res, dh2, [&](const Tensor& dout, const Tensor& din) {
     cross_attn.backward(ctx, s.cross_attn, dout, din, dmemory);
   });
   return self_res.backward(ctx, s.self_res, dh1, [&](const Tensor& dout, const Tensor& din) {
@@ -91,32 +98,43 @@ Transformer::Transformer(const ModelConfig& config, DType dtype) : config_(confi
   config_.validate();
   positions_ = positions_of(config_);
   const ModelConfig& c = config_;
-  if (c.tie_source_target) {
+  if (c.tie_source_target || !c.has_encoder() || !c.has_decoder()) {
     src_embedding = tgt_embedding = params_.add("embed.weight", {c.vocab_size, c.d_model});
   } else {
     src_embedding = params_.add("encoder.embed.weight", {c.vocab_size, c.d_model});
     tgt_embedding = params_.add("decoder.embed.weight", {c.vocab_size, c.d_model});
   }
-  for (int64_t i = 0; i < c.encoder_layers; ++i) {
-    encoder_ids_.push_back({params_.size(), 0});
-    encoder.emplace_back(params_, cat("encoder.layers.", i), c);
-    encoder_ids_.back().end = params_.size();
-  }
-  for (int64_t i = 0; i < c.decoder_layers; ++i) {
-    decoder_ids_.push_back({params_.size(), 0});
-    decoder.emplace_back(params_, cat("decoder.layers.", i), c);
-    decoder_ids_.back().end = params_.size();
-  }
-  if (c.pre_norm) {
-    encoder_norm_ids_.first = params_.size();
-    encoder_norm = LayerNorm(params_, "encoder.final_norm", c.d_model, c.layer_norm_eps);
-    encoder_norm_ids_.end = decoder_norm_ids_.first = params_.size();
-    decoder_norm = LayerNorm(params_, "decoder.final_norm", c.d_model, c.layer_norm_eps);
-    decoder_norm_ids_.end = params_.size();
+  add_embedding_extras();
+  add_stacks();
+  if (c.mlm_head) {
+    mlm_ids_.first = params_.size();
+    mlm_dense = Linear(params_, "mlm_head.dense", c.d_model, c.d_model);
+    mlm_norm = LayerNorm(params_, "mlm_head.norm", c.d_model, c.layer_norm_eps);
+    mlm_ids_.end = params_.size();
   }
   output_weight = c.tie_output ? tgt_embedding : params_.add("output.weight", {c.vocab_size, c.d_model});
   if (c.output_bias) output_bias = params_.add("output.bias", {c.vocab_size});
   params_.allocate(dtype);
+}
+
+void Transformer::add_stacks() {
+  const ModelConfig& c = config_;
+  for (int64_t i = 0; c.has_encoder() && i < c.encoder_layers; ++i) {
+    encoder_ids_.push_back({params_.size(), 0});
+    encoder.emplace_back(params_, cat("encoder.layers.", i), c);
+    encoder_ids_.back().end = params_.size();
+  }
+  for (int64_t i = 0; c.has_decoder() && i < c.decoder_layers; ++i) {
+    decoder_ids_.push_back({params_.size(), 0});
+    decoder.emplace_back(params_, cat("decoder.layers.", i), c);
+    decoder_ids_.back().end = params_.size();
+  }
+  if (!final_norms()) return;
+  encoder_norm_ids_.first = params_.size();
+  if (c.has_encoder()) encoder_norm = LayerNorm(params_, "encoder.final_norm", c.d_model, c.layer_norm_eps);
+  encoder_norm_ids_.end = decoder_norm_ids_.first = params_.size();
+  if (c.has_decoder()) decoder_norm = LayerNorm(params_, "decoder.final_norm", c.d_model, c.layer_norm_eps);
+  decoder_norm_ids_.end = params_.size();
 }
 
 void Transformer::init_parameters(uint64_t seed) {
@@ -126,50 +144,34 @@ void Transformer::init_parameters(uint64_t seed) {
     const RngStream rng{seed, static_cast<uint64_t>(id)};
     const bool is_bias = n.ends_with(".bias");
     const bool is_norm = n.find("norm.") != std::string::npos;
-    if (id == src_embedding || id == tgt_embedding) init_normal(t, 1.0 / std::sqrt(double(config_.d_model)), rng);
+    const bool table = id == src_embedding || id == tgt_embedding || id == positions_table || id == token_type_table;
+    if (table) init_normal(t, 1.0 / std::sqrt(double(config_.d_model)), rng);
     else if (is_norm && !is_bias) t.fill(1.0);
     else if (is_bias) t.zero();
     else init_xavier_uniform(t, rng);
   }
 }
 
-Tensor Transformer::embed(const Context& ctx, int table, const Tensor& ids, int64_t start, EmbedSaved* saved) const {
-  check_rank("embed", "ids", ids, 2);
-  const Tensor e = ctx.value(table);  // [V, D]
-  Tensor x = Tensor::empty({ids.size(0), ids.size(1), config_.d_model}, e.dtype(), e.device());  // [B, L, D]
-  ops::embedding(ids, e, embedding_scale(), x);         // E[ids] · √D (§3.4); id −1: zeros
-  ops::add_positional_encoding(x, start, positions_);  // + PE (§3.5)
-  EmbedSaved s{ids, {}, ctx.training() && config_.embedding_dropout > 0};
-  if (s.dropped) {
-    s.dropout = ctx.rng->next();
-    ops::dropout(x, config_.embedding_dropout, s.dropout, x);
-  }
-  if (saved) *saved = s;
-  return x;
-}
-
-void Transformer::embed_backward(const Context& ctx, int table, const EmbedSaved& s, const Tensor& dx) const {
-  if (s.dropped) ops::dropout(dx, config_.embedding_dropout, s.dropout, dx);  // same mask, in place
-  ops::embedding_backward(s.ids, dx, embedding_scale(), ctx.grad(table));
-}
-
-Tensor Transformer::encode(const Context& ctx, const Tensor& src, const Tensor& src_lengths, Saved* saved) const {
+Tensor Transformer::encode(const Context& ctx, const Tensor& src, const Tensor& src_lengths, Saved* saved,
+                           const Tensor& token_types) const {
+  TFM_CHECK(config_.has_encoder(), "encode: a ", config_.architecture, " model has no encoder");
   const AttentionMask mask{.key_lengths = src_lengths};
   if (saved) saved->encoder.resize(encoder.size());
-  Tensor x = embed(ctx, src_embedding, src, 0, saved ? &saved->src_embed : nullptr);  // [B, S, D]
+  Tensor x = embed(ctx, src_embedding, src, 0, saved ? &saved->src_embed : nullptr, token_types);  // [B, S, D]
   for (size_t i = 0; i < encoder.size(); ++i) x = encoder[i].forward(ctx, x, mask, saved ? &saved->encoder[i] : nullptr);
-  if (config_.pre_norm) x = encoder_norm.forward(ctx, x, saved ? &saved->encoder_norm : nullptr);
+  if (final_norms()) x = encoder_norm.forward(ctx, x, saved ? &saved->encoder_norm : nullptr);
   return x;
 }
 
 Tensor Transformer::decode(const Context& ctx, const Tensor& tgt_in, const Tensor& tgt_lengths, const Tensor& memory,
                            const Tensor& src_lengths, Saved* saved) const {
+  TFM_CHECK(config_.has_decoder(), "decode: a ", config_.architecture, " model has no decoder");
   const AttentionMask self_mask{.causal = true, .key_lengths = tgt_lengths}, memory_mask{.key_lengths = src_lengths};
   if (saved) saved->decoder.resize(decoder.size());
   Tensor x = embed(ctx, tgt_embedding, tgt_in, 0, saved ? &saved->tgt_embed : nullptr);  // [B, T, D]
   for (size_t i = 0; i < decoder.size(); ++i)
     x = decoder[i].forward(ctx, x, memory, self_mask, memory_mask, saved ? &saved->decoder[i] : nullptr);
-  if (config_.pre_norm) x = decoder_norm.forward(ctx, x, saved ? &saved->decoder_norm : nullptr);
+  if (final_norms()) x = decoder_norm.forward(ctx, x, saved ? &saved->decoder_norm : nullptr);
   return x;
 }
 
@@ -187,58 +189,111 @@ void Transformer::add_output_bias(const Tensor& logits, const Tensor& bias) {
 }
 
 Tensor Transformer::forward(const Context& ctx, const Batch& batch, Saved* saved) const {
-  const Tensor memory = encode(ctx, batch.src, batch.src_lengths, saved);  // [B, S, D]
-  Tensor hidden = decode(ctx, batch.tgt_in, batch.tgt_lengths, memory, batch.src_lengths, saved);  // [B, T, D]
+  Tensor hidden;  // the projection's input: [B, T, D] ([B, S, D] encoder-only)
+  if (!config_.has_decoder()) {
+    hidden = encode(ctx, batch.src, batch.src_lengths, saved, batch.token_types);
+    if (config_.mlm_head) hidden = mlm_forward(ctx, hidden, saved ? &saved->mlm : nullptr);
+  } else {
+    const Tensor memory = config_.has_encoder() ? encode(ctx, batch.src, batch.src_lengths, saved) : Tensor();
+    hidden = decode(ctx, batch.tgt_in, batch.tgt_lengths, memory, batch.src_lengths, saved);
+  }
   if (saved) saved->hidden = hidden;
   return project(ctx, hidden);
+}
+
+Tensor Transformer::mlm_forward(const Context& ctx, const Tensor& hidden, MlmSaved* saved) const {
+  const ops::Activation act = activation_of(config_);
+  const bool keep_pre = saved != nullptr && ctx.weight(mlm_dense.weight).differentiable();
+  Tensor pre = mlm_dense.forward(ctx, hidden, keep_pre ? ops::Activation::kNone : act);  // [B, S, D]
+  Tensor h = pre;
+  if (keep_pre) {
+    h = Tensor::empty(pre.shape(), pre.dtype(), pre.device());
+    ops::activate(act, pre, h);
+  }
+  if (saved) saved->x = hidden, saved->pre = pre;
+  return mlm_norm.forward(ctx, h, saved ? &saved->norm : nullptr);
+}
+
+Tensor Transformer::mlm_backward(const Context& ctx, const MlmSaved& s, const Tensor& dy) const {
+  Tensor dh = Tensor::zeros(dy.shape(), dy.dtype(), dy.device());  // [B, S, D], as dpre and dx
+  mlm_norm.backward(ctx, s.norm, dy, dh);
+  Tensor dpre = Tensor::zeros(dy.shape(), dy.dtype(), dy.device());
+  ops::activation_backward(activation_of(config_), s.pre, dh, dpre);
+  Tensor dx = Tensor::zeros(dy.shape(), dy.dtype(), dy.device());
+  mlm_dense.backward(ctx, s.x, dpre, &dx);
+  return dx;
 }
 
 std::vector<std::pair<int, int>> Transformer::grads_done_order() const {
   // As backward() below reports them (model_test checks that the two agree).
   std::vector<std::pair<int, int>> order;
-  if (output_weight != tgt_embedding && output_weight != src_embedding) order.push_back({output_weight, output_weight + 1});
+  const bool both = config_.has_encoder() && config_.has_decoder();
+  if (output_weight != tgt_embedding) order.push_back({output_weight, output_weight + 1});
   if (output_bias >= 0) order.push_back({output_bias, output_bias + 1});
-  if (config_.pre_norm) order.push_back({decoder_norm_ids_.first, decoder_norm_ids_.end});
-  for (size_t i = decoder.size(); i-- > 0;) order.push_back({decoder_ids_[i].first, decoder_ids_[i].end});
-  if (tgt_embedding != src_embedding) order.push_back({tgt_embedding, tgt_embedding + 1});
-  if (config_.pre_norm) order.push_back({encoder_norm_ids_.first, encoder_norm_ids_.end});
-  for (size_t i = encoder.size(); i-- > 0;) order.push_back({encoder_ids_[i].first, encoder_ids_[i].end});
+  if (config_.mlm_head) order.push_back({mlm_ids_.first, mlm_ids_.end});
+  if (config_.has_decoder()) {
+    if (final_norms()) order.push_back({decoder_norm_ids_.first, decoder_norm_ids_.end});
+    for (size_t i = decoder.size(); i-- > 0;) order.push_back({decoder_ids_[i].first, decoder_ids_[i].end});
+  }
+  if (both && tgt_embedding != src_embedding) order.push_back({tgt_embedding, tgt_embedding + 1});
+  if (config_.has_encoder()) {
+    if (final_norms()) order.push_back({encoder_norm_ids_.first, encoder_norm_ids_.end});
+    for (size_t i = encoder.size(); i-- > 0;) order.push_back({encoder_ids_[i].first, encoder_ids_[i].end});
+  }
   order.push_back({src_embedding, src_embedding + 1});
+  if (embed_extra_ids_.end > embed_extra_ids_.first) order.push_back({embed_extra_ids_.first, embed_extra_ids_.end});
   return order;
 }
 
+// Each layer's gradients are complete once its backward is done (ctx.grads_done), except the
+// embeddings', which the output projection and both embedding look-ups may share.
 void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& s, const Tensor& dlogits) const {
-  // Each layer's gradients are complete once its backward is done (ctx.grads_done), except the
-  // embeddings', which the output projection and both embedding look-ups may share.
   const DType dt = dlogits.dtype();
   // Output projection: dE += dlogitsᵀ · h, dh = dlogits · E (E the target embedding when tied).
   const Device dev = dlogits.device();
-  Tensor dx = Tensor::zeros(s.hidden.shape(), dt, dev);  // [B, T, D], then [B, S, D] for the encoder
-  const Tensor de = ctx.grad(output_weight);               // [V, D]
-  ops::product_backward(s.hidden, ctx.weight(output_weight), dlogits, {.dx = &dx, .dw = de});
-  if (output_weight != tgt_embedding && output_weight != src_embedding) ctx.grads_done(output_weight, output_weight + 1);
+  Tensor dx = Tensor::zeros(s.hidden.shape(), dt, dev);  // [B, T, D] ([B, S, D] encoder-only)
+  ops::product_backward(s.hidden, ctx.weight(output_weight), dlogits, {.dx = &dx, .dw = ctx.grad(output_weight)});
+  if (output_weight != tgt_embedding) ctx.grads_done(output_weight, output_weight + 1);
   if (output_bias >= 0) {
     const int64_t V = config_.vocab_size;
     ops::bias_add_backward(dlogits.view({dlogits.numel() / V, V}), ctx.grad(output_bias));
     ctx.grads_done(output_bias, output_bias + 1);
   }
-  if (config_.pre_norm) {
-    Tensor d = Tensor::zeros(dx.shape(), dt, dev);  // [B, T, D]
+  if (config_.mlm_head) {
+    dx = mlm_backward(ctx, s.mlm, dx);
+    ctx.grads_done(mlm_ids_.first, mlm_ids_.end);
+  }
+  if (config_.has_decoder()) {
+    const bool both = config_.has_encoder();
+    // [B, S, D]: what reaches the encoder's output
+    const Tensor dmemory =
+        both ? Tensor::zeros({batch.src.size(0), batch.src.size(1), config_.d_model}, dt, dev) : Tensor();
+    embed_backward(ctx, tgt_embedding, s.tgt_embed, decoder_backward(ctx, s, dx, dmemory));
+    if (both && tgt_embedding != src_embedding) ctx.grads_done(tgt_embedding, tgt_embedding + 1);
+    dx = dmemory;
+  }
+  if (config_.has_encoder()) embed_backward(ctx, src_embedding, s.src_embed, encoder_backward(ctx, s, dx));
+  ctx.grads_done(src_embedding, src_embedding + 1);
+  if (embed_extra_ids_.end > embed_extra_ids_.first) ctx.grads_done(embed_extra_ids_.first, embed_extra_ids_.end);
+}
+
+Tensor Transformer::decoder_backward(const Context& ctx, const Saved& s, Tensor dx, const Tensor& dmemory) const {
+  if (final_norms()) {
+    Tensor d = Tensor::zeros(dx.shape(), dx.dtype(), dx.device());  // [B, T, D]
     decoder_norm.backward(ctx, s.decoder_norm, dx, d);
     dx = d;
     ctx.grads_done(decoder_norm_ids_.first, decoder_norm_ids_.end);
   }
-  Tensor dmemory = Tensor::zeros({batch.src.size(0), batch.src.size(1), config_.d_model}, dt, dev);  // [B, S, D]
   for (size_t i = decoder.size(); i-- > 0;) {
     dx = decoder[i].backward(ctx, s.decoder[i], dx, dmemory);
     ctx.grads_done(decoder_ids_[i].first, decoder_ids_[i].end);
   }
-  embed_backward(ctx, tgt_embedding, s.tgt_embed, dx);
-  if (tgt_embedding != src_embedding) ctx.grads_done(tgt_embedding, tgt_embedding + 1);
+  return dx;
+}
 
-  dx = dmemory;
-  if (config_.pre_norm) {
-    Tensor d = Tensor::zeros(dx.shape(), dt, dev);  // [B, S, D]
+Tensor Transformer::encoder_backward(const Context& ctx, const Saved& s, Tensor dx) const {
+  if (final_norms()) {
+    Tensor d = Tensor::zeros(dx.shape(), dx.dtype(), dx.device());  // [B, S, D]
     encoder_norm.backward(ctx, s.encoder_norm, dx, d);
     dx = d;
     ctx.grads_done(encoder_norm_ids_.first, encoder_norm_ids_.end);
@@ -247,8 +302,7 @@ void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& 
     dx = encoder[i].backward(ctx, s.encoder[i], dx);
     ctx.grads_done(encoder_ids_[i].first, encoder_ids_[i].end);
   }
-  embed_backward(ctx, src_embedding, s.src_embed, dx);
-  ctx.grads_done(src_embedding, src_embedding + 1);
+  return dx;
 }
 
 }  // namespace tfm

@@ -1,7 +1,9 @@
 #pragma once
-// The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017). One
-// definition serves training (teacher-forced forward and backward over a padded batch) and
-// inference (the same layers, without saving activations; decoding adds its cache on top).
+// The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017), and its two
+// halves, configured (ModelConfig::architecture): the decoder-only language model (the decoder
+// without encoder-decoder attention) and the encoder-only model. One definition serves training
+// (teacher-forced forward and backward over a padded batch) and inference (the same layers, without
+// saving activations; decoding adds its cache on top).
 // Parameters live in one ParamStore: one flat buffer of values, one of gradients.
 #include <cmath>
 #include <memory>
@@ -44,7 +46,8 @@ class DecoderLayer {
     FeedForward::Saved ffn;
   };
   DecoderLayer(ParamStore& params, const std::string& name, const ModelConfig& c);
-  // x: [B, T, D], memory (the encoder's output): [B, S, D] → [B, T, D]
+  // x: [B, T, D], memory (the encoder's output): [B, S, D] → [B, T, D]. Without cross-attention
+  // (decoder-only) memory and memory_mask are not read.
   Tensor forward(const Context& ctx, const Tensor& x, const Tensor& memory, const AttentionMask& self_mask,
                  const AttentionMask& memory_mask, Saved* saved) const;
   // One decoding step: x [R, 1, D] at position state.length, using and extending layer `index`'s
@@ -53,6 +56,7 @@ class DecoderLayer {
   // → dx; dmemory += the gradient reaching the encoder's output through this layer.
   Tensor backward(const Context& ctx, const Saved& saved, const Tensor& dy, const Tensor& dmemory) const;
 
+  bool cross = true;  // has encoder-decoder attention (false: decoder-only, cross_attn registers nothing)
   MultiHeadAttention self_attn, cross_attn;
   FeedForward ffn;
   Residual self_res, cross_res, ffn_res;
@@ -62,16 +66,25 @@ class Transformer {
  public:
   // Activations kept by a training forward for its backward.
   struct EmbedSaved {
-    Tensor ids;         // int32 [B, L]
+    Tensor ids;           // int32 [B, L]
+    Tensor position_ids;  // int32 [B, L]: the learned table's rows (positions "learned")
+    Tensor types;         // int32 [B, L]: token types (token_types > 0)
+    LayerNorm::Saved norm;  // embedding_norm
     RngStream dropout;
     bool dropped = false;
   };
+  // The masked-LM head's (mlm_head): dense's input and output [B, S, D], the norm's.
+  struct MlmSaved {
+    Tensor x, pre;
+    LayerNorm::Saved norm;
+  };
   struct Saved {
-    EmbedSaved src_embed, tgt_embed;
+    EmbedSaved src_embed, tgt_embed;  // decoder-only: tgt_embed; encoder-only: src_embed
     std::vector<EncoderLayer::Saved> encoder;
     std::vector<DecoderLayer::Saved> decoder;
     LayerNorm::Saved encoder_norm, decoder_norm;  // pre-LN only
-    Tensor hidden;  // the decoder's output: [B, T, D]
+    MlmSaved mlm;
+    Tensor hidden;  // the output projection's input: [B, T, D] (encoder-only [B, S, D])
   };
 
   // Registers and allocates every parameter (zeros; call init_parameters or load a checkpoint).
@@ -84,13 +97,20 @@ class Transformer {
   void init_parameters(uint64_t seed);
 
   // Teacher forcing: logits [B, T, V] for the batch; saves what backward needs when `saved`.
+  // decoder-only reads tgt_in and tgt_lengths (a language model's inputs; tgt_out are its
+  // next-token targets); encoder-only reads src, src_lengths and token_types, and returns the
+  // masked-LM logits [B, S, V] (through mlm_head when configured).
   Tensor forward(const Context& ctx, const Batch& batch, Saved* saved) const;
-  // Accumulates every parameter's gradient from dlogits [B, T, V].
+  // Accumulates every parameter's gradient from dlogits (forward's shape).
   void backward(const Context& ctx, const Batch& batch, const Saved& saved, const Tensor& dlogits) const;
 
-  // The pieces, for inference. src: int32 [B, S] → memory [B, S, D].
-  Tensor encode(const Context& ctx, const Tensor& src, const Tensor& src_lengths, Saved* saved) const;
-  // tgt_in: int32 [B, T] → hidden [B, T, D] (before the projection).
+  // The pieces, for inference. src: int32 [B, S] → memory [B, S, D] (encoder-only: the hidden
+  // states); token_types: int32 [B, S] segment ids (encoder-only with token_types > 0; undefined:
+  // type 0).
+  Tensor encode(const Context& ctx, const Tensor& src, const Tensor& src_lengths, Saved* saved,
+                const Tensor& token_types = Tensor()) const;
+  // tgt_in: int32 [B, T] → hidden [B, T, D] (before the projection). decoder-only: memory and
+  // src_lengths undefined.
   Tensor decode(const Context& ctx, const Tensor& tgt_in, const Tensor& tgt_lengths, const Tensor& memory,
                 const Tensor& src_lengths, Saved* saved) const;
   // hidden [..., D] → logits [..., V], through the (shared) target embedding: h · Eᵀ.
@@ -100,6 +120,12 @@ class Transformer {
   // up to `hypotheses` hypotheses per sentence at once (the beam size).
   DecodeState start_decoding(const Context& ctx, const Tensor& memory, const Tensor& src_lengths,
                              int64_t max_length, bool record_attention = false, int64_t hypotheses = 1) const;
+  // decoder-only: incremental decoding of `sequences` sequences without memory, for up to
+  // max_length tokens (prompt included).
+  DecodeState start_decoding(const Context& ctx, int64_t sequences, int64_t max_length, int64_t hypotheses = 1) const;
+  // decoder-only: feeds a prompt, int32 [R, P] (each hypothesis's next P tokens), into the cache and
+  // returns the hidden state after its last token [R, D] (as decode_hidden after each in turn).
+  Tensor decode_prefix(const Context& ctx, DecodeState& state, const Tensor& prompt) const;
   // Restricts decode_step's output to target ids `ids` (sorted, unique, in [0, V)): its logits are
   // then [R, V'], column j scoring ids[j] (a vocabulary shortlist, decode/shortlist.h).
   void restrict_output(const Context& ctx, DecodeState& state, const std::vector<int32_t>& ids) const;
@@ -182,12 +208,17 @@ class Transformer {
   // Context::grads_done, in the order it reports them; together they cover every parameter once.
   std::vector<std::pair<int, int>> grads_done_order() const;
 
-  int src_embedding = -1, tgt_embedding = -1;  // the same id when tied
+  int src_embedding = -1, tgt_embedding = -1;  // the same id when tied (and decoder-only, encoder-only)
+  int positions_table = -1;   // positions "learned": [max_positions, D]
+  int token_type_table = -1;  // token_types > 0: [G, D]
   int output_weight = -1;  // the pre-softmax projection [V, D]: tgt_embedding unless config().tie_output is false
   int output_bias = -1;    // [V], when config().output_bias
   std::vector<EncoderLayer> encoder;
   std::vector<DecoderLayer> decoder;
-  LayerNorm encoder_norm, decoder_norm;  // pre-LN only
+  LayerNorm encoder_norm, decoder_norm;  // pre-LN with final_norm only
+  LayerNorm embed_norm;                  // embedding_norm only
+  Linear mlm_dense;                      // mlm_head only, then the activation and mlm_norm
+  LayerNorm mlm_norm;
 
  private:
   // The parameter ids [first, end) each layer registered, for Context::grads_done.
@@ -196,6 +227,26 @@ class Transformer {
   };
   std::vector<IdRange> encoder_ids_, decoder_ids_;
   IdRange encoder_norm_ids_, decoder_norm_ids_;
+  IdRange embed_extra_ids_;  // the learned positions, token types and embedding norm (shared by both stacks)
+  IdRange mlm_ids_;
+
+  // Registers the stacks the architecture has, each range recorded.
+  void add_stacks();
+  // Registers the tables and norm the embeddings add besides the token embedding.
+  void add_embedding_extras();
+  bool final_norms() const { return config_.pre_norm && config_.final_norm; }
+  // The stacks' backward: dx at the stack's output → dx at its embeddings (reporting each layer).
+  Tensor decoder_backward(const Context& ctx, const Saved& s, Tensor dx, const Tensor& dmemory) const;
+  Tensor encoder_backward(const Context& ctx, const Saved& s, Tensor dx) const;
+  // The masked-LM head: hidden [B, S, D] → [B, S, D]; its backward returns dhidden.
+  Tensor mlm_forward(const Context& ctx, const Tensor& hidden, MlmSaved* saved) const;
+  Tensor mlm_backward(const Context& ctx, const MlmSaved& saved, const Tensor& dy) const;
+  // The self-attention caches of start_decoding: per decoder layer, max_length positions of
+  // B · hypotheses rows, and the rows' bookkeeping.
+  void add_self_cache(DecodeState& state, int64_t B, int64_t max_length, int64_t hypotheses, DType dtype,
+                      Device device) const;
+  // Adds the learned positions' rows, or throws naming a sequence past the table.
+  void add_learned_positions(const Context& ctx, const Tensor& x, const Tensor& ids, int64_t start, EmbedSaved& s) const;
 
   // A matrix that inference multiplies by (and so may keep as an int8 or packed copy): every linear
   // layer's weight and the target embedding as the output projection; not the source embedding
@@ -206,7 +257,8 @@ class Transformer {
   bool only_in_products(int id) const;
   // Every product weight's id, the target embedding last.
   std::vector<int> product_weights() const;
-  // A self-attention's Q, K and V weights side by side, [3D, D], and their biases, [3D]: copies,
+  // A self-attention's Q, K and V weights side by side, [D + 2KV, D], and their biases (undefined
+  // without attention biases): copies,
   // for the fused product of decoding steps (MultiHeadAttention::project_qkv).
   std::pair<Tensor, Tensor> fused_qkv(const MultiHeadAttention& attention) const;
   // With kRelease, a decoder self-attention's three weights go once their fused copy exists: the
@@ -220,7 +272,8 @@ class Transformer {
   double embedding_scale() const { return config_.scale_embeddings ? std::sqrt(double(config_.d_model)) : 1.0; }
   // logits [..., V] += bias [V] (V' of a shortlist).
   static void add_output_bias(const Tensor& logits, const Tensor& bias);
-  Tensor embed(const Context& ctx, int table, const Tensor& ids, int64_t start, EmbedSaved* saved) const;
+  Tensor embed(const Context& ctx, int table, const Tensor& ids, int64_t start, EmbedSaved* saved,
+               const Tensor& types = Tensor()) const;
   void embed_backward(const Context& ctx, int table, const EmbedSaved& saved, const Tensor& dx) const;
 
   ModelConfig config_;

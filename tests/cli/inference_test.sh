@@ -220,6 +220,19 @@ grep -q "vocab.model' does not exist" "$work/err" || fail "missing vocabulary me
 grep -q "cannot read --input" "$work/err" || fail "folder input message"
 "$bin" init --preset tiny --vocab-size 50 --tie-source-target=false -o "$work/untied.safetensors" > /dev/null
 "$bin" info "$work/untied.safetensors" | grep -q "tie_source_target  false" || fail "--tie-source-target=false ignored"
+# Decoder-only and encoder-only models from the model flags; info counts no layers for a stack the
+# architecture lacks, and the learned positions with the embeddings.
+"$bin" init --preset tiny --vocab-size 50 --architecture decoder-only --positions learned --max-positions 64 \
+  --attention-bias=false -o "$work/lm.safetensors" > /dev/null
+"$bin" info "$work/lm.safetensors" > "$work/info"
+grep -qE "encoder +0  \(0 layers\)" "$work/info" || fail "decoder-only info: $(cat "$work/info")"
+grep -qE "embeddings +3,648 " "$work/info" || fail "decoder-only embeddings: $(cat "$work/info")"
+"$bin" init --preset tiny --vocab-size 50 --architecture encoder-only --token-types 2 --mlm-head -o "$work/mlm.safetensors" > /dev/null
+"$bin" info "$work/mlm.safetensors" | grep -qE "decoder +0  \(0 layers\)" || fail "encoder-only info"
+expect_error "architecture must be one of encoder-decoder, decoder-only, encoder-only, got 'gpt'" "$bin" init --preset tiny \
+  --vocab-size 50 --architecture gpt -o "$work/x.safetensors"
+expect_error "token_types \(2\) needs architecture 'encoder-only'" "$bin" init --preset tiny --vocab-size 50 --token-types 2 \
+  -o "$work/x.safetensors"
 # The same for the other commands that write a file: never over one they read.
 cp "$model" "$work/m.safetensors"
 expect_error "^error: average: the output '.*m.safetensors' is also a checkpoint to average" "$bin" average "$work/m.safetensors" "$model" \
