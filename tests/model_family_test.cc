@@ -320,6 +320,24 @@ TEST(ModelFamily, ParametersAreNamedAsDocumented) {
   EXPECT_FALSE(has(bert, "decoder.layers.0.self_attn.q_proj.weight"));
 }
 
+// A default (encoder-decoder) model's file records none of the family's fields, as before them;
+// a decoder-only one records those it sets, and loads with them.
+TEST(ModelFamily, FilesOfEncoderDecoderModelsRecordOnlyTheFieldsTheyHadBefore) {
+  for (const char* architecture : {"encoder-decoder", "decoder-only"}) {
+    ModelConfig c = tiny(architecture);
+    Transformer m(c);
+    const std::string path = testing::temp_path(cat("fields-", architecture, ".safetensors"));
+    save_model(m, path);
+    const nlohmann::json recorded = nlohmann::json::parse(SafetensorsFile::read(path).metadata().at("config"));
+    for (const char* field : {"max_positions", "final_norm", "embedding_norm", "attention_bias", "ffn_bias",
+                              "token_types", "mlm_head"})
+      EXPECT_FALSE(recorded.contains(field)) << field;
+    EXPECT_EQ(recorded.contains("architecture"), std::string(architecture) == "decoder-only");
+    EXPECT_EQ(recorded.size() + (recorded.contains("architecture") ? 7 : 8), model_config_fields().size());
+    EXPECT_EQ(load_model(path)->config().architecture, architecture);
+  }
+}
+
 TEST(ModelFamily, LearnedPositionsRefuseASequencePastTheTable) {
   ModelConfig c = config_of(kCases[0]);  // max_positions 9 from offset 1: 8 positions
   Transformer m(c);
@@ -333,8 +351,27 @@ TEST(ModelFamily, LearnedPositionsRefuseASequencePastTheTable) {
   }
   EXPECT_THROW(m.start_decoding(m.context(), 1, 9), Error);
   DecodeState state = m.start_decoding(m.context(), 1, 8);
-  EXPECT_THROW(m.start_decoding(m.context(), Tensor::zeros({1, 2, 8}), Tensor::from<int32_t>({1}, {2}), 4), Error);
   (void)state;
+  // Each architecture refuses what it lacks, naming itself.
+  const auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const Tensor ids = Tensor::from<int32_t>({1, 2}, {4, 5}), lengths = Tensor::from<int32_t>({1}, {2});
+  EXPECT_NE(message([&] { m.start_decoding(m.context(), Tensor::zeros({1, 2, 8}), lengths, 4); })
+                .find("the model is decoder-only: decoding over an encoder output needs an encoder-decoder model"),
+            std::string::npos);
+  EXPECT_NE(message([&] { m.encode(m.context(), ids, lengths, nullptr); }).find("the model is decoder-only: it has no encoder"),
+            std::string::npos);
+  Transformer bert(config_of(kCases[3]));
+  EXPECT_NE(message([&] { bert.start_decoding(bert.context(), 1, 4); }).find("the model is encoder-only: decoding without"),
+            std::string::npos);
+  EXPECT_NE(message([&] { bert.decode(bert.context(), ids, lengths, Tensor(), Tensor(), nullptr); }).find("it has no decoder"),
+            std::string::npos);
 }
 
 TEST(ModelFamily, ConfigErrorsNameTheProblem) {

@@ -72,8 +72,8 @@ DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory
                                         int64_t max_length, bool record_attention, int64_t hypotheses) const {
   TFM_CHECK(max_length >= 1, "decoding needs a maximum length of at least 1, got ", max_length);
   TFM_CHECK(hypotheses >= 1, "decoding needs at least 1 hypothesis per sentence, got ", hypotheses);
-  TFM_CHECK(config_.has_encoder() && config_.has_decoder(), "start_decoding: a ", config_.architecture,
-            " model decodes without an encoder output (start_decoding(ctx, sequences, max_length))");
+  TFM_CHECK(config_.has_encoder() && config_.has_decoder(), "start_decoding: the model is ", config_.architecture,
+            ": decoding over an encoder output needs an encoder-decoder model");
   DecodeState state;
   state.src_lengths = src_lengths.to_device(Device::CPU);  // a copy the host reads (decode_step's checks)
   state.record_attention = record_attention;
@@ -103,8 +103,8 @@ void Transformer::add_self_cache(DecodeState& state, int64_t B, int64_t max_leng
 DecodeState Transformer::start_decoding(const Context& ctx, int64_t sequences, int64_t max_length,
                                         int64_t hypotheses) const {
   (void)ctx;  // the cache starts empty: nothing is computed yet
-  TFM_CHECK(config_.architecture == "decoder-only", "start_decoding: a ", config_.architecture,
-            " model decodes over an encoder output (start_decoding(ctx, memory, src_lengths, max_length))");
+  TFM_CHECK(config_.architecture == "decoder-only", "start_decoding: the model is ", config_.architecture,
+            ": decoding without an encoder output needs a decoder-only model");
   TFM_CHECK(sequences >= 1, "decoding needs at least 1 sequence, got ", sequences);
   TFM_CHECK(max_length >= 1, "decoding needs a maximum length of at least 1, got ", max_length);
   TFM_CHECK(hypotheses >= 1, "decoding needs at least 1 hypothesis per sequence, got ", hypotheses);
