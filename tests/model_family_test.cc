@@ -219,20 +219,23 @@ TEST_P(FamilyTest, CheckpointRoundTripsAndCountsItsParameters) {
 INSTANTIATE_TEST_SUITE_P(Family, FamilyTest, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// Per position of each sequence: log-softmax of decoder-only logits fed token by token through the
-// cache (decode_prefix, then decode_step), [B][T][V].
-std::vector<std::vector<std::vector<double>>> incremental(const Transformer& m, const std::vector<std::vector<int32_t>>& seqs) {
+// Per position of each sequence: decoder-only logits fed through the cache, [B][T][V]: BOS and the
+// first `prompt` − 1 tokens as a prompt (decode_prefix; the logits of its positions but the last are
+// not returned, an empty row), the rest one step each (decode_step). `split`: the first token by
+// decode_step, then the prompt's others by decode_prefix after it.
+std::vector<std::vector<std::vector<double>>> incremental(const Transformer& m, const std::vector<std::vector<int32_t>>& seqs,
+                                                          size_t prompt = 3, bool split = false) {
   std::vector<std::vector<std::vector<double>>> out;
   const Context ctx = m.context();
   for (const auto& seq : seqs) {
     std::vector<int32_t> in = {m.config().bos_id};
     in.insert(in.end(), seq.begin(), seq.end());
     DecodeState state = m.start_decoding(ctx, 1, static_cast<int64_t>(in.size()));
-    // The first two tokens as a prompt (position 0's logits are not returned: an empty row), the
-    // rest one step each.
-    const size_t p = 2;
+    const size_t p = std::min(prompt, in.size());
     std::vector<std::vector<double>> rows(p - 1);
-    const Tensor hidden = m.decode_prefix(ctx, state, Tensor::from<int32_t>({1, 2}, {in[0], in[1]}));
+    if (split) m.decode_step(ctx, state, Tensor::from<int32_t>({1}, {in[0]}));
+    const std::vector<int32_t> ids(in.begin() + (split ? 1 : 0), in.begin() + static_cast<std::ptrdiff_t>(p));
+    const Tensor hidden = m.decode_prefix(ctx, state, Tensor::from<int32_t>({1, static_cast<int64_t>(ids.size())}, ids));
     rows.push_back(m.project_step(ctx, state, hidden).to_doubles());
     for (size_t t = p; t < in.size(); ++t)
       rows.push_back(m.decode_step(ctx, state, Tensor::from<int32_t>({1}, {in[t]})).to_doubles());
@@ -255,12 +258,15 @@ TEST(ModelFamily, DecoderOnlyCacheEqualsTheFullForward) {
     const auto model = f64_model(c);
     const Batch batch = make_lm_batch(kSequences, c);
     const std::vector<double> full = model->forward(model->context(), batch, nullptr).to_doubles();
-    const auto steps = incremental(*model, kSequences);
     const size_t T = static_cast<size_t>(batch.tgt_in.size(1)), V = static_cast<size_t>(c.vocab_size);
-    for (size_t b = 0; b < kSequences.size(); ++b)
-      for (size_t t = 0; t < steps[b].size(); ++t)
-        for (size_t v = 0; v < V && !steps[b][t].empty(); ++v)
-          ASSERT_NEAR(steps[b][t][v], full[(b * T + t) * V + v], 1e-10) << f.name << " sequence " << b << " position " << t;
+    for (const auto& [prompt, split] : {std::pair{size_t{1}, false}, {size_t{3}, false}, {size_t{6}, false}, {size_t{3}, true}}) {
+      const auto steps = incremental(*model, kSequences, prompt, split);
+      for (size_t b = 0; b < kSequences.size(); ++b)
+        for (size_t t = 0; t < steps[b].size(); ++t)
+          for (size_t v = 0; v < V && !steps[b][t].empty(); ++v)
+            ASSERT_NEAR(steps[b][t][v], full[(b * T + t) * V + v], 1e-10)
+                << f.name << " prompt " << prompt << (split ? " after a step" : "") << " sequence " << b << " position " << t;
+    }
   }
 }
 
