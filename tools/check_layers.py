@@ -25,7 +25,7 @@ LAYERS = {
 PUBLIC = {
     "error.h": "core", "text.h": "core", "search_options.h": "core", "translation.h": "core",
     "train_options.h": "core", "model_config.h": "core", "vocab_options.h": "core",
-    "shortlist.h": "core", "bleu.h": "eval", "chrf.h": "eval", "metrics.h": "eval",
+    "shortlist.h": "core", "embed_options.h": "core", "encoder.h": "api", "bleu.h": "eval", "chrf.h": "eval", "metrics.h": "eval",
     "trainer.h": "train", "translator.h": "api", "model.h": "api", "attention_svg.h": "api",
     "system.h": "api", "demo.h": "api",
 }

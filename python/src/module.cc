@@ -43,4 +43,5 @@ PYBIND11_MODULE(_transformer, m) {
   python::bind_train_results(m);
   python::bind_trainer(m);
   python::bind_demo(m);
+  python::bind_encoder(m);
 }

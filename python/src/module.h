@@ -33,5 +33,6 @@ void bind_metrics(py::module_& m);       // BleuScore, ChrfScore, ExactMatch, bl
 void bind_train_results(py::module_& m); // Progress, MetricsRecord, ValidationResult, StepResult, TrainResult
 void bind_trainer(py::module_& m);       // Trainer, plot_training
 void bind_demo(py::module_& m);          // write_demo_data
+void bind_encoder(py::module_& m);       // Encoder
 
 }  // namespace transformer::python

@@ -19,6 +19,7 @@ from ._transformer import (
     BleuScore,
     ChrfScore,
     CleanText,
+    Encoder,
     Error,
     ExactMatch,
     Hypothesis,
@@ -47,7 +48,7 @@ from ._transformer import (
 )
 
 # Tracebacks and reprs name transformer.Error, transformer.Translator, ... (not the C++ module).
-for _cls in (BleuScore, ChrfScore, CleanText, Error, ExactMatch, Hypothesis, LoadNotes, MetricsRecord, ModelInfo,
+for _cls in (BleuScore, ChrfScore, CleanText, Encoder, Error, ExactMatch, Hypothesis, LoadNotes, MetricsRecord, ModelInfo,
              Progress, Repairs, Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult):
     _cls.__module__ = __name__
 del _cls
@@ -103,7 +104,7 @@ from . import _arguments, _transformer  # noqa: E402
 
 for _name, _function in _arguments.wrap_module(
     _transformer,
-    (BleuScore, ChrfScore, CleanText, ExactMatch, Hypothesis, LoadNotes, MetricsRecord, ModelInfo, Progress, Repairs,
+    (BleuScore, ChrfScore, CleanText, Encoder, ExactMatch, Hypothesis, LoadNotes, MetricsRecord, ModelInfo, Progress, Repairs,
      Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult),
     ("average_checkpoints", "bleu", "chrf", "exact_match", "model_info", "plot_training", "repair_warnings",
      "write_demo_data"),
@@ -115,6 +116,7 @@ del _name, _function
 for _name in ("translate", "score", "encode"):
     setattr(Translator, _name, _accept_surrogates(getattr(Translator, _name)))
 clean_input = _accept_surrogates(clean_input)  # outside: a retry of what pybind11 refused
+setattr(Encoder, "embed", _accept_surrogates(Encoder.embed))
 del _name
 
 
@@ -131,6 +133,7 @@ __all__ = [
     "BleuScore",
     "ChrfScore",
     "CleanText",
+    "Encoder",
     "Error",
     "ExactMatch",
     "Hypothesis",

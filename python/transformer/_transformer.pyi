@@ -361,3 +361,48 @@ def plot_training(run_dir: _Path, output: Optional[_Path] = None) -> str: ...
 def write_demo_data(
     dir: _Path, *, seed: int = 1, train: int = 20000, valid: int = 500, test: int = 1000
 ) -> dict[str, Any]: ...
+
+class Encoder:
+    def __init__(
+        self,
+        model_path: _Path,
+        vocab: Optional[_Path] = None,
+        *,
+        need_vocab: bool = True,
+        verify: bool = True,
+        weights: Literal["packed", "int8", "plain", "bf16"] = "packed",
+        threads: int = 0,
+        device: str = "cpu",
+    ) -> None: ...
+    def embed(
+        self,
+        texts: Sequence[_Text],
+        *,
+        pooling: Literal["mean", "cls", "last", "none"] = "mean",
+        normalize: bool = False,
+        batch_size: int = 64,
+        max_input_tokens: int = 1024,
+        threads: int = 0,
+    ) -> Union[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]: ...
+    def embed_ids(
+        self,
+        ids: Sequence[Sequence[int]],
+        *,
+        pooling: Literal["mean", "cls", "last", "none"] = "mean",
+        normalize: bool = False,
+        batch_size: int = 64,
+        max_input_tokens: int = 1024,
+        threads: int = 0,
+        token_types: Optional[Sequence[Sequence[int]]] = None,
+    ) -> Union[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]: ...
+    def encode(self, text: _Text) -> list[int]: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def architecture(self) -> str: ...
+    @property
+    def has_vocab(self) -> bool: ...
+    @property
+    def model_path(self) -> str: ...
+    @property
+    def load_notes(self) -> LoadNotes: ...

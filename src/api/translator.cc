@@ -3,9 +3,6 @@
 #include "transformer/translator.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
-#include <cstdlib>
 #include <filesystem>
 
 #include "api/loading.h"
@@ -23,6 +20,9 @@
 namespace transformer {
 
 using tfm::cat;
+using api::encode_bounded;
+using api::kBytesPerToken;
+using api::kMaxGrowth;
 
 const Hypothesis& Translation::best() const {
   TFM_CHECK(!hypotheses.empty(), "an empty input has no translation");
@@ -30,30 +30,6 @@ const Hypothesis& Translation::best() const {
 }
 
 namespace {
-// A text's tokens, at least `max_tokens` + 1 of them when it has that many, without tokenizing all
-// of an enormous one: tokenizing takes about 250 bytes of memory per byte of text (a 20 MB line took
-// 4.8 GB to keep 1024 of its tokens, and a 200 MB one was killed by the kernel with the lines before
-// it untranslated). Text over kBytesPerToken bytes per allowed token is cut at a character's start
-// and tokenized; the cut doubles until it gives more than `max_tokens` tokens (text that is mostly
-// spaces, which the tokenizer drops) or reaches kMaxGrowth times its first size. `cut`: whether text
-// was left unread.
-constexpr size_t kBytesPerToken = 64, kMaxGrowth = 16;
-std::vector<int32_t> encode_bounded(const tfm::Vocab& vocab, const std::string& text, int64_t max_tokens,
-                                    tfm::Side side, bool& cut) {
-  const size_t first = static_cast<size_t>(max_tokens) * kBytesPerToken;
-  cut = false;
-  for (size_t limit = first; limit < text.size(); limit *= 2) {
-    size_t end = limit;
-    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // UTF-8 (clean_input's)
-    std::vector<int32_t> ids = vocab.encode(text.substr(0, end), side);
-    if (static_cast<int64_t>(ids.size()) > max_tokens || limit >= first * kMaxGrowth) {
-      cut = true;
-      return ids;
-    }
-  }
-  return vocab.encode(text, side);
-}
-
 // An id input may hold: in the vocabulary, and not padding, BOS or EOS (the model adds those
 // itself). `as_written`: the id as the caller gave it; `where`: "line 3", "target prefix", or "".
 void check_token_id(const tfm::ModelConfig& c, long long v, const std::string& as_written, const std::string& where) {
@@ -138,43 +114,11 @@ Translator::Translator(const std::string& model_path, const TranslatorOptions& o
   m.model = api::load_model_noting(file, options.verify, m.notes);
   m.fingerprint = api::vocab_fingerprint(file);
   if (options.need_vocab) {
-    const std::string vocab = options.vocab.empty() ? tfm::default_vocab_path(model_path) : options.vocab;
-    TFM_CHECK(std::filesystem::exists(vocab), "no vocabulary: '", vocab, "' does not exist (give vocab, --vocab)");
-    m.vocab = tfm::Vocab::load(vocab);
+    m.vocab = api::load_matching_vocab(model_path, options.vocab, *m.model, m.fingerprint, m.notes);
     m.has_vocab = true;
-    TFM_CHECK(m.vocab.size() == m.model->config().vocab_size, "the vocabulary '", vocab, "' has ", m.vocab.size(),
-              " pieces but the model has ", m.model->config().vocab_size);
-    TFM_CHECK(m.fingerprint.empty() || m.fingerprint == m.vocab.fingerprint(), "the vocabulary '", vocab,
-              "' is not the one '", model_path, "' was trained with (fingerprint ", m.vocab.fingerprint(),
-              ", the model's ", m.fingerprint, ")");
-    if (m.fingerprint.empty())
-      m.notes.warnings.push_back(cat("'", model_path, "' records no vocabulary fingerprint, so nothing checks that '",
-                                     vocab,
-                                     "' is the vocabulary it was trained with (one of the same size but other pieces "
-                                     "translates garbage)"));
   }
   // Translation never reads the float32 weights again once they have their copies.
-  using W = TranslatorOptions::Weights;
-  const tfm::Device device = tfm::parse_device(options.device, "device");
-  if (device != tfm::Device::CPU) {
-    TFM_CHECK(options.weights != W::kInt8, "int8 weights are for the CPU; on ", options.device,
-              " the model runs in float32 (leave out the int8 weights, --int8)");
-    tfm::require_device_memory(device, "translating");
-    m.model->params().to_device(device, /*gradients=*/false);  // translation and scoring need none
-    // Packed there too (ops/packed.h): each decoder self-attention's Q, K and V as one product, the
-    // biases and ReLU in the products' epilogues; with kBf16 the weights rounded to bfloat16 once
-    // (the float32 ones given back), not at every product. kPlain: the weights as they are.
-    if (options.weights == W::kBf16) m.model->use_bf16_products(tfm::Transformer::PlainWeights::kRelease);
-    else if (options.weights == W::kPacked) m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease);
-  } else if (options.weights == W::kInt8) {
-    m.model->quantize_int8(tfm::Transformer::PlainWeights::kRelease);
-  } else if (options.weights == W::kPacked) {
-    m.model->pack_weights(tfm::Transformer::PlainWeights::kRelease);
-  } else if (options.weights == W::kBf16) {
-    // Packed in bfloat16 where the CPU has bf16 instructions (every product, scoring's whole-target
-    // forward pass included), the plain weights given back.
-    m.model->use_bf16_products(tfm::Transformer::PlainWeights::kRelease);
-  }
+  api::prepare_inference_weights(*m.model, options.weights, options.device);
   if (!options.shortlist.empty()) {
     m.shortlist = tfm::Shortlist::load(options.shortlist, m.model->config().vocab_size);
     m.shortlist.check_vocabulary(m.model->config().vocab_size,
@@ -320,24 +264,9 @@ const LoadNotes& Translator::load_notes() const { return impl_->notes; }
 
 std::vector<int32_t> Translator::parse_ids(std::string_view line, int64_t line_number) const {
   const tfm::ModelConfig& c = impl_->model->config();
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (pos < line.size()) {
-    while (pos < line.size() && std::isspace(static_cast<unsigned char>(line[pos]))) ++pos;
-    if (pos == line.size()) break;
-    size_t end = pos;
-    while (end < line.size() && !std::isspace(static_cast<unsigned char>(line[end]))) ++end;
-    const std::string word(line.substr(pos, end - pos));
-    pos = end;
-    char* stop = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(word.c_str(), &stop, 10);
-    TFM_CHECK(stop && *stop == '\0', "line ", line_number, ": '", word, "' is not a token id");
-    // Out of range for strtoll too (ERANGE clamps it): the id as written, not the clamped value.
-    check_token_id(c, errno == ERANGE ? -1 : v, word, tfm::cat("line ", line_number));
-    ids.push_back(static_cast<int32_t>(v));
-  }
-  return ids;
+  return api::parse_id_line(line, line_number, [&](long long v, const std::string& word) {
+    check_token_id(c, v, word, tfm::cat("line ", line_number));
+  });
 }
 
 }  // namespace transformer

@@ -1,17 +1,14 @@
 #include "decode/translator.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <exception>
 #include <numeric>
-
-#include <omp.h>
 
 #include "core/device.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/threads.h"
+#include "decode/batching.h"
 
 namespace tfm {
 
@@ -87,10 +84,10 @@ Prepared prepare(const std::vector<std::vector<int32_t>>& sources, const Transla
       t.prefix_ids = prefixes[i];
       p.any_prefix = p.any_prefix || !prefixes[i].empty();
     }
-    if (!t.source_ids.empty()) p.order.push_back(i);
   }
-  std::stable_sort(p.order.begin(), p.order.end(),
-                   [&](size_t a, size_t b) { return p.out[a].source_ids.size() < p.out[b].source_ids.size(); });
+  std::vector<size_t> lengths(p.out.size());
+  for (size_t i = 0; i < p.out.size(); ++i) lengths[i] = p.out[i].source_ids.size();
+  p.order = order_by_length(lengths);
   return p;
 }
 
@@ -118,38 +115,6 @@ struct BatchDecoder {
   }
 };
 
-// How many batches to decode at once: the option, or (0) one per thread when there are at least
-// two batches per thread; one on a GPU.
-int64_t parallel_batches(const Transformer& model, const TranslateOptions& o, int64_t batches) {
-  const int64_t threads = omp_in_parallel() ? 1 : num_threads();
-  int64_t parallel = o.parallel_batches == 0 ? (batches >= 2 * threads ? threads : 1) : o.parallel_batches;
-  parallel = std::min({parallel, threads, batches});
-  if (model.params().device() != Device::CPU) parallel = 1;  // one stream of device work, in order
-  return parallel;
-}
-
-// Longest sentences first (the batches are sorted by length), so that no long batch starts last
-// and runs alone. Each thread decodes its batches alone: its own parallel regions, BLAS and
-// oneDNN calls run on it. No exception may leave the parallel region: the first is kept, the
-// batches not yet started are skipped, and it is rethrown after the region.
-void decode_in_parallel(const BatchDecoder& decode, Prepared& p, int64_t batches, int64_t parallel) {
-  std::exception_ptr failure;
-  std::atomic<bool> failed{false};
-#pragma omp parallel for schedule(dynamic, 1) num_threads(parallel)
-  for (int64_t i = batches - 1; i >= 0; --i) {
-    if (failed.load()) continue;
-    omp_set_num_threads(1);
-    try {
-      decode(p, i);
-    } catch (...) {
-#pragma omp critical(translate_failure)
-      if (!failure) failure = std::current_exception();
-      failed = true;
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
-}
-
 }  // namespace
 
 std::vector<Translation> translate_ids(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
@@ -160,14 +125,10 @@ std::vector<Translation> translate_ids(const Transformer& model, const std::vect
             prefixes.size(), " target prefixes");
   Prepared p = prepare(sources, o, prefixes);
   const int64_t batches = p.order.empty() ? 0 : (static_cast<int64_t>(p.order.size()) - 1) / o.batch_sentences + 1;
-  const int64_t parallel = parallel_batches(model, o, batches);
+  const int64_t parallel = parallel_batches(model, o.parallel_batches, batches);
   check_memory(model.config(), model.params().device(), o, p.order, p.out, batches, std::max<int64_t>(parallel, 1));
   const BatchDecoder decode{model, o, shortlist};
-  if (parallel <= 1) {
-    for (int64_t i = 0; i < batches; ++i) decode(p, i);
-  } else {
-    decode_in_parallel(decode, p, batches, parallel);
-  }
+  run_batches(batches, parallel, [&](int64_t i) { decode(p, i); });
   return std::move(p.out);
 }
 

@@ -1,5 +1,5 @@
-// The work of the JSON endpoints: /v1/translate and /v1/score read their request, queue its
-// sentences in the batcher and answer with their results; /v1/models and /health describe the server.
+// The work of the JSON endpoints: /v1/translate, /v1/score and /v1/embed read their request, queue
+// its sentences in the batcher and answer with their results; /v1/models and /health describe the server.
 #include "core/error.h"
 #include "serve/http_error.h"
 #include "serve/jobs.h"
@@ -22,6 +22,7 @@ void Server::Impl::submit(const std::shared_ptr<Job>& job) {
 json Server::Impl::translate(const httplib::Request& req) {
   const Fields f(req.body, {"text", "model", "beam", "n_best", "length_penalty", "scores", "attention"});
   LoadedModel& m = models.find(f.string("model"));
+  m.need_translator("POST /v1/translate");
   const std::vector<std::string> texts = f.texts("text", options.max_sentences);
   const TranslateRequest request = translate_request(f, options);
   TranslateInputs in = translate_inputs(m, texts, request.options, options);
@@ -43,6 +44,7 @@ json Server::Impl::translate(const httplib::Request& req) {
 json Server::Impl::score(const httplib::Request& req) {
   const Fields f(req.body, {"source", "target", "model"});
   LoadedModel& m = models.find(f.string("model"));
+  m.need_translator("POST /v1/score");
   ScoreInputs in = score_inputs(m, f, options);
   const transformer::Translator& scorer = m.score_translator();
   auto job = std::make_shared<ScoreJob>(score_key(m.spec.name), std::move(in.costs), scorer, options.max_input_tokens,
@@ -58,6 +60,35 @@ json Server::Impl::score(const httplib::Request& req) {
   }
   metrics.sentences(m.spec.name, "score", static_cast<int64_t>(job->results.size()), source_tokens, target_tokens);
   return {{"model", m.spec.name}, {"scores", std::move(out)}};
+}
+
+json Server::Impl::embed(const httplib::Request& req) {
+  const Fields f(req.body, {"texts", "model", "pooling", "normalize"});
+  LoadedModel& m = models.find(f.string("model"));
+  const std::vector<std::string> texts = f.texts("texts", options.max_sentences);
+  transformer::EmbedOptions o;
+  try {
+    o.pooling = transformer::parse_pooling(f.has("pooling") ? f.string("pooling") : "mean");
+  } catch (const transformer::Error& e) {
+    throw HttpError{400, cat("'pooling': ", e.what())};
+  }
+  o.normalize = f.boolean("normalize", o.normalize);
+  o.max_input_tokens = options.max_input_tokens;
+  o.threads = options.threads_per_worker;
+  const transformer::Encoder& encoder = m.embed_encoder();
+  EmbedInputs in = embed_inputs(encoder, texts, options);
+  auto job = std::make_shared<EmbedJob>(embed_key(m.spec.name, o), std::move(in.costs), encoder, o, std::move(in.ids));
+  submit(job);
+  json out = json::array();
+  int64_t tokens = 0;
+  for (const transformer::Embedding& e : job->results) {
+    tokens += static_cast<int64_t>(e.ids.size());
+    out.push_back(embedding_json(e, o.pooling == transformer::Pooling::kNone));
+  }
+  metrics.sentences(m.spec.name, "embed", static_cast<int64_t>(texts.size()), tokens, 0);
+  json answer = {{"model", m.spec.name}, {"embeddings", std::move(out)}};
+  if (in.any_warning) answer["warnings"] = in.warnings;
+  return answer;
 }
 
 json Server::Impl::list_models() const { return json{{"models", models.info()}}; }

@@ -1,4 +1,4 @@
-// The server's batcher jobs: each decodes a batch of sentences gathered from the jobs of one key,
+// The server's batcher jobs (translate, score, embed): each decodes a batch of sentences gathered from the jobs of one key,
 // and writes each sentence's result back into its own job.
 #include "serve/jobs.h"
 
@@ -44,6 +44,21 @@ void ScoreJob::run_batch(const std::vector<Item>& items) {
   std::vector<transformer::Score> out = scorer.score_ids(src, tgt, o);
   for (size_t i = 0; i < items.size(); ++i)
     static_cast<ScoreJob&>(*items[i].job).results[items[i].index] = out[i];
+}
+
+std::string embed_key(const std::string& model, const transformer::EmbedOptions& o) {
+  return cat(model, "\tembed\t", transformer::pooling_name(o.pooling), "\t", o.normalize);
+}
+
+void EmbedJob::run_batch(const std::vector<Item>& items) {
+  std::vector<std::vector<int32_t>> batch;
+  batch.reserve(items.size());
+  for (const Item& item : items) batch.push_back(static_cast<EmbedJob&>(*item.job).ids[item.index]);
+  transformer::EmbedOptions o = options;
+  o.batch_sentences = static_cast<int64_t>(batch.size());
+  std::vector<transformer::Embedding> out = encoder.embed_ids(batch, o);
+  for (size_t i = 0; i < items.size(); ++i)
+    static_cast<EmbedJob&>(*items[i].job).results[items[i].index] = std::move(out[i]);
 }
 
 }  // namespace tfm::serve

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "serve/batcher.h"
+#include "transformer/encoder.h"
 #include "transformer/translator.h"
 
 namespace tfm::serve {
@@ -14,6 +15,8 @@ namespace tfm::serve {
 std::string translate_key(const std::string& model, const transformer::SearchOptions& search);
 // The key of a score job: every score request of a model may share batches.
 std::string score_key(const std::string& model);
+// The key of an embed job: requests share batches with the same model, pooling and normalization.
+std::string embed_key(const std::string& model, const transformer::EmbedOptions& o);
 
 // One /v1/translate request's sentences.
 class TranslateJob : public Job {
@@ -45,6 +48,21 @@ class ScoreJob : public Job {
   const int64_t max_input_tokens;
   const std::vector<std::vector<int32_t>> sources, targets;
   std::vector<transformer::Score> results;
+};
+
+// One /v1/embed request's texts, as the ids the encoder reads.
+class EmbedJob : public Job {
+ public:
+  EmbedJob(std::string key, std::vector<int64_t> costs, const transformer::Encoder& e, transformer::EmbedOptions o,
+           std::vector<std::vector<int32_t>> ids)
+      : Job(std::move(key), std::move(costs)), encoder(e), options(o), ids(std::move(ids)), results(this->ids.size()) {}
+
+  void run_batch(const std::vector<Item>& items) override;
+
+  const transformer::Encoder& encoder;
+  const transformer::EmbedOptions options;
+  const std::vector<std::vector<int32_t>> ids;
+  std::vector<transformer::Embedding> results;
 };
 
 }  // namespace tfm::serve

@@ -24,6 +24,25 @@ const transformer::Translator& LoadedModel::score_translator() {
   return *scorer;
 }
 
+const transformer::Translator& LoadedModel::need_translator(const char* endpoint) const {
+  if (!translator)
+    throw HttpError{400, cat("model '", spec.name, "' is an ", architecture, " model: it does not translate (",
+                             endpoint, "); it embeds (POST /v1/embed)")};
+  return *translator;
+}
+
+const transformer::Encoder& LoadedModel::embed_encoder() {
+  std::lock_guard lock(encoder_mutex);
+  if (!encoder) {
+    if (architecture == "decoder-only")
+      throw HttpError{400, cat("model '", spec.name, "' is a decoder-only model, which has no encoder to embed with")};
+    transformer::EncoderOptions o = options;
+    o.verify = false;  // verified when the server started
+    encoder = std::make_unique<transformer::Encoder>(spec.path, o);
+  }
+  return *encoder;
+}
+
 namespace {
 
 std::unique_ptr<LoadedModel> load(const ModelSpec& spec, const ServerOptions& options) {
@@ -35,9 +54,11 @@ std::unique_ptr<LoadedModel> load(const ModelSpec& spec, const ServerOptions& op
   m->options.threads = options.threads_per_worker;
   try {
     const transformer::ModelInfo info = transformer::model_info(spec.path, false);
-    m->translator = std::make_unique<transformer::Translator>(spec.path, m->options);
     json config = json::object();
     for (const auto& [k, v] : info.config) config[k] = json::parse(v);
+    m->architecture = config.value("architecture", m->architecture);
+    if (m->architecture == "encoder-only") m->encoder = std::make_unique<transformer::Encoder>(spec.path, m->options);
+    else m->translator = std::make_unique<transformer::Translator>(spec.path, m->options);
     m->info = {{"name", spec.name}, {"config", config}, {"parameters", info.total_parameters}};
     m->decoder_layers = info.decoder_layers;
     m->heads = config.value("heads", int64_t{1});
@@ -78,8 +99,9 @@ json Models::info() const {
 std::vector<std::string> Models::load_messages() const {
   std::vector<std::string> out;
   for (const auto& m : models_) {
-    for (const std::string& n : m->translator->load_notes().notes) out.push_back(cat("note: model '", m->spec.name, "': ", n));
-    for (const std::string& w : m->translator->load_notes().warnings)
+    const transformer::LoadNotes& notes = m->translator ? m->translator->load_notes() : m->encoder->load_notes();
+    for (const std::string& n : notes.notes) out.push_back(cat("note: model '", m->spec.name, "': ", n));
+    for (const std::string& w : notes.warnings)
       out.push_back(cat("warning: model '", m->spec.name, "': ", w));
   }
   return out;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serve/options.h"
+#include "transformer/encoder.h"
 #include "transformer/translator.h"
 
 namespace tfm::serve {
@@ -24,8 +25,18 @@ struct LoadedModel {
   std::unique_ptr<transformer::Translator> scorer;
   nlohmann::json info;
   int64_t decoder_layers = 0, heads = 0;
+  // The model's architecture: an encoder-only model has no translator, only an encoder.
+  std::string architecture = "encoder-decoder";
+  std::mutex encoder_mutex;
+  std::unique_ptr<transformer::Encoder> encoder;
 
   const transformer::Translator& score_translator();
+  // The translator of /v1/translate and /v1/score (`endpoint`): HttpError 400 naming the
+  // architecture when the model has none.
+  const transformer::Translator& need_translator(const char* endpoint) const;
+  // /v1/embed's encoder: an encoder-only model's, or loaded on the first request for the encoder of
+  // an encoder-decoder model.
+  const transformer::Encoder& embed_encoder();
 };
 
 class Models {

@@ -186,4 +186,26 @@ ScoreInputs score_inputs(const LoadedModel& m, const Fields& f, const ServerOpti
   return in;
 }
 
+EmbedInputs embed_inputs(const transformer::Encoder& encoder, const std::vector<std::string>& texts,
+                         const ServerOptions& limits) {
+  EmbedInputs in;
+  in.warnings.resize(texts.size());
+  const size_t specials = encoder.encode("").size();
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::string what = cat("texts[", i, "]");
+    const std::string text = clean(texts[i], {what, true}, limits.max_text_length, in.warnings[i]);
+    if (text.empty()) throw HttpError{400, cat(what, " is empty (nothing to embed once trimmed)")};
+    in.ids.push_back(encoder.encode(text));
+    if (in.ids.back().size() == specials)
+      throw HttpError{400, cat(what, " has no tokens: the vocabulary drops every character of it")};
+    const auto tokens = static_cast<int64_t>(in.ids.back().size());
+    if (tokens > limits.max_input_tokens)
+      throw HttpError{400, cat(what, " has ", tokens, " tokens (specials included), more than the limit of ",
+                               limits.max_input_tokens, " (--max-input-tokens)")};
+    in.costs.push_back(tokens);
+    in.any_warning = in.any_warning || !in.warnings[i].empty();
+  }
+  return in;
+}
+
 }  // namespace tfm::serve

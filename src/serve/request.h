@@ -11,6 +11,7 @@
 
 #include "serve/models.h"
 #include "serve/options.h"
+#include "transformer/encoder.h"
 #include "transformer/translator.h"
 
 namespace tfm::serve {
@@ -68,5 +69,19 @@ struct ScoreInputs {
 
 // Reads "source" and "target" (as many of each) and encodes them.
 ScoreInputs score_inputs(const LoadedModel& m, const Fields& f, const ServerOptions& limits);
+
+// An embed request's texts encoded ("texts[i]" in errors): the ids the encoder reads (specials
+// included), each one's cost in the batcher, and the warnings of their cleaning.
+struct EmbedInputs {
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<int64_t> costs;
+  std::vector<std::vector<std::string>> warnings;
+  bool any_warning = false;
+};
+
+// Cleans and encodes `texts`; an empty one, one without tokens, or one over --max-input-tokens
+// (specials included) is a 400 naming it.
+EmbedInputs embed_inputs(const transformer::Encoder& encoder, const std::vector<std::string>& texts,
+                         const ServerOptions& limits);
 
 }  // namespace tfm::serve

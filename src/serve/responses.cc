@@ -79,4 +79,14 @@ json score_json(const transformer::Score& s, const std::vector<std::string>& war
   return j;
 }
 
+nlohmann::json embedding_json(const transformer::Embedding& e, bool per_token) {
+  auto row = [&](int64_t r) {
+    return std::vector<float>(e.values.begin() + r * e.dim, e.values.begin() + (r + 1) * e.dim);
+  };
+  if (!per_token) return row(0);
+  nlohmann::json rows = nlohmann::json::array();
+  for (int64_t r = 0; r < e.rows; ++r) rows.push_back(row(r));
+  return rows;
+}
+
 }  // namespace tfm::serve

@@ -15,6 +15,10 @@ namespace tfm::serve {
 nlohmann::json translation_json(const transformer::Translator& t, const transformer::Translation& r,
                                 const TranslateRequest& request, const std::vector<std::string>& warnings);
 
+// One text's entry of a /v1/embed answer: its vector, or (pooling none) an array of its tokens'.
+// per_token: pooling none.
+nlohmann::json embedding_json(const transformer::Embedding& e, bool per_token);
+
 // One pair's entry of a /v1/score answer.
 nlohmann::json score_json(const transformer::Score& s, const std::vector<std::string>& warnings);
 

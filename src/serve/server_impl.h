@@ -41,6 +41,7 @@ struct Server::Impl {
   // The JSON endpoints' work (handlers.cc), each the body of a 200; errors are thrown as HttpError.
   nlohmann::json translate(const httplib::Request& req);
   nlohmann::json score(const httplib::Request& req);
+  nlohmann::json embed(const httplib::Request& req);
   nlohmann::json list_models() const;
   nlohmann::json health() const;
   // Queues a job and waits for it; a full queue is a 503.
