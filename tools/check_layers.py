@@ -26,7 +26,7 @@ PUBLIC = {
     "error.h": "core", "text.h": "core", "search_options.h": "core", "translation.h": "core",
     "train_options.h": "core", "model_config.h": "core", "vocab_options.h": "core",
     "shortlist.h": "core", "embed_options.h": "core", "encoder.h": "api", "bleu.h": "eval", "chrf.h": "eval", "metrics.h": "eval",
-    "trainer.h": "train", "translator.h": "api", "model.h": "api", "attention_svg.h": "api",
+    "trainer.h": "train", "translator.h": "api", "generator.h": "api", "model.h": "api", "attention_svg.h": "api",
     "system.h": "api", "demo.h": "api",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -20,36 +20,6 @@ namespace tfm::cli {
 
 namespace {
 
-// The sampling options, checked naming their flags (TranslateOptions::validate checks them again).
-void check_sampling_flags(const transformer::SearchOptions& s) {
-  TFM_CHECK(s.sampling_topk >= -1,
-            "--sampling-topk must be -1 (the whole vocabulary), 0 (no sampling) or a number of tokens >= 1, got ",
-            s.sampling_topk);
-  TFM_CHECK(s.sampling_topp > 0 && s.sampling_topp <= 1, "--sampling-topp must be in (0, 1], got ", s.sampling_topp);
-  TFM_CHECK(s.sampling_temperature > 0 && std::isfinite(s.sampling_temperature),
-            "--sampling-temperature must be finite and > 0, got ", s.sampling_temperature);
-  if (!s.sampling()) {
-    const std::string set = s.sampling_topp != 1 ? cat("--sampling-topp ", s.sampling_topp)
-                                                  : cat("--sampling-temperature ", s.sampling_temperature);
-    TFM_CHECK(s.sampling_topp == 1 && s.sampling_temperature == 1, set,
-              " applies only to sampling, which is off: give --sampling-topk (-1: the whole vocabulary) and --beam 1");
-  } else {
-    TFM_CHECK(s.beam_size == 1, "--sampling-topk ", s.sampling_topk,
-              " draws one translation per sentence: it needs --beam 1, got --beam ", s.beam_size, " (and --n-best ",
-              s.n_best, ")");
-  }
-}
-
-// --seed: an unsigned 64-bit integer, written in decimal.
-uint64_t parse_seed(const std::string& text) {
-  uint64_t seed = 0;
-  const char* end = text.data() + text.size();
-  const auto [stop, error] = std::from_chars(text.data(), end, seed);
-  TFM_CHECK(!text.empty() && error == std::errc() && stop == end,
-            "--seed must be an integer in [0, 18446744073709551615], got '", text, "'");
-  return seed;
-}
-
 // The translation options the flags give, checked before any input is read (bad options fail at once).
 transformer::TranslateOptions translate_options(const TranslateFlags& o) {
   TFM_CHECK(o.max_memory_gib == -1 || (o.max_memory_gib >= 0 && o.max_memory_gib < 1e9),
@@ -58,7 +28,7 @@ transformer::TranslateOptions translate_options(const TranslateFlags& o) {
   transformer::TranslateOptions to = o.translate;
   if (o.max_memory_gib >= 0) to.max_memory = static_cast<int64_t>(o.max_memory_gib * (1 << 30));
   to.search.seed = parse_seed(o.seed);
-  check_sampling_flags(to.search);
+  check_sampling_flags(to.search, "translation");
   TFM_CHECK(!o.seed_given || to.search.sampling(), "--seed ", o.seed,
             " applies only to sampling, which is off: give --sampling-topk (-1: the whole vocabulary) and --beam 1 "
             "(search needs no seed: the same options give the same output)");

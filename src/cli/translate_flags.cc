@@ -2,6 +2,8 @@
 // input and output files, the weights and what decoding records, and batching and resources.
 #include "cli/translate_flags.h"
 
+#include <charconv>
+#include <cmath>
 #include <map>
 
 #include "cli/commands.h"
@@ -43,25 +45,6 @@ void add_search_flags(CLI::App& cmd, transformer::SearchOptions& s) {
   cmd.add_option("--n-best", s.n_best, "print this many hypotheses per line: 'i ||| text ||| score'")->capture_default_str();
 }
 
-void add_sampling_flags(CLI::App& cmd, TranslateFlags& o) {
-  transformer::SearchOptions& s = o.translate.search;
-  cmd.add_option("--sampling-topk", s.sampling_topk,
-                  "random sampling (back-translation) with --beam 1: draw each token among the K most probable "
-                  "(0: no sampling; 1: greedy; -1: the whole vocabulary)")
-      ->capture_default_str();
-  cmd.add_option("--sampling-topp", s.sampling_topp,
-                  "sampling: draw among the fewest most probable tokens whose probability reaches P, in (0, 1] "
-                  "(nucleus sampling; applied after --sampling-topk; 1: off)")
-      ->capture_default_str();
-  cmd.add_option("--sampling-temperature", s.sampling_temperature,
-                  "sampling: divide the logits by T before the softmax (> 0; < 1 sharper, > 1 flatter)")
-      ->capture_default_str();
-  cmd.add_option("--seed", o.seed,
-                  "sampling: the random seed; a line's sample depends only on the seed, the options and the line "
-                  "(and its prefix), not on threads, batches or its position")
-      ->type_name("UINT64")
-      ->capture_default_str();
-}
 
 void add_file_flags(CLI::App& cmd, TranslateFlags& o) {
   cmd.add_option("--target-prefix", o.prefix_path,
@@ -122,11 +105,58 @@ void add_batching_flags(CLI::App& cmd, TranslateFlags& o) {
 
 }  // namespace
 
+void add_sampling_flags(CLI::App& cmd, transformer::SearchOptions& s, std::string& seed) {
+  cmd.add_option("--sampling-topk", s.sampling_topk,
+                  "random sampling (back-translation) with --beam 1: draw each token among the K most probable "
+                  "(0: no sampling; 1: greedy; -1: the whole vocabulary)")
+      ->capture_default_str();
+  cmd.add_option("--sampling-topp", s.sampling_topp,
+                  "sampling: draw among the fewest most probable tokens whose probability reaches P, in (0, 1] "
+                  "(nucleus sampling; applied after --sampling-topk; 1: off)")
+      ->capture_default_str();
+  cmd.add_option("--sampling-temperature", s.sampling_temperature,
+                  "sampling: divide the logits by T before the softmax (> 0; < 1 sharper, > 1 flatter)")
+      ->capture_default_str();
+  cmd.add_option("--seed", seed,
+                  "sampling: the random seed; a line's sample depends only on the seed, the options and the line "
+                  "(and its prefix), not on threads, batches or its position")
+      ->type_name("UINT64")
+      ->capture_default_str();
+}
+
+void check_sampling_flags(const transformer::SearchOptions& s, const char* what) {
+  TFM_CHECK(s.sampling_topk >= -1,
+            "--sampling-topk must be -1 (the whole vocabulary), 0 (no sampling) or a number of tokens >= 1, got ",
+            s.sampling_topk);
+  TFM_CHECK(s.sampling_topp > 0 && s.sampling_topp <= 1, "--sampling-topp must be in (0, 1], got ", s.sampling_topp);
+  TFM_CHECK(s.sampling_temperature > 0 && std::isfinite(s.sampling_temperature),
+            "--sampling-temperature must be finite and > 0, got ", s.sampling_temperature);
+  if (!s.sampling()) {
+    const std::string set = s.sampling_topp != 1 ? cat("--sampling-topp ", s.sampling_topp)
+                                                  : cat("--sampling-temperature ", s.sampling_temperature);
+    TFM_CHECK(s.sampling_topp == 1 && s.sampling_temperature == 1, set,
+              " applies only to sampling, which is off: give --sampling-topk (-1: the whole vocabulary) and --beam 1");
+  } else {
+    TFM_CHECK(s.beam_size == 1, "--sampling-topk ", s.sampling_topk,
+              " draws one ", what, " per sentence: it needs --beam 1, got --beam ", s.beam_size, " (and --n-best ",
+              s.n_best, ")");
+  }
+}
+
+uint64_t parse_seed(const std::string& text) {
+  uint64_t seed = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, seed);
+  TFM_CHECK(!text.empty() && error == std::errc() && stop == end,
+            "--seed must be an integer in [0, 18446744073709551615], got '", text, "'");
+  return seed;
+}
+
 void add_translate_flags(CLI::App& cmd, TranslateFlags& o) {
   add_model_options(cmd, o.paths);
   cmd.add_option("-i,--input", o.input, "input file (default: stdin)");
   add_search_flags(cmd, o.translate.search);
-  add_sampling_flags(cmd, o);
+  add_sampling_flags(cmd, o.translate.search, o.seed);
   add_file_flags(cmd, o);
   add_decoding_flags(cmd, o);
   add_batching_flags(cmd, o);

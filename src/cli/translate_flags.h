@@ -25,6 +25,13 @@ struct TranslateFlags {
   bool seed_given = false;     // --seed was on the command line
 };
 
+// The sampling flags (--sampling-topk/-topp/-temperature, --seed as text), shared with generate.
+void add_sampling_flags(CLI::App& cmd, transformer::SearchOptions& search, std::string& seed);
+// Checks the sampling options naming their flags; `what` names one output ("translation").
+void check_sampling_flags(const transformer::SearchOptions& s, const char* what);
+// --seed: an unsigned 64-bit integer, written in decimal.
+uint64_t parse_seed(const std::string& text);
+
 // Adds translate's flags to its subcommand, in the order --help lists them.
 void add_translate_flags(CLI::App& cmd, TranslateFlags& o);
 

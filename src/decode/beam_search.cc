@@ -28,8 +28,8 @@ struct BeamStep {
 
 class BeamSearch {
  public:
-  BeamSearch(const Transformer& model, const Sentences& sources, const SearchOptions& o, const Shortlist* shortlist,
-             const Sentences& prefixes);
+  BeamSearch(const Transformer& model, Start start, const Sentences& sources, const SearchOptions& o,
+             const Shortlist* shortlist, const Sentences& prefixes);
   std::vector<std::vector<Hypothesis>> run();
 
  private:
@@ -53,8 +53,8 @@ class BeamSearch {
   const int64_t K_;
   const bool no_better_live_;
   const Context ctx_;
-  const Encoded e_;
-  DecodeState state_;
+  Start e_;  // the decoding start: its state, length limits and first tokens
+  DecodeState& state_;
   const Columns cols_;
   // Rows are grouped by sentence, `width` per active sentence: one while every active sentence is
   // still in its prefix (every beam would start from the same tokens, so one row per sentence is
@@ -69,7 +69,7 @@ class BeamSearch {
   std::vector<Candidate> live_;   // its best K that do not end there
 };
 
-BeamSearch::BeamSearch(const Transformer& model, const Sentences& sources, const SearchOptions& o,
+BeamSearch::BeamSearch(const Transformer& model, Start start, const Sentences& sources, const SearchOptions& o,
                        const Shortlist* shortlist, const Sentences& prefixes)
     : model_(model),
       c_(model.config()),
@@ -78,14 +78,14 @@ BeamSearch::BeamSearch(const Transformer& model, const Sentences& sources, const
       K_(o.beam_size),
       no_better_live_(o.beam_stop == SearchOptions::BeamStop::kNoBetterLive),
       ctx_(model.context()),
-      e_(encode_batch(model, ctx_, sources, o, prefixes)),
-      state_(model.start_decoding(ctx_, e_.memory, e_.src_lengths, e_.capacity, o.record_attention, K_)),
+      e_(std::move(start)),
+      state_(e_.state),
       cols_(restrict_output(model, ctx_, state_, sources, shortlist, prefixes)),
       finished_(sources.size()) {
   const auto B = static_cast<int64_t>(sources.size());
   active_.resize(B);
   parent_.resize(B);
-  token_.assign(B, c_.bos_id);
+  token_ = e_.first;
   score_.assign(B, 0.0);
   for (int64_t b = 0; b < B; ++b) active_[b] = parent_[b] = static_cast<int32_t>(b);
 }
@@ -253,6 +253,12 @@ void BeamSearch::finish() {
 }
 
 }  // namespace
+
+std::vector<std::vector<Hypothesis>> beam_from(const Transformer& model, Start start, const Sentences& sources,
+                                               const SearchOptions& o) {
+  return BeamSearch(model, std::move(start), sources, o, nullptr, kNoPrefixes).run();
+}
+
 }  // namespace search
 
 std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
@@ -265,7 +271,8 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
     for (Hypothesis& h : greedy_search(model, sources, o, shortlist, prefixes)) out.push_back({std::move(h)});
     return out;
   }
-  return search::BeamSearch(model, sources, o, shortlist, prefixes).run();
+  search::Start start = search::start_translation(model, model.context(), sources, o, prefixes, o.beam_size);
+  return search::BeamSearch(model, std::move(start), sources, o, shortlist, prefixes).run();
 }
 
 }  // namespace tfm

@@ -20,8 +20,8 @@ struct GreedyStep {
 
 class GreedySearch {
  public:
-  GreedySearch(const Transformer& model, const Sentences& sources, const SearchOptions& o, const Shortlist* shortlist,
-               const Sentences& prefixes);
+  GreedySearch(const Transformer& model, Start start, const Sentences& sources, const SearchOptions& o,
+               const Shortlist* shortlist, const Sentences& prefixes);
   std::vector<Hypothesis> run();
 
  private:
@@ -38,8 +38,8 @@ class GreedySearch {
   const SearchOptions& o_;
   const Sentences& prefixes_;
   const Context ctx_;
-  const Encoded e_;
-  DecodeState state_;
+  Start e_;  // the decoding start: its state, length limits and first tokens
+  DecodeState& state_;
   const Columns cols_;
   // Sampling with top-k 1 is greedy search.
   const bool sampling_;
@@ -57,15 +57,15 @@ class GreedySearch {
   std::vector<int32_t> screened_;  // [R] the screen's choices
 };
 
-GreedySearch::GreedySearch(const Transformer& model, const Sentences& sources, const SearchOptions& o,
+GreedySearch::GreedySearch(const Transformer& model, Start start, const Sentences& sources, const SearchOptions& o,
                            const Shortlist* shortlist, const Sentences& prefixes)
     : model_(model),
       c_(model.config()),
       o_(o),
       prefixes_(prefixes),
       ctx_(model.context()),
-      e_(encode_batch(model, ctx_, sources, o, prefixes)),
-      state_(model.start_decoding(ctx_, e_.memory, e_.src_lengths, e_.capacity, o.record_attention)),
+      e_(std::move(start)),
+      state_(e_.state),
       cols_(restrict_output(model, ctx_, state_, sources, shortlist, prefixes)),
       sampling_(o.sampling() && o.sampling_topk != 1),
       screen_(!o.return_scores && !sampling_ && model.screens_output()),
@@ -75,7 +75,7 @@ GreedySearch::GreedySearch(const Transformer& model, const Sentences& sources, c
     for (int64_t b = 0; b < B; ++b) streams_.push_back(sampling_stream(o.seed, sources[b], prefix_of(prefixes, b)));
   rows_.resize(B);  // row → sentence
   parent_.resize(B);
-  token_.assign(B, c_.bos_id);
+  token_ = e_.first;
   score_.assign(B, 0.0);
   for (int64_t b = 0; b < B; ++b) rows_[b] = parent_[b] = static_cast<int32_t>(b);
 }
@@ -171,6 +171,8 @@ bool GreedySearch::advance(const GreedyStep& s) {
     if (best == c_.eos_id) {
       out_[b] = backtrack(steps_, s.t, static_cast<int32_t>(r), score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
     } else {
+      if (e_.on_token && s.t >= static_cast<int64_t>(prefix_of(prefixes_, static_cast<size_t>(b)).size()))
+        e_.on_token(b, best);
       keep.push_back(static_cast<int32_t>(r));
       next_rows.push_back(static_cast<int32_t>(b));
       next_token.push_back(best);
@@ -190,12 +192,19 @@ bool GreedySearch::advance(const GreedyStep& s) {
 }
 
 }  // namespace
+
+std::vector<Hypothesis> greedy_from(const Transformer& model, Start start, const Sentences& sources,
+                                    const SearchOptions& o) {
+  return GreedySearch(model, std::move(start), sources, o, nullptr, kNoPrefixes).run();
+}
+
 }  // namespace search
 
 std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
                                       const SearchOptions& o, const Shortlist* shortlist,
                                       const std::vector<std::vector<int32_t>>& prefixes) {
-  return search::GreedySearch(model, sources, o, shortlist, prefixes).run();
+  search::Start start = search::start_translation(model, model.context(), sources, o, prefixes, /*hypotheses=*/1);
+  return search::GreedySearch(model, std::move(start), sources, o, shortlist, prefixes).run();
 }
 
 }  // namespace tfm

@@ -11,6 +11,7 @@
 // per sentence not yet ended in greedy search), and these of the search's own: k the top k
 // selected per row; B'' and R'' the sentences and rows kept for the next step.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/rng.h"
@@ -62,6 +63,20 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
 std::vector<Hypothesis> greedy_search(const Transformer& model, const std::vector<std::vector<int32_t>>& sources,
                                       const SearchOptions& options, const Shortlist* shortlist = nullptr,
                                       const std::vector<std::vector<int32_t>>& prefixes = {});
+
+// Generation with a decoder-only model: each prompt's continuations (n-best, best first; the
+// tokens after the prompt, without EOS). A prompt is fed as given (at least one token; BOS is the
+// caller's to add), and is checked to hold vocabulary ids only. The search (greedy, beam or
+// sampling) is translation's, started from the prompt instead of an encoder output: at most
+// max_new_tokens tokens are generated, at least min_new_tokens before EOS. SearchOptions'
+// max_length_a/b, min_length and record_attention are not read (the limits are these);
+// prompts of different lengths are decoded in groups of one length. With `on_token` (greedy search
+// and sampling only), each token is reported as it is chosen: (prompt index, token id).
+using TokenCallback = std::function<void(int64_t, int32_t)>;
+std::vector<std::vector<Hypothesis>> generate_search(const Transformer& model,
+                                                     const std::vector<std::vector<int32_t>>& prompts,
+                                                     const SearchOptions& options, int64_t max_new_tokens,
+                                                     int64_t min_new_tokens, const TokenCallback& on_token = {});
 
 // The Philox stream of a sentence's sampling draws (SearchOptions::seed): key the seed, stream the
 // XXH3-64 of its source ids and prefix ids (little-endian int32, the prefix after a −1).

@@ -34,7 +34,8 @@ void check_prefixes(const ModelConfig& c, const Sentences& sources, const Senten
 }
 
 // Each sentence's output length limit (EOS included) and the largest.
-void set_max_lengths(Encoded& e, const Sentences& sources, const SearchOptions& o, const Sentences& prefixes) {
+void set_max_lengths(std::vector<int64_t>& max_length, int64_t& capacity, const Sentences& sources,
+                     const SearchOptions& o, const Sentences& prefixes) {
   for (size_t b = 0; b < sources.size(); ++b) {
     const double limit = o.max_length_a * static_cast<double>(sources[b].size()) + o.max_length_b;
     // A prefix is output whole: one that reaches the limit is followed by EOS.
@@ -42,8 +43,8 @@ void set_max_lengths(Encoded& e, const Sentences& sources, const SearchOptions& 
     // Capped before the conversion (a limit past int64 would be undefined): the memory check or the
     // allocation refuses a length anywhere near it.
     const double capped = std::min(std::floor(limit), 4.0e18);
-    e.max_length.push_back(std::max<int64_t>(forced, static_cast<int64_t>(capped)));
-    e.capacity = std::max(e.capacity, e.max_length.back());
+    max_length.push_back(std::max<int64_t>(forced, static_cast<int64_t>(capped)));
+    capacity = std::max(capacity, max_length.back());
   }
 }
 
@@ -67,20 +68,22 @@ void copy_attention(const std::vector<StepRecord>& steps, const std::vector<int3
 
 }  // namespace
 
-Encoded encode_batch(const Transformer& model, const Context& ctx, const Sentences& sources, const SearchOptions& o,
-                     const Sentences& prefixes) {
+Start start_translation(const Transformer& model, const Context& ctx, const Sentences& sources, const SearchOptions& o,
+                        const Sentences& prefixes, int64_t hypotheses) {
   o.validate();
   TFM_CHECK(!sources.empty(), "decoding an empty batch");
   const ModelConfig& c = model.config();
   check_prefixes(c, sources, prefixes);
   // make_batch needs targets; decoding has none, so give each sentence an empty one.
   const Batch batch = make_batch(sources, Sentences(sources.size()), c);
-  Encoded e;
-  e.src = batch.src;
-  e.src_lengths = batch.src_lengths;
-  e.memory = model.encode(ctx, batch.src, batch.src_lengths, nullptr);
-  set_max_lengths(e, sources, o, prefixes);
-  return e;
+  Start s;
+  s.src_lengths = batch.src_lengths;
+  const Tensor memory = model.encode(ctx, batch.src, batch.src_lengths, nullptr);  // [B, S, D]
+  int64_t capacity = 0;  // the largest max_length: the decoding cache's length
+  set_max_lengths(s.max_length, capacity, sources, o, prefixes);
+  s.state = model.start_decoding(ctx, memory, batch.src_lengths, capacity, o.record_attention, hypotheses);
+  s.first.assign(sources.size(), c.bos_id);
+  return s;
 }
 
 Columns restrict_output(const Transformer& model, const Context& ctx, DecodeState& state, const Sentences& sources,

@@ -15,20 +15,41 @@ inline constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 // The source ids and prefixes of a batch of sentences, as the searches take them.
 using Sentences = std::vector<std::vector<int32_t>>;
 
+inline const Sentences kNoPrefixes;  // what a search without prefixes reads
+
 // The prefix of sentence b (empty when there are none).
 const std::vector<int32_t>& prefix_of(const Sentences& prefixes, size_t b);
 
-struct Encoded {
-  Tensor src;          // int32 [B, S]
-  Tensor src_lengths;  // int32 [B]
-  Tensor memory;       // [B, S, D] the encoder's output
-  std::vector<int64_t> max_length;  // per sentence, EOS included
-  int64_t capacity = 0;             // the largest max_length: the decoding cache's length
+// Where a search starts (search.h's decoding start), as the model provides it: translation encodes
+// the sources and starts decoding over their encoder output (start_translation); generation starts
+// an empty cache and feeds each prompt but its last token (start_generation). Either way each
+// sentence's first step feeds one token (BOS, or the prompt's last) and the search goes on from there.
+struct Start {
+  DecodeState state;
+  Tensor src_lengths;               // int32 [B], the sources' lengths with EOS (generation: zeros)
+  std::vector<int64_t> max_length;  // per sentence, output tokens EOS included
+  std::vector<int32_t> first;       // [B] the token each sentence's first step feeds
+  // Called with (sentence, token) for each token greedy search outputs, as it outputs it
+  // (streaming); not for the end of sentence, nor a prefix's tokens.
+  TokenCallback on_token;
 };
 
-// Validates the options and prefixes, and encodes the batch.
-Encoded encode_batch(const Transformer& model, const Context& ctx, const Sentences& sources, const SearchOptions& o,
-                     const Sentences& prefixes);
+// Validates the options and prefixes, encodes the batch and starts decoding it, `hypotheses` rows
+// per sentence.
+Start start_translation(const Transformer& model, const Context& ctx, const Sentences& sources, const SearchOptions& o,
+                        const Sentences& prefixes, int64_t hypotheses);
+
+// Starts generating from prompts of one length P (decoder-only), `hypotheses` rows each: their
+// first P − 1 tokens go into the cache; each first step feeds the last. The cache holds the prompt
+// and max_new + 1 steps (the last one's logits score EOS).
+Start start_generation(const Transformer& model, const Context& ctx, const Sentences& prompts, int64_t max_new,
+                       int64_t hypotheses);
+
+// The searches from a start (generation's; translation's go through beam_search and greedy_search).
+std::vector<Hypothesis> greedy_from(const Transformer& model, Start start, const Sentences& sources,
+                                    const SearchOptions& o);
+std::vector<std::vector<Hypothesis>> beam_from(const Transformer& model, Start start, const Sentences& sources,
+                                               const SearchOptions& o);
 
 // A step's logits [R, V or V'] where decode_step left them (on a GPU the selection runs there and
 // only its k best per row come back), and a copy on the host made on first use: the logit of a
