@@ -12,9 +12,17 @@
 namespace transformer {
 
 struct TrainOptions {
-  // Data: parallel text files, one sentence per line.
-  std::string train_source, train_target;  // required
+  // Data: parallel text files, one sentence per line (an encoder-decoder model: translation).
+  std::string train_source, train_target;  // required for an encoder-decoder model
   std::string valid_source, valid_target;  // optional: no validation without them
+  // A language model's data (model.architecture decoder-only or encoder-only): monolingual text,
+  // one sentence per line, in place of the parallel files. decoder-only learns to predict each next
+  // token (a causal LM, GPT); encoder-only the masked tokens (BERT's masked-LM objective).
+  std::string train_text;  // required for a language model
+  std::string valid_text;  // optional: no validation without it
+  // encoder-only: the fraction of each sentence's tokens (specials aside) the masked-LM loss
+  // predicts; of those, 80% are replaced by "<mask>", 10% by a random token, 10% kept.
+  double mask_fraction = 0.15;
   std::string run_dir = "runs/train";      // checkpoints, vocabulary, metrics, plots
   std::string vocab;                       // a SentencePiece .model to use; empty: train one
   VocabOptions vocab_options;              // used when training the vocabulary (its seed is `seed`)
@@ -22,6 +30,8 @@ struct TrainOptions {
   int64_t max_chars = 4096;                // pairs with more characters on a side are skipped (0: no limit)
 
   // The model: a preset and the fields that override it; vocab_size comes from the vocabulary.
+  // Learned positions (model.positions "learned") without max_positions get a table that holds
+  // position_offset + max_tokens + 1 positions (the longest sentence kept, with its BOS or EOS).
   std::string preset = "base";
   ModelOverrides model;
   // The preset with the overrides applied and the vocabulary's size; throws transformer::Error
@@ -61,7 +71,8 @@ struct TrainOptions {
   int64_t max_epochs = 0;
   double max_seconds = 0;
 
-  // Validation every valid_every steps: loss, perplexity and BLEU of the translations.
+  // Validation every valid_every steps: loss, perplexity and BLEU of the translations (a language
+  // model's: loss and perplexity, and model-best is chosen by the loss whatever best_metric says).
   int64_t valid_every = 1000;
   std::string best_metric = "bleu";  // "bleu" (higher is better) or "loss" (lower is better)
   int64_t patience = 0;              // stop after this many validations without improvement; 0: never

@@ -89,7 +89,7 @@ struct PyTrainer {
 void check_option_names(const py::kwargs& given) {
   const TrainOptions defaults;
   py::list names = py::module_::import("json").attr("loads")(train_options_to_json(defaults));
-  for (const char* other : {"config", "resolved_model"}) names.append(other);  // in a run's config.json
+  for (const char* other : {"config", "resolved_model", "mask_id"}) names.append(other);  // in a run's config.json
   for (const auto& [key, value] : given) {
     if (names.contains(key)) continue;
     for (const char* own : {"on_message", "on_progress", "on_metrics", "verbose"}) names.append(own);

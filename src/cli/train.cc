@@ -1,4 +1,4 @@
-// transformer train: from parallel text to a model (include/transformer/train_options.h documents
+// transformer train: from parallel text (or a language model's monolingual text) to a model (include/transformer/train_options.h documents
 // every option). The training itself is transformer::Trainer's; this command reads the options from
 // a config file and flags, draws the progress on stderr and turns Ctrl-C and SIGTERM into a stop
 // request.
@@ -133,8 +133,8 @@ struct TrainFlags {
 // goes to "Other".
 const std::vector<std::pair<const char*, std::vector<std::string>>>& train_flag_groups() {
   static const std::vector<std::pair<const char*, std::vector<std::string>>> kGroups = {
-      {"Data", {"train_source", "train_target", "valid_source", "valid_target", "vocab", "vocab_size", "vocab_type",
-                "max_tokens", "max_chars"}},
+      {"Data", {"train_source", "train_target", "valid_source", "valid_target", "train_text", "valid_text",
+                "mask_fraction", "vocab", "vocab_size", "vocab_type", "max_tokens", "max_chars"}},
       {"Model", {"preset"}},
       {"Optimization", {"batch_tokens", "accumulate", "lr_factor", "warmup_steps", "adam_beta1", "adam_beta2",
                         "adam_eps", "label_smoothing", "clip_norm", "bf16", "max_steps", "max_epochs", "max_seconds",
@@ -274,7 +274,7 @@ int run_train(const TrainOptions& options) {
 
 Action add_train(CLI::App& app) {
   auto o = std::make_shared<TrainFlags>();
-  CLI::App* cmd = app.add_subcommand("train", "train a model from parallel text; under mpirun -np N, data-parallel over N processes (options: docs/training.md)");
+  CLI::App* cmd = app.add_subcommand("train", "train a model from parallel text (a language model from monolingual text: --architecture decoder-only or encoder-only, --train-text); under mpirun -np N, data-parallel over N processes (options: docs/training.md)");
   cmd->add_option("--config", o->config, "JSON file of training options; flags override it");
   const TrainOptions default_options;
   const nlohmann::json defaults = default_options;

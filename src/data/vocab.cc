@@ -42,7 +42,7 @@ Vocab Vocab::train(const std::vector<std::string>& sentences, const VocabOptions
   TFM_CHECK(!sentences.empty(), "cannot train a vocabulary on no sentences");
   // As a map rather than a command line: that form of Train logs the command on stderr before it
   // reads --minloglevel, and the library writes nothing to stderr.
-  const std::unordered_map<std::string, std::string> args = {
+  std::unordered_map<std::string, std::string> args = {
       {"model_type", o.model_type},
       {"vocab_size", cat(o.size)},
       {"character_coverage", cat(o.character_coverage)},
@@ -56,6 +56,11 @@ Vocab Vocab::train(const std::vector<std::string>& sentences, const VocabOptions
       {"num_threads", "1"},
       {"minloglevel", "2"},
   };
+  if (!o.user_defined_symbols.empty()) {
+    std::string symbols;
+    for (const std::string& piece : o.user_defined_symbols) symbols += (symbols.empty() ? "" : ",") + piece;
+    args["user_defined_symbols"] = symbols;
+  }
   sentencepiece::SetRandomGeneratorSeed(static_cast<unsigned int>(o.seed));  // the sentence sampling
   Sentences it(sentences);
   Vocab v;
@@ -252,6 +257,16 @@ std::string Vocab::decode(const std::vector<int32_t>& ids) const {
 std::string Vocab::piece(int32_t id) const {
   TFM_CHECK(id >= 0 && id < size(), "token id ", id, " is outside the vocabulary [0, ", size(), ")");
   return has_piece_table() ? pieces_[static_cast<size_t>(id)] : sp_->IdToPiece(id);
+}
+
+int32_t Vocab::piece_id(const std::string& piece) const {
+  if (has_piece_table()) {
+    const auto it = piece_ids_.find(piece);
+    return it == piece_ids_.end() ? -1 : it->second;
+  }
+  // SentencePiece answers the unknown piece's id for a piece it lacks.
+  const int id = sp_->PieceToId(piece);
+  return id >= 0 && id < sp_->GetPieceSize() && sp_->IdToPiece(id) == piece ? id : -1;
 }
 
 int64_t Vocab::size() const {

@@ -67,6 +67,8 @@ class Vocab {
   std::vector<int32_t> encode(const std::string& text, Side side = Side::kSource) const;
   std::string decode(const std::vector<int32_t>& ids) const;  // stops at nothing; skips specials
   std::string piece(int32_t id) const;
+  // The id of the piece spelled exactly `piece` ("<mask>"); -1 when the vocabulary has none.
+  int32_t piece_id(const std::string& piece) const;
   int64_t size() const;
   // 16 hex digits (FNV-1a 64 of the .model file's bytes): model files record the fingerprint of the
   // vocabulary they were trained with, so that another vocabulary of the same size is refused.

@@ -14,17 +14,43 @@ namespace transformer {
 using tfm::cat;
 using tfm::read_json_field;
 
+namespace {
+
+// The data files the architecture trains on: pairs, or monolingual text; never both.
+void validate_data(const TrainOptions& o) {
+  const std::string architecture = tfm::model_architecture(o);
+  if (!tfm::language_model(o)) {
+    TFM_CHECK(o.train_text.empty() && o.valid_text.empty(), "train: train_text and valid_text (--train-text, "
+              "--valid-text) are a language model's data, but the model is ", architecture, ": give --architecture "
+              "decoder-only or encoder-only, or parallel text (--train-source, --train-target)");
+    TFM_CHECK(!o.train_source.empty() && !o.train_target.empty(),
+              "train: train_source and train_target (--train-source, --train-target) are required");
+    TFM_CHECK(o.valid_source.empty() == o.valid_target.empty(),
+              "train: give both valid_source and valid_target (--valid-source, --valid-target), or neither");
+    return;
+  }
+  for (const auto& [name, value] : {std::pair{"train_source (--train-source)", &o.train_source},
+                                    {"train_target (--train-target)", &o.train_target},
+                                    {"valid_source (--valid-source)", &o.valid_source},
+                                    {"valid_target (--valid-target)", &o.valid_target}})
+    TFM_CHECK(value->empty(), "train: ", name, " is parallel text, but a ", architecture, " model trains on "
+              "monolingual text: give train_text (--train-text) and valid_text (--valid-text) instead");
+  TFM_CHECK(!o.train_text.empty(), "train: a ", architecture, " model needs train_text (--train-text)");
+  TFM_CHECK(o.mask_fraction > 0 && o.mask_fraction <= 1, "train: mask_fraction must be in (0, 1], got ", o.mask_fraction);
+}
+
+}  // namespace
+
 ModelConfig TrainOptions::resolved_model(int64_t vocab_size) const {
   ModelConfig c = model.apply_to(model_preset(preset));
   c.vocab_size = vocab_size;
+  if (c.positions == "learned" && !model.max_positions) c.max_positions = c.position_offset + max_tokens + 1;
   c.validate();
   return c;
 }
 
 void TrainOptions::validate() const {
-  TFM_CHECK(!train_source.empty() && !train_target.empty(), "train: train_source and train_target (--train-source, --train-target) are required");
-  TFM_CHECK(valid_source.empty() == valid_target.empty(),
-            "train: give both valid_source and valid_target (--valid-source, --valid-target), or neither");
+  validate_data(*this);
   TFM_CHECK(batch_tokens >= 1, "train: batch_tokens must be >= 1, got ", batch_tokens);
   TFM_CHECK(accumulate >= 1, "train: accumulate must be >= 1, got ", accumulate);
   TFM_CHECK(allreduce_bucket_mb >= 0 && allreduce_bucket_mb <= 1e6, "train: allreduce_bucket_mb must be in [0, 1e6], got ",
@@ -60,13 +86,14 @@ void TrainOptions::validate() const {
             "] (0: all cores), got ", threads);
 }
 
+
 // Each field once: its JSON name is its C++ name.
 #define TFM_TRAIN_FIELDS(X)                                                                                 \
   X(train_source) X(train_target) X(valid_source) X(valid_target) X(run_dir) X(vocab) X(max_tokens)          \
   X(max_chars) X(preset) X(batch_tokens) X(accumulate) X(allreduce_bucket_mb) X(rank_timeout) X(lr_factor) X(warmup_steps) X(adam_beta1)           \
   X(adam_beta2) X(adam_eps) X(label_smoothing) X(clip_norm) X(bf16) X(device) X(max_steps) X(max_epochs) X(max_seconds)       \
   X(valid_every) X(best_metric) X(patience) X(valid_beam) X(valid_max_sentences) X(save_every) X(keep_last) \
-  X(resume) X(log_every) X(seed) X(threads)
+  X(resume) X(log_every) X(seed) X(threads) X(train_text) X(valid_text) X(mask_fraction)
 
 void to_json(nlohmann::json& j, const TrainOptions& o) {
   j = nlohmann::json::object();
@@ -91,6 +118,7 @@ void from_json(const nlohmann::json& j, TrainOptions& o) {
     if (key == "vocab_type") { read_json_field(value, o.vocab_options.model_type, kWhat, key); continue; }
     if (key == "config") continue;           // the file's own path, when given as a flag
     if (key == "resolved_model") continue;   // written into RUN/config.json for the reader; derived
+    if (key == "mask_id") continue;          // the same (masked-LM runs: the vocabulary's "<mask>")
 #define TFM_READ(f)                            \
   if (key == #f) {                             \
     read_json_field(value, o.f, kWhat, key);   \
@@ -106,6 +134,12 @@ void from_json(const nlohmann::json& j, TrainOptions& o) {
 
 namespace tfm {
 
+std::string model_architecture(const TrainOptions& o) {
+  return o.model.architecture.value_or(transformer::model_preset(o.preset).architecture);
+}
+
+bool language_model(const TrainOptions& o) { return model_architecture(o) != "encoder-decoder"; }
+
 double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step) {
   const double s = static_cast<double>(std::max<int64_t>(step, 1));
   return o.lr_factor / std::sqrt(static_cast<double>(d_model)) *
@@ -118,6 +152,9 @@ const char* train_option_help(std::string_view field) {
       {"train_target", "training target text, line by line parallel to the source (required)"},
       {"valid_source", "validation source text (optional: no validation without it)"},
       {"valid_target", "validation target text (references)"},
+      {"train_text", "a language model's training text (--architecture decoder-only or encoder-only), one sentence per line (required for those)"},
+      {"valid_text", "a language model's validation text (optional: no validation without it)"},
+      {"mask_fraction", "encoder-only: fraction of each sentence's tokens the masked-LM loss predicts (80% masked, 10% random, 10% kept)"},
       {"run_dir", "folder for checkpoints, vocabulary, metrics and plots"},
       {"vocab", "a SentencePiece .model to use; empty: train one on the training text"},
       {"vocab_size", "pieces of the trained vocabulary, specials included"},

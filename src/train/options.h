@@ -3,6 +3,7 @@
 // form (config files, RUN/config.json, the options a checkpoint records), the help of each field,
 // and the learning-rate schedule.
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,11 @@ using transformer::TrainOptions;
 
 // One line describing a field of TrainOptions (its JSON name), for `train --help`; "" if unknown.
 const char* train_option_help(std::string_view field);
+
+// The architecture of the model the options make (the preset's, or the override's).
+std::string model_architecture(const TrainOptions& o);
+// Whether the options train a language model (decoder-only or encoder-only) on monolingual text.
+bool language_model(const TrainOptions& o);
 
 // lr at `step` (counted from 1) by the paper's schedule.
 double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step);

@@ -46,8 +46,9 @@ std::unique_ptr<FileLock> open_run_folder(const TrainOptions& o,
   return lock;
 }
 
-void write_run_config(const TrainOptions& o, const ModelConfig& config) {
+void write_run_config(const TrainOptions& o, const ModelConfig& config, int32_t mask_id) {
   nlohmann::json resolved = o;
+  if (mask_id >= 0) resolved["mask_id"] = mask_id;
   // The run's model and training, not how this invocation started: without `resume`, the file
   // starts a new run as well as it resumes this one (with --resume). Files that have it still read.
   resolved.erase("resume");

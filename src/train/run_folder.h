@@ -22,8 +22,9 @@ namespace tfm {
 std::unique_ptr<FileLock> open_run_folder(const TrainOptions& o,
                                           const std::function<void(const std::string&)>& message);
 
-// RUN/config.json: the options, with the model they resolve to under "resolved_model".
-void write_run_config(const TrainOptions& o, const ModelConfig& config);
+// RUN/config.json: the options, with the model they resolve to under "resolved_model" and, for a
+// masked LM (mask_id >= 0), its vocabulary's "<mask>" id under "mask_id" (both derived, for readers).
+void write_run_config(const TrainOptions& o, const ModelConfig& config, int32_t mask_id = -1);
 
 // Loads the newest checkpoint that loads into `model`, `m` and `v` (one cut short or damaged is
 // passed over, saying so, for the one before it), drops the lines of `metrics` after its step, and

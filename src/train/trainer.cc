@@ -111,11 +111,13 @@ void Trainer::Impl::plan_steps() {
   int64_t over = 0;
   for (const tfm::Example& e : data.examples)
     over += static_cast<int64_t>(std::max(e.src.size(), e.tgt.size())) + 1 > o.batch_tokens;
-  message(cat("model: ", model->params().parameter_count(), " parameters; ", data.examples.size(), " pairs in ",
+  const bool pairs = data.objective.kind == tfm::Objective::Kind::kTranslation;
+  const char* unit = pairs ? " pair" : " sentence";
+  message(cat("model: ", model->params().parameter_count(), " parameters; ", data.examples.size(), unit, "s in ",
               batches.size(), " batches of up to ", o.batch_tokens, " tokens",
               over == 0 ? std::string()
-                        : cat(" (", over, over == 1 ? " pair is" : " pairs are",
-                              " longer than that on a side: each is a batch of its own, over the limit)")));
+                        : cat(" (", over, unit, over == 1 ? " is" : "s are", " longer than that",
+                              pairs ? " on a side" : "", ": each is a batch of its own, over the limit)")));
   if (o.bf16 && device != tfm::Device::CPU)
     message("bf16: weight products in bfloat16 with float32 sums, on the GPU's tensor cores");
   else if (o.bf16)
@@ -134,7 +136,7 @@ void Trainer::Impl::restore_or_start() {
     fs::remove(metrics->path());
   // The options, once a resume has found them fit for its checkpoint: a resume that fails (another
   // model's options, say) leaves the run's record as it was.
-  if (root()) tfm::write_run_config(o, config);
+  if (root()) tfm::write_run_config(o, config, data.mask_id);
   // Rank 0 read the checkpoint (possibly written by another number of ranks): its state, weights
   // and Adam's moments to every rank.
   if (o.resume) tfm::share_resumed_state(comm, s, {&model->params().values(), &optimizer.m, &optimizer.v});
@@ -180,10 +182,16 @@ std::vector<int32_t> Trainer::Impl::next_batches() {
 
 int64_t Trainer::Impl::count_tokens(const std::vector<int32_t>& step_batches) {
   int64_t tokens = 0;
+  using Kind = tfm::Objective::Kind;
   for (const int32_t b : step_batches)
     for (const int32_t i : batches[static_cast<size_t>(b)]) {
-      tokens += static_cast<int64_t>(data.examples[static_cast<size_t>(i)].tgt.size()) + 1;
-      pace.count(static_cast<int64_t>(data.examples[static_cast<size_t>(i)].src.size()) + 1);
+      const tfm::Example& e = data.examples[static_cast<size_t>(i)];
+      const int64_t counted = tfm::loss_tokens(data.objective, e);
+      tokens += counted;
+      // The speed counts every token read: the source's; a masked LM's sentence beside its masked
+      // tokens (step() counts those); a causal LM has no source.
+      if (data.objective.kind == Kind::kTranslation) pace.count(static_cast<int64_t>(e.src.size()) + 1);
+      else if (data.objective.kind == Kind::kMasked) pace.count(static_cast<int64_t>(e.tgt.size()) + 1 - counted);
     }
   return tokens;
 }
@@ -225,13 +233,17 @@ double Trainer::Impl::train_batch(const tfm::Context& ctx, int32_t index, int64_
   // The batch's ids, lengths and targets stay on the host, where the ops check them; each op copies
   // what its kernel reads to the device without waiting (on a GPU, a copy back for each check
   // would wait for all the work queued before it, some forty times a step).
-  const tfm::Batch batch = tfm::to_batch(data.examples, batches[static_cast<size_t>(index)], config);
+  // A masked LM masks each sentence anew every epoch.
+  const tfm::Batch batch =
+      tfm::objective_batch(data.objective, data.examples, batches[static_cast<size_t>(index)], config, s.epoch);
   // Which batch, for one too big for memory (a pair of 100,000 tokens with the limits off, say).
   auto which = [&] {
-    const int64_t pairs = batch.src.size(0);
-    return cat("at step ", s.step + 1, " in a batch of ", pairs, pairs == 1 ? " pair" : " pairs", " of up to ",
-               batch.src.size(1), " source and ", batch.tgt_in.size(1), " target tokens: lower max_tokens (",
-               o.max_tokens, ") or batch_tokens (", o.batch_tokens, ")");
+    const int64_t rows = batch.tgt_out.size(0);
+    const bool pairs = batch.src.defined() && batch.tgt_in.defined();
+    const std::string sizes = pairs ? cat(batch.src.size(1), " source and ", batch.tgt_in.size(1), " target tokens")
+                                    : cat(batch.tgt_out.size(1), " tokens");
+    return cat("at step ", s.step + 1, " in a batch of ", rows, pairs ? " pair" : " sentence", rows == 1 ? "" : "s",
+               " of up to ", sizes, ": lower max_tokens (", o.max_tokens, ") or batch_tokens (", o.batch_tokens, ")");
   };
   try {
     return tfm::batch_loss(*model, ctx, batch, o.label_smoothing, 1.0 / static_cast<double>(tokens), true).loss;
@@ -280,16 +292,17 @@ void Trainer::Impl::log_metrics(const nlohmann::json& record, MetricsRecord::Kin
 }
 
 bool Trainer::Impl::scheduled_validation() {
-  const ValidationResult r = tfm::validate(*model, data.vocab, data.valid, o);
+  const ValidationResult r = tfm::validate(*model, data.vocab, data.valid, o, data.objective);
   const bool better = tfm::record_validation(r, o, s);
   last_validated = s.step;
   if (better)
     tfm::save_model(*model, (fs::path(o.run_dir) / "model-best.safetensors").string(),
                     {{tfm::kVocabFingerprintKey, data.vocab.fingerprint()}});
-  log_metrics({{"step", s.step}, {"valid_loss", r.loss}, {"valid_ppl", r.ppl}, {"valid_bleu", r.bleu},
-               {"valid_exact", r.exact}},
-              MetricsRecord::Kind::kValidation);
-  message(tfm::validation_line(s.step, r, better));
+  const bool translation = data.objective.kind == tfm::Objective::Kind::kTranslation;
+  nlohmann::json record = {{"step", s.step}, {"valid_loss", r.loss}, {"valid_ppl", r.ppl}};
+  if (translation) record["valid_bleu"] = r.bleu, record["valid_exact"] = r.exact;
+  log_metrics(record, MetricsRecord::Kind::kValidation);
+  message(tfm::validation_line(s.step, r, better, translation));
   return o.patience > 0 && s.bad_validations >= o.patience;
 }
 
@@ -410,8 +423,9 @@ StepResult Trainer::step() {
 
 ValidationResult Trainer::validate() {
   const std::lock_guard lock(impl_->busy);
-  TFM_CHECK(!impl_->data.valid.src.empty(), "no validation data to validate on: set valid_source and valid_target");
-  return tfm::validate(*impl_->model, impl_->data.vocab, impl_->data.valid, impl_->o);
+  TFM_CHECK(!impl_->data.valid.examples.empty(),
+            "no validation data to validate on: set valid_source and valid_target (a language model's valid_text)");
+  return tfm::validate(*impl_->model, impl_->data.vocab, impl_->data.valid, impl_->o, impl_->data.objective);
 }
 
 std::string Trainer::save_checkpoint() {

@@ -13,19 +13,21 @@
 
 namespace tfm {
 
-ValidationResult validate(const Transformer& model, const Vocab& vocab, const ValidData& data, const TrainOptions& o) {
+ValidationResult validate(const Transformer& model, const Vocab& vocab, const ValidData& data, const TrainOptions& o,
+                          const Objective& objective) {
   ValidationResult r;
   // Loss: the plain cross-entropy per target token (no smoothing), so that ppl = exp(loss).
   double nll = 0;
   int64_t tokens = 0;
   for (const auto& indices : plan_batches(data.examples, o.batch_tokens)) {
-    const Batch batch = to_batch(data.examples, indices, model.config());
+    const Batch batch = objective_batch(objective, data.examples, indices, model.config(), kValidationRound);
     const ops::LossSum s = score_batch(model, model.context(), batch, 0.0, nullptr).sum;
     nll += s.loss;
     tokens += s.tokens;
   }
   r.loss = tokens ? nll / static_cast<double>(tokens) : 0;
   r.ppl = std::exp(r.loss);
+  if (objective.kind != Objective::Kind::kTranslation) return r;  // a language model translates nothing
   // BLEU and exact match of the translations.
   const size_t n = o.valid_max_sentences > 0 ? std::min(data.src.size(), static_cast<size_t>(o.valid_max_sentences))
                                              : data.src.size();
@@ -50,7 +52,7 @@ ValidationResult validate(const Transformer& model, const Vocab& vocab, const Va
 }
 
 bool record_validation(const ValidationResult& r, const TrainOptions& o, TrainState& s) {
-  const double score = o.best_metric == "bleu" ? r.bleu : -r.loss;
+  const double score = o.best_metric == "bleu" && !language_model(o) ? r.bleu : -r.loss;
   const bool better = !s.has_best || score > s.best;
   if (better) {
     s.has_best = true;
@@ -62,8 +64,13 @@ bool record_validation(const ValidationResult& r, const TrainOptions& o, TrainSt
   return better;
 }
 
-std::string validation_line(int64_t step, const ValidationResult& r, bool best) {
+std::string validation_line(int64_t step, const ValidationResult& r, bool best, bool translation) {
   char line[256];
+  if (!translation) {
+    std::snprintf(line, sizeof line, "validation at step %lld: loss %.4f | ppl %.2f%s", static_cast<long long>(step),
+                  r.loss, r.ppl, best ? " (best)" : "");
+    return line;
+  }
   std::snprintf(line, sizeof line, "validation at step %lld: loss %.4f | ppl %.2f | BLEU %.2f | exact %.1f%%%s",
                 static_cast<long long>(step), r.loss, r.ppl, r.bleu, 100 * r.exact, best ? " (best)" : "");
   return line;
