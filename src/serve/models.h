@@ -1,6 +1,6 @@
 #pragma once
-// The models a server loaded, by the name requests give them: each one's translators and the
-// description GET /v1/models returns.
+// The models a server loaded, by the name requests give them: each one's translators (or, for a
+// decoder-only model, its generator) and the description GET /v1/models returns.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serve/options.h"
+#include "transformer/generator.h"
 #include "transformer/translator.h"
 
 namespace tfm::serve {
@@ -24,6 +25,12 @@ struct LoadedModel {
   std::unique_ptr<transformer::Translator> scorer;
   nlohmann::json info;
   int64_t decoder_layers = 0, heads = 0;
+  // Generation: a decoder-only model has a generator instead of translators; each endpoint asks
+  // for what it needs, and another architecture is a 400 naming it and the endpoint.
+  std::string architecture;
+  std::unique_ptr<transformer::Generator> generator;
+  const transformer::Translator& translation(const char* endpoint) const;
+  const transformer::Generator& generation(const char* endpoint) const;
 
   const transformer::Translator& score_translator();
 };
