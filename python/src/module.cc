@@ -43,4 +43,7 @@ PYBIND11_MODULE(_transformer, m) {
   python::bind_train_results(m);
   python::bind_trainer(m);
   python::bind_demo(m);
+  // Generation with decoder-only models.
+  python::bind_generation(m);
+  python::bind_generator(m);
 }

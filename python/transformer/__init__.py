@@ -21,6 +21,8 @@ from ._transformer import (
     CleanText,
     Error,
     ExactMatch,
+    Generation,
+    Generator,
     Hypothesis,
     LoadNotes,
     MetricsRecord,
@@ -48,7 +50,8 @@ from ._transformer import (
 
 # Tracebacks and reprs name transformer.Error, transformer.Translator, ... (not the C++ module).
 for _cls in (BleuScore, ChrfScore, CleanText, Error, ExactMatch, Hypothesis, LoadNotes, MetricsRecord, ModelInfo,
-             Progress, Repairs, Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult):
+             Progress, Repairs, Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult,
+             Generation, Generator):
     _cls.__module__ = __name__
 del _cls
 
@@ -104,7 +107,7 @@ from . import _arguments, _transformer  # noqa: E402
 for _name, _function in _arguments.wrap_module(
     _transformer,
     (BleuScore, ChrfScore, CleanText, ExactMatch, Hypothesis, LoadNotes, MetricsRecord, ModelInfo, Progress, Repairs,
-     Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult),
+     Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult, Generation, Generator),
     ("average_checkpoints", "bleu", "chrf", "exact_match", "model_info", "plot_training", "repair_warnings",
      "write_demo_data"),
 ).items():
@@ -116,6 +119,15 @@ for _name in ("translate", "score", "encode"):
     setattr(Translator, _name, _accept_surrogates(getattr(Translator, _name)))
 clean_input = _accept_surrogates(clean_input)  # outside: a retry of what pybind11 refused
 del _name
+
+# Generation: text prompts may hold lone surrogates as translate's lines may; generate_tokens
+# streams one prompt's tokens (python/transformer/_streaming.py).
+from ._streaming import generate_tokens as _generate_tokens  # noqa: E402
+
+for _name in ("generate", "encode"):
+    setattr(Generator, _name, _accept_surrogates(getattr(Generator, _name)))
+Generator.generate_tokens = _generate_tokens
+del _name, _generate_tokens
 
 
 def train(*, on_message=None, on_progress=None, on_metrics=None, verbose=True, **options) -> TrainResult:
@@ -133,6 +145,8 @@ __all__ = [
     "CleanText",
     "Error",
     "ExactMatch",
+    "Generation",
+    "Generator",
     "Hypothesis",
     "LoadNotes",
     "MetricsRecord",
