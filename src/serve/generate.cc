@@ -89,7 +89,11 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res)
     call->generator = &m.generation("/v1/generate");
     const std::vector<std::string> prompts = f.texts("prompts", options.max_sentences);
     call->request = generate_request(f, options);
-    call->inputs = generate_inputs(*call->generator, prompts, call->request.options, options);
+    const nlohmann::json& config = m.info["config"];
+    const int64_t positions = config.value("max_positions", int64_t{0}) > 0
+                                  ? config.value("max_positions", int64_t{0}) - config.value("position_offset", int64_t{0})
+                                  : 0;
+    call->inputs = generate_inputs(*call->generator, prompts, call->request.options, options, positions);
     call->job = std::make_shared<GenerateJob>(generate_key(m.spec.name, call->request.options), call->inputs.costs,
                                               *call->generator, call->request.options, call->inputs.prompts,
                                               call->request.stream);

@@ -55,7 +55,8 @@ GenerateRequest generate_request(const Fields& f, const ServerOptions& limits) {
 }
 
 GenerateInputs generate_inputs(const transformer::Generator& g, const std::vector<std::string>& texts,
-                               const transformer::GenerationOptions& o, const ServerOptions& limits) {
+                               const transformer::GenerationOptions& o, const ServerOptions& limits,
+                               int64_t positions) {
   GenerateInputs in;
   in.warnings.resize(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -67,6 +68,9 @@ GenerateInputs generate_inputs(const transformer::Generator& g, const std::vecto
     if (static_cast<int64_t>(ids.size()) > limits.max_input_tokens)
       throw HttpError{400, cat(what, " has ", ids.size(), " tokens with BOS, more than the limit of ",
                                limits.max_input_tokens, " (--max-input-tokens)")};
+    if (positions > 0 && static_cast<int64_t>(ids.size()) + o.max_new_tokens > positions)
+      throw HttpError{400, cat(what, " has ", ids.size(), " tokens with BOS: with max_new_tokens ", o.max_new_tokens,
+                               " that is more than the ", positions, " positions the model has (max_positions)")};
     in.costs.push_back(static_cast<int64_t>(ids.size()) + o.max_new_tokens);
     in.prompts.push_back(std::move(ids));
   }

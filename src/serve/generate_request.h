@@ -30,14 +30,17 @@ GenerateRequest generate_request(const Fields& f, const ServerOptions& limits);
 
 // The prompts encoded as the library encodes a text prompt (BOS, then the cleaned text's tokens;
 // an empty prompt is BOS alone), each one's cost in the batcher (prompt and new tokens), and the
-// warnings of its cleaning. A prompt over --max-input-tokens tokens is refused, naming the limit.
+// warnings of its cleaning. A prompt over --max-input-tokens tokens is refused, naming the limit, and
+// so is one that max_new_tokens would take past `positions`, the positions a learned table gives
+// the model (0: no limit).
 struct GenerateInputs {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<int64_t> costs;
   std::vector<std::vector<std::string>> warnings;
 };
 GenerateInputs generate_inputs(const transformer::Generator& g, const std::vector<std::string>& texts,
-                               const transformer::GenerationOptions& o, const ServerOptions& limits);
+                               const transformer::GenerationOptions& o, const ServerOptions& limits,
+                               int64_t positions);
 
 // One prompt's entry of the answer: the best continuation's text (with include_prompt the prompt
 // first), its score with return_scores, the n-best list when n_best > 1, and the warnings.

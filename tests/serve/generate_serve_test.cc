@@ -173,6 +173,10 @@ TEST(Generate, EndpointsRefuseModelsOfAnotherArchitectureNamingIt) {
   e = message(s.post_json("/v1/generate", {{"prompts", "one"}, {"model", "tiny"}}, 400));
   EXPECT_NE(e.find("model 'tiny' is an encoder-decoder model: /v1/generate needs a decoder-only"), std::string::npos)
       << e;
+  // A generation longer than the model's learned positions.
+  e = message(s.post_json("/v1/generate", {{"prompts", {"", "five"}}, {"model", "lm"}, {"max_new_tokens", 127}}, 400));
+  EXPECT_NE(e.find("prompts[1] has 2 tokens with BOS: with max_new_tokens 127 that is more than the 128 positions"),
+            std::string::npos) << e;
   // The translation model still translates.
   EXPECT_EQ(s.post_json("/v1/translate", {{"text", "one"}, {"model", "tiny"}})["translations"].size(), 1u);
 }
