@@ -1,13 +1,17 @@
 // Generation with a decoder-only model (decode/generation.cc): greedy generation against the argmax
 // of full teacher-forced forward passes recomputed step by step, beam search of width 1 against
 // greedy search, sampling reproducible from its seed, streamed tokens against the result, and the
-// errors of bad prompts and models.
+// errors of bad prompts and models; scoring with a decoder-only model (transformer::Generator::score)
+// against the scores generation gives its own tokens.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "decode/search.h"
 #include "decode/search_common.h"
+#include "testing/fixture.h"
+#include "transformer/generator.h"
+#include "transformer/model.h"
 
 namespace tfm {
 namespace {
@@ -152,6 +156,43 @@ TEST_F(Generation, BadInputIsRefusedByName) {
   Transformer translation(c);
   EXPECT_NE(message([&] { generate_search(translation, {{1}}, greedy(), 4, 0); }).find("encoder-decoder"),
             std::string::npos);
+}
+
+// A sequence's score is the log-probability generation gives the same tokens after BOS alone, with
+// the end of sequence: greedy and sampled, ended by the model or at the limit.
+TEST(GeneratorScore, EqualsTheScoreOfTheSameTokensGenerated) {
+  const std::string path = testing::temp_path("score_lm.safetensors");
+  transformer::init_model(tiny_lm(), 7, path);
+  transformer::GeneratorOptions lo;
+  lo.need_vocab = false;
+  lo.weights = transformer::GeneratorOptions::Weights::kPlain;
+  const transformer::Generator g(path, lo);
+  for (int64_t topk : {0, -1}) {
+    transformer::GenerationOptions o;
+    o.max_new_tokens = 6;
+    o.search.sampling_topk = topk;
+    o.search.seed = 3;
+    const transformer::Hypothesis h = g.generate_batch_ids({{}}, o)[0].best();
+    const transformer::Score s = g.score_ids({h.ids})[0];
+    EXPECT_NEAR(s.total, h.score, 1e-4) << "top-k " << topk;
+    EXPECT_EQ(s.tokens, static_cast<int64_t>(h.ids.size()) + 1);
+    EXPECT_FALSE(s.truncated);
+  }
+  // Over max_input_tokens: the first tokens scored, flagged.
+  transformer::ScoreOptions three;
+  three.max_input_tokens = 3;
+  const transformer::Score cut = g.score_ids({{4, 5, 6, 7, 8}}, three)[0];
+  EXPECT_TRUE(cut.truncated);
+  EXPECT_EQ(cut.total, g.score_ids({{4, 5, 6}})[0].total);
+  try {
+    g.score_ids({{4, 99}});
+    ADD_FAILURE() << "an id outside the vocabulary was scored";
+  } catch (const transformer::SentenceError& e) {
+    EXPECT_NE(std::string(e.what()).find("token id 99"), std::string::npos) << e.what();
+  }
+  lo.weights = transformer::GeneratorOptions::Weights::kPacked;
+  const transformer::Generator packed(path, lo);
+  EXPECT_THROW(packed.score_ids({{4}}), transformer::Error);
 }
 
 }  // namespace

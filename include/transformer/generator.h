@@ -86,6 +86,16 @@ class Generator {
   Generation generate(const std::string& prompt, const GenerationOptions& options = {},
                       const TokenCallback& on_token = {}) const;
 
+  // Scoring: each text's log-probability under the model by teacher forcing (Score::total: Σ log p
+  // of its tokens and the end of sequence, after BOS; tokens counts the end too). A text is cleaned
+  // (target_repairs says what changed) and encoded; one of more than max_input_tokens tokens (or
+  // than a learned position table holds after BOS) has its first scored (truncated). Each alone, as
+  // Translator::score. Needs the float32 weights as trained (weights kPlain or kBf16).
+  std::vector<Score> score(const std::vector<std::string>& texts, const ScoreOptions& options = {}) const;
+  // Token id sequences (without BOS and EOS, which scoring adds), each id in the vocabulary.
+  std::vector<Score> score_ids(const std::vector<std::vector<int32_t>>& sequences,
+                               const ScoreOptions& options = {}) const;
+
   // The vocabulary, as Translator's.
   std::vector<int32_t> encode(std::string_view text) const;
   std::string decode(const std::vector<int32_t>& ids) const;

@@ -44,4 +44,7 @@ PYBIND11_MODULE(_transformer, m) {
   python::bind_trainer(m);
   python::bind_demo(m);
   python::bind_encoder(m);
+  // Generation with decoder-only models.
+  python::bind_generation(m);
+  python::bind_generator(m);
 }

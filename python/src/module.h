@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "transformer/translator.h"
+
 namespace transformer::python {
 
 namespace py = pybind11;
@@ -23,6 +25,10 @@ py::str text_of(const std::string& s);
 // A float as Python prints it (repr): the shortest digits that read back to it, nan, inf.
 std::string repr_float(double x);
 
+// The weights keyword of Translator and Generator: "packed", "int8", "plain" or "bf16".
+TranslatorOptions::Weights parse_weights(const std::string& name);
+const char* weights_name(TranslatorOptions::Weights weights);
+
 // Each concern's classes and functions, in the order module.cc registers them (a signature names a
 // class by its Python name only once the class is registered).
 void bind_text(py::module_& m);          // Repairs, CleanText, clean_input, repair_warnings
@@ -34,5 +40,8 @@ void bind_train_results(py::module_& m); // Progress, MetricsRecord, ValidationR
 void bind_trainer(py::module_& m);       // Trainer, plot_training
 void bind_demo(py::module_& m);          // write_demo_data
 void bind_encoder(py::module_& m);       // Encoder
+// Generation with decoder-only models.
+void bind_generation(py::module_& m);    // Generation
+void bind_generator(py::module_& m);     // Generator
 
 }  // namespace transformer::python

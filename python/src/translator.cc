@@ -10,12 +10,13 @@
 
 namespace transformer::python {
 
-namespace {
 using Weights = TranslatorOptions::Weights;
 
+namespace {
 // The weights keyword's names.
 constexpr std::pair<const char*, Weights> kWeightNames[] = {
     {"packed", Weights::kPacked}, {"int8", Weights::kInt8}, {"plain", Weights::kPlain}, {"bf16", Weights::kBf16}};
+}  // namespace
 
 Weights parse_weights(const std::string& name) {
   for (const auto& [n, w] : kWeightNames)
@@ -28,6 +29,8 @@ const char* weights_name(Weights weights) {
     if (w == weights) return n;
   return "?";
 }
+
+namespace {
 
 constexpr const char* kTranslatorDoc = R"(A model and its vocabulary, loaded once.
 

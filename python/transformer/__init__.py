@@ -22,6 +22,8 @@ from ._transformer import (
     Encoder,
     Error,
     ExactMatch,
+    Generation,
+    Generator,
     Hypothesis,
     LoadNotes,
     MetricsRecord,
@@ -49,7 +51,8 @@ from ._transformer import (
 
 # Tracebacks and reprs name transformer.Error, transformer.Translator, ... (not the C++ module).
 for _cls in (BleuScore, ChrfScore, CleanText, Encoder, Error, ExactMatch, Hypothesis, LoadNotes, MetricsRecord, ModelInfo,
-             Progress, Repairs, Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult):
+             Progress, Repairs, Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult,
+             Generation, Generator):
     _cls.__module__ = __name__
 del _cls
 
@@ -105,7 +108,7 @@ from . import _arguments, _transformer  # noqa: E402
 for _name, _function in _arguments.wrap_module(
     _transformer,
     (BleuScore, ChrfScore, CleanText, Encoder, ExactMatch, Hypothesis, LoadNotes, MetricsRecord, ModelInfo, Progress, Repairs,
-     Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult),
+     Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult, Generation, Generator),
     ("average_checkpoints", "bleu", "chrf", "exact_match", "model_info", "plot_training", "repair_warnings",
      "write_demo_data"),
 ).items():
@@ -118,6 +121,15 @@ for _name in ("translate", "score", "encode"):
 clean_input = _accept_surrogates(clean_input)  # outside: a retry of what pybind11 refused
 setattr(Encoder, "embed", _accept_surrogates(Encoder.embed))
 del _name
+
+# Generation: text prompts may hold lone surrogates as translate's lines may; generate_tokens
+# streams one prompt's tokens (python/transformer/_streaming.py).
+from ._streaming import generate_tokens as _generate_tokens  # noqa: E402
+
+for _name in ("generate", "encode"):
+    setattr(Generator, _name, _accept_surrogates(getattr(Generator, _name)))
+Generator.generate_tokens = _generate_tokens
+del _name, _generate_tokens
 
 
 def train(*, on_message=None, on_progress=None, on_metrics=None, verbose=True, **options) -> TrainResult:
@@ -136,6 +148,8 @@ __all__ = [
     "Encoder",
     "Error",
     "ExactMatch",
+    "Generation",
+    "Generator",
     "Hypothesis",
     "LoadNotes",
     "MetricsRecord",

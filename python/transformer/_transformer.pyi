@@ -3,6 +3,7 @@
 import os
 from collections.abc import Sequence
 from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any, Literal, Optional, Union
 
 import numpy as np
@@ -406,3 +407,79 @@ class Encoder:
     def model_path(self) -> str: ...
     @property
     def load_notes(self) -> LoadNotes: ...
+
+# Generation with decoder-only models (python/src/generation.cc, generator.cc; generate_tokens in
+# python/transformer/_streaming.py).
+class Generation:
+    @property
+    def hypotheses(self) -> list[Hypothesis]: ...
+    @property
+    def best(self) -> Hypothesis: ...
+    @property
+    def prompt_ids(self) -> list[int]: ...
+    @property
+    def repairs(self) -> Repairs: ...
+    def __len__(self) -> int: ...
+
+class Generator:
+    def __init__(
+        self,
+        model_path: _Path,
+        vocab: Optional[_Path] = None,
+        *,
+        need_vocab: bool = True,
+        verify: bool = True,
+        weights: Literal["packed", "int8", "plain", "bf16"] = "packed",
+        threads: int = 0,
+        device: str = "cpu",
+    ) -> None: ...
+    def encode(self, text: _Text) -> list[int]: ...
+    def decode(self, ids: Sequence[int]) -> str: ...
+    def parse_ids(self, line: str, line_number: int = 1) -> list[int]: ...
+    @property
+    def has_vocab(self) -> bool: ...
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def bos_id(self) -> int: ...
+    @property
+    def load_notes(self) -> LoadNotes: ...
+    def generate(
+        self,
+        prompts: Sequence[_Text],
+        *,
+        max_new_tokens: int = 50,
+        min_new_tokens: int = 0,
+        include_prompt: bool = False,
+        beam: int = 1,
+        n_best: int = 1,
+        length_penalty: float = 0.6,
+        sampling_topk: int = 0,
+        sampling_topp: float = 1.0,
+        sampling_temperature: float = 1.0,
+        seed: int = 0,
+        return_scores: bool = True,
+        batch_size: int = 64,
+        max_input_tokens: int = 1024,
+        on_token: Optional[Callable[[int, int], Any]] = None,
+    ) -> list[Generation]: ...
+    def generate_ids(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_new_tokens: int = 50,
+        min_new_tokens: int = 0,
+        include_prompt: bool = False,
+        beam: int = 1,
+        n_best: int = 1,
+        length_penalty: float = 0.6,
+        sampling_topk: int = 0,
+        sampling_topp: float = 1.0,
+        sampling_temperature: float = 1.0,
+        seed: int = 0,
+        return_scores: bool = True,
+        batch_size: int = 64,
+        max_input_tokens: int = 1024,
+        on_token: Optional[Callable[[int, int], Any]] = None,
+    ) -> list[Generation]: ...
+    def generate_tokens(self, prompt: Union[_Text, Sequence[int]], **kwargs: Any) -> Iterator[int]: ...

@@ -14,7 +14,9 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "data/vocab.h"
+#include "decode/scorer.h"
 #include "decode/search.h"
+#include "model/batch.h"
 #include "decode/translator.h"
 
 namespace transformer {
@@ -187,6 +189,67 @@ std::vector<Generation> Generator::generate_batch_ids(const std::vector<std::vec
 Generation Generator::generate(const std::string& prompt, const GenerationOptions& options,
                                const TokenCallback& on_token) const {
   return generate_batch({prompt}, options, on_token).front();
+}
+
+std::vector<Score> Generator::score(const std::vector<std::string>& texts, const ScoreOptions& options) const {
+  options.validate();
+  const tfm::Vocab& vocab = impl_->need_vocab();
+  // No token takes 64 bytes: text beyond that many bytes a token allowed is cut before tokenizing.
+  const auto max_bytes = static_cast<size_t>(options.max_input_tokens) * 64;
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<Repairs> repairs;
+  std::vector<bool> cut;
+  for (const std::string& text : texts) {
+    CleanText clean = clean_input(text);
+    size_t end = clean.text.size();
+    if (end > max_bytes) {
+      end = max_bytes;
+      while (end > 0 && (static_cast<unsigned char>(clean.text[end]) & 0xC0) == 0x80) --end;  // a character's start
+    }
+    ids.push_back(vocab.encode(clean.text.substr(0, end), tfm::Side::kTarget));
+    cut.push_back(end < clean.text.size());
+    repairs.push_back(clean.repairs);
+  }
+  std::vector<Score> out = score_ids(ids, options);
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].truncated = out[i].truncated || cut[i];
+    out[i].target_repairs = repairs[i];
+  }
+  return out;
+}
+
+std::vector<Score> Generator::score_ids(const std::vector<std::vector<int32_t>>& sequences,
+                                        const ScoreOptions& options) const {
+  options.validate();
+  using W = GeneratorOptions::Weights;
+  TFM_CHECK(impl_->options.weights == W::kPlain || impl_->options.weights == W::kBf16,
+            "scoring runs the model's teacher-forced forward pass, which needs the float32 weights as trained: load "
+            "the Generator with weights = plain or bf16");
+  const tfm::Transformer& model = *impl_->model;
+  const tfm::ModelConfig& c = model.config();
+  const int64_t V = c.vocab_size;
+  // A learned position table also bounds the tokens scored: BOS and the tokens must fit in it.
+  int64_t limit = options.max_input_tokens;
+  if (c.max_positions > 0) limit = std::min(limit, c.max_positions - c.position_offset - 1);
+  tfm::ScopedThreads threads(impl_->options.threads);
+  std::vector<Score> out(sequences.size());
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    std::vector<int32_t> seq = sequences[i];
+    for (int32_t v : seq)
+      if (v < 0 || v >= V)
+        throw SentenceError(static_cast<long long>(i), cat("token id ", v, " is outside the vocabulary [0, ", V, ")"));
+    if (static_cast<int64_t>(seq.size()) > limit) {
+      seq.resize(static_cast<size_t>(std::max<int64_t>(limit, 0)));
+      out[i].truncated = true;
+    }
+    // Each alone, a batch of one without padding: its score does not depend on the others.
+    const tfm::Batch batch = tfm::make_lm_batch({seq}, model.config());
+    const tfm::ScoredBatch scored = tfm::score_batch(model, model.context(), batch, 0.0, nullptr);
+    out[i].total = tfm::sentence_log_probs(batch, scored)[0];
+    out[i].tokens = batch.tgt_lengths.data<int32_t>()[0];
+    out[i].per_token = out[i].total / static_cast<double>(out[i].tokens);
+  }
+  return out;
 }
 
 std::vector<int32_t> Generator::encode(std::string_view text) const {

@@ -1,7 +1,8 @@
 // transformer score -m MODEL: the log-probability of each target given its source under the model
 // (teacher forcing, no label smoothing), as Marian's scorer and fairseq's reference scoring do:
 // for rescoring n-best lists and filtering corpora. Prints "total<TAB>per_token" per pair, where
-// the target's tokens include the end of sentence.
+// the target's tokens include the end of sentence. A decoder-only model scores lines instead (no
+// tab): one log-probability per line, its tokens' and the end of sequence's after BOS.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,6 +12,8 @@
 #include "cli/streams.h"
 #include "core/error.h"
 #include "data/parallel_corpus.h"
+#include "transformer/generator.h"
+#include "transformer/model.h"
 #include "transformer/text.h"
 #include "transformer/translator.h"
 
@@ -26,6 +29,64 @@ struct Options {
   std::string device = "cpu";
 };
 
+// The loading options of either model: scoring runs the training-time forward pass, on the plain
+// weights.
+transformer::TranslatorOptions load_options(const Options& o) {
+  transformer::TranslatorOptions lo;
+  lo.vocab = o.paths.vocab;
+  lo.need_vocab = !o.ids;
+  lo.verify = !o.paths.no_verify;
+  lo.weights = o.bf16 ? transformer::TranslatorOptions::Weights::kBf16 : transformer::TranslatorOptions::Weights::kPlain;
+  lo.threads = static_cast<int>(o.threads);
+  lo.device = o.device;
+  return lo;
+}
+
+// A decoder-only model: each line of the input (no tab) scored alone, its log-probability printed
+// as soon as its batch is scored.
+int run_lm(const Options& o, const transformer::ScoreOptions& so) {
+  TFM_CHECK(o.source.empty() && o.target.empty(), "'", o.paths.model, "' is a decoder-only model: it scores lines "
+            "(standard input or --input), not --source and --target pairs");
+  const transformer::Generator generator(o.paths.model, load_options(o));
+  print_notes(generator.load_notes());
+  std::ifstream file;
+  if (!o.input.empty()) open_input(file, o.input, "--input");
+  if (o.input.empty()) check_stdin();
+  std::istream& in = o.input.empty() ? std::cin : file;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  const auto batch = static_cast<size_t>(o.batch_sentences);
+  for (size_t begin = 0; begin < lines.size(); begin += batch) {
+    const size_t end = std::min(lines.size(), begin + batch);
+    std::vector<transformer::Score> scores;
+    try {
+      if (o.ids) {
+        std::vector<std::vector<int32_t>> ids;
+        for (size_t i = begin; i < end; ++i)
+          ids.push_back(generator.parse_ids(transformer::clean_input(lines[i]).text, static_cast<int64_t>(i) + 1));
+        scores = generator.score_ids(ids, so);
+      } else {
+        scores = generator.score({lines.begin() + static_cast<std::ptrdiff_t>(begin),
+                                  lines.begin() + static_cast<std::ptrdiff_t>(end)}, so);
+      }
+    } catch (const transformer::SentenceError& e) {
+      throw Error(cat("line ", static_cast<long long>(begin) + e.index() + 1, ": ", e.problem()));
+    }
+    for (size_t k = 0; k < scores.size(); ++k) {
+      const std::string line = cat("line ", begin + k + 1);
+      for (const std::string& w : transformer::repair_warnings(scores[k].target_repairs, line))
+        std::fprintf(stderr, "warning: %s\n", w.c_str());
+      if (scores[k].truncated)
+        std::fprintf(stderr, "warning: %s has more tokens than --max-input-tokens %lld or the model's positions "
+                     "allow; scored its first %lld\n", line.c_str(), static_cast<long long>(o.max_input_tokens),
+                     static_cast<long long>(scores[k].tokens - 1));
+      std::printf("%.6f\n", scores[k].total);
+    }
+    check_stdout();  // stop at the first batch that cannot be written
+  }
+  return 0;
+}
+
 int run(const Options& o) {
   // The same documented maxima as translate's, named by their flags, before any reading.
   TFM_CHECK(o.batch_sentences >= 1 && o.batch_sentences <= transformer::kMaxBatchSentences, "--batch-size must be in [1, ",
@@ -35,15 +96,9 @@ int run(const Options& o) {
   transformer::ScoreOptions so;
   so.batch_sentences = o.batch_sentences;
   so.max_input_tokens = o.max_input_tokens;
-  transformer::TranslatorOptions lo;
-  lo.vocab = o.paths.vocab;
-  lo.need_vocab = !o.ids;
-  lo.verify = !o.paths.no_verify;
-  // Scoring runs the training-time forward pass, on the plain weights.
-  lo.weights = o.bf16 ? transformer::TranslatorOptions::Weights::kBf16 : transformer::TranslatorOptions::Weights::kPlain;
-  lo.threads = static_cast<int>(o.threads);
-  lo.device = o.device;
-  const transformer::Translator translator(o.paths.model, lo);
+  for (const auto& [key, value] : transformer::model_info(o.paths.model, false).config)
+    if (key == "architecture" && value == "\"decoder-only\"") return run_lm(o, so);
+  const transformer::Translator translator(o.paths.model, load_options(o));
   print_notes(translator.load_notes());
   std::vector<std::string> sources, targets;
   if (!o.source.empty() || !o.target.empty()) {
@@ -110,11 +165,13 @@ int run(const Options& o) {
 Action add_score(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "score", "log-probability of each target given its source (teacher forcing); prints 'total<TAB>per_token'");
+      "score", "log-probability of each target given its source (teacher forcing); prints 'total<TAB>per_token' "
+               "(a decoder-only model: of each line; prints one number per line)");
   add_model_options(*cmd, o->paths);
   cmd->add_option("--source", o->source, "source sentences, one per line");
   cmd->add_option("--target", o->target, "target sentences, aligned with --source");
-  cmd->add_option("-i,--input", o->input, "tab-separated 'source<TAB>target' lines (default: stdin)");
+  cmd->add_option("-i,--input", o->input,
+                  "tab-separated 'source<TAB>target' lines, or a decoder-only model's lines (default: stdin)");
   cmd->add_flag("--ids", o->ids, "sentences are space-separated token ids");
   cmd->add_flag("--bf16", o->bf16,
                 "bfloat16 products (inputs rounded to bfloat16, float32 sums), as train --bf16 and translate --bf16: "

@@ -19,9 +19,16 @@ void Server::Impl::answer(httplib::Response& res, const std::function<json()>& b
     unauthorized(res);
     return;
   }
-  try {
+  guarded(res, [&] {
     res.set_content(body().dump() + "\n", "application/json");
     res.status = 200;
+  });
+}
+
+bool Server::Impl::guarded(httplib::Response& res, const std::function<void()>& work) {
+  try {
+    work();
+    return true;
   } catch (const HttpError& e) {
     res.status = e.status;
     if (e.status == 503) res.set_header("Retry-After", cat(std::ceil(options.retry_after_seconds)));
@@ -34,6 +41,7 @@ void Server::Impl::answer(httplib::Response& res, const std::function<json()>& b
     res.status = 500;
     res.set_content(error_body(e.what()), "application/json");
   }
+  return false;
 }
 
 // The request with its body, read (and decompressed) up to --max-body-bytes; nullopt with the

@@ -12,22 +12,26 @@ namespace tfm::serve {
 using json = nlohmann::json;
 
 void Server::Impl::submit(const std::shared_ptr<Job>& job) {
+  enqueue(job);
+  job->wait();  // decoding errors (e.g. the memory limit) are thrown here: 500
+}
+
+void Server::Impl::enqueue(const std::shared_ptr<Job>& job) {
   if (!batcher->submit(job))
     throw HttpError{503, cat("the server is busy: its queue holds ", batcher->queued(), " of ",
                              options.batching.max_queue_sentences, " sentences and this request has ", job->size(),
                              "; retry later")};
-  job->wait();  // decoding errors (e.g. the memory limit) are thrown here: 500
 }
 
 json Server::Impl::translate(const httplib::Request& req) {
   const Fields f(req.body, {"text", "model", "beam", "n_best", "length_penalty", "scores", "attention"});
   LoadedModel& m = models.find(f.string("model"));
-  m.need_translator("POST /v1/translate");
+  const transformer::Translator& translator = m.translation("/v1/translate");
   const std::vector<std::string> texts = f.texts("text", options.max_sentences);
   const TranslateRequest request = translate_request(f, options);
   TranslateInputs in = translate_inputs(m, texts, request.options, options);
   auto job = std::make_shared<TranslateJob>(translate_key(m.spec.name, request.options.search), std::move(in.costs),
-                                            *m.translator, request.options, std::move(in.sources));
+                                            translator, request.options, std::move(in.sources));
   submit(job);
   json out = json::array();
   int64_t source_tokens = 0, target_tokens = 0;
@@ -35,7 +39,7 @@ json Server::Impl::translate(const httplib::Request& req) {
     const transformer::Translation& r = job->results[i];
     source_tokens += static_cast<int64_t>(r.source_ids.size()) + 1;
     target_tokens += static_cast<int64_t>(r.best().ids.size()) + 1;
-    out.push_back(translation_json(*m.translator, r, request, in.warnings[i]));
+    out.push_back(translation_json(translator, r, request, in.warnings[i]));
   }
   metrics.sentences(m.spec.name, "translate", static_cast<int64_t>(texts.size()), source_tokens, target_tokens);
   return {{"model", m.spec.name}, {"translations", std::move(out)}};
@@ -44,7 +48,7 @@ json Server::Impl::translate(const httplib::Request& req) {
 json Server::Impl::score(const httplib::Request& req) {
   const Fields f(req.body, {"source", "target", "model"});
   LoadedModel& m = models.find(f.string("model"));
-  m.need_translator("POST /v1/score");
+  m.translation("/v1/score");  // generation: a decoder-only model is refused, naming it
   ScoreInputs in = score_inputs(m, f, options);
   const transformer::Translator& scorer = m.score_translator();
   auto job = std::make_shared<ScoreJob>(score_key(m.spec.name), std::move(in.costs), scorer, options.max_input_tokens,

@@ -1,5 +1,6 @@
-// The models a server loaded, by name: loading each with the server's weight form, the scoring
-// translator loaded on first use, and the lookup of a request's "model".
+// The models a server loaded, by name: loading each with the server's weight form (a decoder-only
+// model as a generator), the scoring translator loaded on first use, and the lookup of a
+// request's "model".
 #include "serve/models.h"
 
 #include "core/error.h"
@@ -10,7 +11,30 @@ namespace tfm::serve {
 
 using json = nlohmann::json;
 
+// Generation: the refusals of an endpoint that needs another architecture ("an encoder-only
+// model", "a decoder-only model").
+static std::string a_model(const std::string& architecture) {
+  return cat(architecture.rfind("e", 0) == 0 ? "an " : "a ", architecture, " model");
+}
+
+const transformer::Translator& LoadedModel::translation(const char* endpoint) const {
+  if (!translator)
+    throw HttpError{400, cat("model '", spec.name, "' is ", a_model(architecture), ": ", endpoint,
+                             " needs an encoder-decoder (translation) model",
+                             generator ? " (continue text with POST /v1/generate)" : "",
+                             architecture == "encoder-only" ? "; it does not translate, it embeds (POST /v1/embed)" : "")};
+  return *translator;
+}
+
+const transformer::Generator& LoadedModel::generation(const char* endpoint) const {
+  if (!generator)
+    throw HttpError{400, cat("model '", spec.name, "' is ", a_model(architecture), ": ", endpoint,
+                             " needs a decoder-only model (translate with POST /v1/translate)")};
+  return *generator;
+}
+
 const transformer::Translator& LoadedModel::score_translator() {
+  translation("/v1/score");
   if (options.weights == transformer::TranslatorOptions::Weights::kPlain ||
       options.weights == transformer::TranslatorOptions::Weights::kBf16)
     return *translator;  // scoring runs on these weights as they are
@@ -22,13 +46,6 @@ const transformer::Translator& LoadedModel::score_translator() {
     scorer = std::make_unique<transformer::Translator>(spec.path, o);
   }
   return *scorer;
-}
-
-const transformer::Translator& LoadedModel::need_translator(const char* endpoint) const {
-  if (!translator)
-    throw HttpError{400, cat("model '", spec.name, "' is an ", architecture, " model: it does not translate (",
-                             endpoint, "); it embeds (POST /v1/embed)")};
-  return *translator;
 }
 
 const transformer::Encoder& LoadedModel::embed_encoder() {
@@ -56,9 +73,15 @@ std::unique_ptr<LoadedModel> load(const ModelSpec& spec, const ServerOptions& op
     const transformer::ModelInfo info = transformer::model_info(spec.path, false);
     json config = json::object();
     for (const auto& [k, v] : info.config) config[k] = json::parse(v);
-    m->architecture = config.value("architecture", m->architecture);
-    if (m->architecture == "encoder-only") m->encoder = std::make_unique<transformer::Encoder>(spec.path, m->options);
-    else m->translator = std::make_unique<transformer::Translator>(spec.path, m->options);
+    // A decoder-only model is loaded as a generator, an encoder-only one as an encoder, any other as
+    // a translator.
+    m->architecture = config.value("architecture", std::string("encoder-decoder"));
+    if (m->architecture == "decoder-only")
+      m->generator = std::make_unique<transformer::Generator>(spec.path, m->options);
+    else if (m->architecture == "encoder-only")
+      m->encoder = std::make_unique<transformer::Encoder>(spec.path, m->options);
+    else
+      m->translator = std::make_unique<transformer::Translator>(spec.path, m->options);
     m->info = {{"name", spec.name}, {"config", config}, {"parameters", info.total_parameters}};
     m->decoder_layers = info.decoder_layers;
     m->heads = config.value("heads", int64_t{1});
@@ -99,7 +122,9 @@ json Models::info() const {
 std::vector<std::string> Models::load_messages() const {
   std::vector<std::string> out;
   for (const auto& m : models_) {
-    const transformer::LoadNotes& notes = m->translator ? m->translator->load_notes() : m->encoder->load_notes();
+    const transformer::LoadNotes& notes = m->generator ? m->generator->load_notes()
+                                          : m->translator ? m->translator->load_notes()
+                                                          : m->encoder->load_notes();
     for (const std::string& n : notes.notes) out.push_back(cat("note: model '", m->spec.name, "': ", n));
     for (const std::string& w : notes.warnings)
       out.push_back(cat("warning: model '", m->spec.name, "': ", w));

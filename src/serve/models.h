@@ -1,6 +1,6 @@
 #pragma once
-// The models a server loaded, by the name requests give them: each one's translators and the
-// description GET /v1/models returns.
+// The models a server loaded, by the name requests give them: each one's translators (or, for a
+// decoder-only model, its generator) and the description GET /v1/models returns.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -11,6 +11,7 @@
 
 #include "serve/options.h"
 #include "transformer/encoder.h"
+#include "transformer/generator.h"
 #include "transformer/translator.h"
 
 namespace tfm::serve {
@@ -25,15 +26,17 @@ struct LoadedModel {
   std::unique_ptr<transformer::Translator> scorer;
   nlohmann::json info;
   int64_t decoder_layers = 0, heads = 0;
-  // The model's architecture: an encoder-only model has no translator, only an encoder.
+  // The model's architecture: a decoder-only model has a generator instead of translators, an
+  // encoder-only one only an encoder; each endpoint asks for what it needs, and another
+  // architecture is a 400 naming it and the endpoint.
   std::string architecture = "encoder-decoder";
+  std::unique_ptr<transformer::Generator> generator;
   std::mutex encoder_mutex;
   std::unique_ptr<transformer::Encoder> encoder;
+  const transformer::Translator& translation(const char* endpoint) const;
+  const transformer::Generator& generation(const char* endpoint) const;
 
   const transformer::Translator& score_translator();
-  // The translator of /v1/translate and /v1/score (`endpoint`): HttpError 400 naming the
-  // architecture when the model has none.
-  const transformer::Translator& need_translator(const char* endpoint) const;
   // /v1/embed's encoder: an encoder-only model's, or loaded on the first request for the encoder of
   // an encoder-decoder model.
   const transformer::Encoder& embed_encoder();

@@ -113,18 +113,8 @@ TranslateRequest translate_request(const Fields& f, const ServerOptions& limits)
   return r;
 }
 
-namespace {
-
-// How a request's text is checked: its name in errors ("text[0]"), and whether it may be empty.
-struct TextRule {
-  std::string what;
-  bool may_be_empty = false;
-};
-
-// A text checked (not over the limit, in characters as the OpenAPI document's maxLength counts
-// them, before cleaning) and cleaned (transformer/text.h): not empty once trimmed, unless `may_be_empty`.
-std::string clean(const std::string& text, const TextRule& rule, int64_t max_text_length,
-                  std::vector<std::string>& warnings) {
+std::string clean_text(const std::string& text, const TextRule& rule, int64_t max_text_length,
+                       std::vector<std::string>& warnings) {
   const auto characters = std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; });
   if (characters > max_text_length)
     throw HttpError{400, cat(rule.what, " has ", characters, " characters, more than the limit of ", max_text_length,
@@ -136,12 +126,14 @@ std::string clean(const std::string& text, const TextRule& rule, int64_t max_tex
   return std::move(c.text);
 }
 
+namespace {
+
 // A text cleaned, checked and encoded; one the vocabulary turns into no tokens at all (only
 // zero-width or ideographic spaces, say) is refused like an empty one. A target to score may be
 // empty, as with `transformer score`: its score is the end of sentence's.
 std::vector<int32_t> encode(const LoadedModel& m, const std::string& text, const TextRule& rule,
                             int64_t max_text_length, std::vector<std::string>& warnings) {
-  std::vector<int32_t> ids = m.translator->encode(clean(text, rule, max_text_length, warnings));
+  std::vector<int32_t> ids = m.translator->encode(clean_text(text, rule, max_text_length, warnings));
   if (ids.empty() && !rule.may_be_empty)
     throw HttpError{400, cat(rule.what, " has no tokens: the vocabulary drops every character of it")};
   return ids;

@@ -37,6 +37,18 @@ class Fields {
   nlohmann::json body_;
 };
 
+// How a request's text is checked: its name in errors ("text[0]"), and whether it may be empty.
+struct TextRule {
+  std::string what;
+  bool may_be_empty = false;
+};
+
+// A text checked (not over the limit, in characters as the OpenAPI document's maxLength counts
+// them, before cleaning) and cleaned (transformer/text.h): not empty once trimmed, unless
+// `may_be_empty`; what the cleaning repaired is added to `warnings`.
+std::string clean_text(const std::string& text, const TextRule& rule, int64_t max_text_length,
+                       std::vector<std::string>& warnings);
+
 // What a /v1/translate request asks for beyond its texts.
 struct TranslateRequest {
   transformer::TranslateOptions options;

@@ -18,11 +18,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 const char* const kEndpoints[] = {"/",       "/health",       "/metrics",   "/openapi.json",
-                                  "/v1/models", "/v1/translate", "/v1/score", "/v1/embed"};
+                                  "/v1/models", "/v1/translate", "/v1/score", "/v1/embed",
+                                  "/v1/generate"};
 
 // The one method an endpoint takes: POST for the JSON work endpoints, GET for the rest.
 const char* method_of(std::string_view endpoint) {
-  return endpoint == "/v1/translate" || endpoint == "/v1/score" || endpoint == "/v1/embed" ? "POST" : "GET";
+  return endpoint == "/v1/translate" || endpoint == "/v1/score" || endpoint == "/v1/embed" ||
+                 endpoint == "/v1/generate"
+             ? "POST"
+             : "GET";
 }
 
 // A request's arrival, on its connection's thread; unset (0 latency) for requests httplib
@@ -131,6 +135,11 @@ void Server::Impl::route_endpoints() {
   http.Post("/v1/embed", [this](const httplib::Request& req, httplib::Response& res,
                                 const httplib::ContentReader& reader) {
     if (const auto full = read_body(req, res, reader)) answer(res, [&] { return embed(*full); }, &*full);
+  });
+  // Generation: continued prompts, as JSON or server-sent events.
+  http.Post("/v1/generate", [this](const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader) {
+    if (const auto full = read_body(req, res, reader)) generate(*full, res);
   });
   http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
     answer(res, [&] { return list_models(); }, &req);

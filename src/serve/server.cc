@@ -27,6 +27,13 @@ std::string openapi_document(const ServerOptions& options) {
   json& texts = schemas["Texts"]["oneOf"];
   for (json* text : {&texts[0], &texts[1]["items"]}) (*text)["maxLength"] = options.max_text_length;
   texts[1]["maxItems"] = options.max_sentences;
+  // Generation: the prompts' and options' limits.
+  json& prompts = schemas["Prompts"]["oneOf"];
+  for (json* prompt : {&prompts[0], &prompts[1]["items"]}) (*prompt)["maxLength"] = options.max_text_length;
+  prompts[1]["maxItems"] = options.max_sentences;
+  json& generate = schemas["GenerateRequest"]["properties"];
+  for (const char* field : {"beam_size", "n_best"}) generate[field]["maximum"] = options.max_beam;
+  for (const char* field : {"max_new_tokens", "min_new_tokens"}) generate[field]["maximum"] = options.max_input_tokens;
   return doc.dump(1) + "\n";
 }
 

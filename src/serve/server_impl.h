@@ -46,11 +46,17 @@ struct Server::Impl {
   nlohmann::json health() const;
   // Queues a job and waits for it; a full queue is a 503.
   void submit(const std::shared_ptr<Job>& job);
+  // Generation (generate.cc): POST /v1/generate, answered as JSON or, with "stream", as
+  // server-sent events; its job queued without waiting for it (a full queue is a 503).
+  void generate(const httplib::Request& req, httplib::Response& res);
+  void enqueue(const std::shared_ptr<Job>& job);
 
   // The answering of JSON endpoints (answer.cc): the result or the error as JSON; the body read
   // whole up to --max-body-bytes (nullopt: the error is answered); the API key.
   void answer(httplib::Response& res, const std::function<nlohmann::json()>& body,
               const httplib::Request* req = nullptr);
+  // Runs `work`; an error becomes its status and JSON body (false).
+  bool guarded(httplib::Response& res, const std::function<void()>& work);
   std::optional<httplib::Request> read_body(const httplib::Request& req, httplib::Response& res,
                                             const httplib::ContentReader& reader) const;
   void unauthorized(httplib::Response& res) const;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # transformer generate on a tiny decoder-only model of random weights (structure, not quality):
 # --ids exactness, lengths, --include-prompt, streaming against non-streaming output, sampling
-# reproducible from its seed, and bad input (a translation model, huge prompts, invalid UTF-8,
-# /dev/full).
+# reproducible from its seed, transformer score of lines, and bad input (a translation model, huge
+# prompts, invalid UTF-8, /dev/full).
 # Usage: generate_test.sh PATH/TO/transformer
 set -euo pipefail
 bin=$1
@@ -56,12 +56,24 @@ samples() { gen --ids --sampling-topk -1 --sampling-temperature 3 --max-new-toke
 [ "$(samples 1)" != "$(samples 2)" ] || fail "two seeds drew the same samples"
 gen --ids --beam 4 --max-new-tokens 5 < "$work/ids.txt" | wc -l | grep -qx 3 || fail "beam 4 lines"
 
+# transformer score on a decoder-only model: one log-probability per line, no tab; a line longer
+# than the learned positions hold is cut to them, with a warning.
+score() { "$bin" score -m "$model" --vocab "$fix/vocab.model" --threads 1 "$@"; }
+score < "$work/text.txt" > "$work/scores" 2>/dev/null || fail "score: $(cat "$work/scores")"
+[ "$(wc -l < "$work/scores")" = 3 ] || fail "score lines: $(cat "$work/scores")"
+grep -qvE '^-[0-9]+\.[0-9]{6}$' "$work/scores" && fail "score format: $(cat "$work/scores")"
+score --ids < "$work/ids.txt" 2>/dev/null | grep -cE '^-[0-9]+\.[0-9]{6}$' | grep -qx 3 || fail "score --ids"
+for _ in $(seq 100); do printf 'three hundred '; done > "$work/long.txt"; echo >> "$work/long.txt"
+score < "$work/long.txt" 2>"$work/err" > /dev/null || fail "a long line: $(cat "$work/err")"
+grep -q "line 1 has more tokens than .* allow; scored its first 127" "$work/err" || fail "long line: $(cat "$work/err")"
+
 end_of_level_checks
 
 # Bad input.
 : > "$work/in"
 expect_error "is an encoder-decoder model; generation needs a decoder-only one" \
   "$bin" generate -m "$fix/model.safetensors" --threads 1
+expect_error "is a decoder-only model: it scores lines" "$bin" score -m "$model" --source a --target b
 expect_error "--stream .* needs --beam 1, got --beam 3" "$bin" generate -m "$model" --vocab "$fix/vocab.model" --stream -b 3
 expect_error "min_new_tokens must be in \[0, max_new_tokens 2\], got 5" "$bin" generate -m "$model" \
   --vocab "$fix/vocab.model" --max-new-tokens 2 --min-new-tokens 5

@@ -5,7 +5,9 @@ ones, and each field with values of the wrong type, out of range, missing, or un
 status the document lists for the operation, never a 5xx, and a body of the content type and
 schema the document gives for that status. Every documented GET answers; an undocumented path is a
 JSON 404. The document's version is the program's (`transformer --version`), and the start line
-counts workers and threads in good English. Then SIGTERM ends the command with status 0.
+counts workers and threads in good English. POST /v1/generate is checked on a second server, of a
+tiny decoder-only model the test makes (`transformer init`), and each server refuses the other's
+endpoint naming the architecture. Then SIGTERM ends the command with status 0.
 
 Needs only Debian's python3 and python3-jsonschema.
   tests/serve/openapi_test.py --binary build/transformer --model tests/fixtures/tiny_model/model.safetensors
@@ -15,8 +17,10 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 
@@ -118,7 +122,7 @@ def values(schema, spec, depth=0):
     return [(w, False) for w in wrong]
 
 
-def generated_bodies(schema, spec, rng, count):
+def generated_bodies(schema, spec, rng, count, model="tiny"):
     """Objects built from the request schema: each property from its value list, some left out,
     sometimes an unknown field, sometimes a required one missing."""
     schema = spec.resolve(schema)
@@ -126,7 +130,7 @@ def generated_bodies(schema, spec, rng, count):
     choices = {name: values(sub, spec) for name, sub in props.items()}
     for name in ("model",):
         if name in choices:
-            choices[name] = [("tiny", True), ("no-such-model", False), (3, False)]
+            choices[name] = [(model, True), ("no-such-model", False), (3, False)]
     bodies = []
     for _ in range(count):
         body = {}
@@ -147,6 +151,29 @@ def generated_bodies(schema, spec, rng, count):
     return bodies
 
 
+# Generation: a tiny decoder-only model of the translation model's vocabulary, served on its own
+# (POST /v1/generate needs one; the translation model's server refuses it, naming the architecture).
+def start_lm_server(binary, model, extra, folder):
+    info = subprocess.run([binary, "info", model], capture_output=True, text=True, check=True).stdout
+    vocab_size = next(line.split()[1] for line in info.splitlines() if line.split()[:1] == ["vocab_size"])
+    lm = os.path.join(folder, "lm.safetensors")
+    subprocess.run([binary, "init", "--preset", "tiny", "--vocab-size", vocab_size, "--architecture", "decoder-only",
+                    "--encoder-layers", "0", "--d-model", "16", "--heads", "2", "--d-ff", "32", "--positions",
+                    "learned", "--max-positions", "128", "-o", lm], capture_output=True, check=True)
+    vocab = os.path.join(os.path.dirname(os.path.abspath(model)), "vocab.model")
+    return Serving(binary, "lm=" + lm, [*extra, "--vocab", vocab])
+
+
+def check_architecture_refusals(port, lm_port):
+    for where, path, body, words in [
+            (lm_port, "/v1/translate", {"text": "one"}, "'lm' is a decoder-only model"),
+            (port, "/v1/generate", {"prompts": "one"}, "'tiny' is an encoder-decoder model")]:
+        status, kind, answer = request(where, "POST", path, body)
+        if status != 400 or words not in json.loads(answer).get("error", ""):
+            fail(f"POST {path} on a model of another architecture: expected a 400 saying {words!r}, got "
+                 f"{status} {answer[:200]!r}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -154,11 +181,16 @@ def main():
     parser.add_argument("--requests", type=int, default=150, help="generated bodies per operation")
     args = parser.parse_args()
 
-    server = Serving(args.binary, "tiny=" + args.model,
-                     ["--max-sentences", "8", "--max-text-length", "1000", "--max-body-bytes", "60000",
-                      "--workers", "2", "--threads", "1"])
+    extra = ["--max-sentences", "8", "--max-text-length", "1000", "--max-body-bytes", "60000",
+             "--workers", "2", "--threads", "1"]
+    server = Serving(args.binary, "tiny=" + args.model, extra)
     port = server.port
+    folder = tempfile.mkdtemp()
+    lm_server = None
     try:
+        lm_server = start_lm_server(args.binary, args.model, extra, folder)
+        served_by = {"/v1/generate": (lm_server.port, "lm")}  # generation: the language model's server
+        check_architecture_refusals(port, lm_server.port)
         start = [line for line in server.lines if line.startswith("serving ")]
         if not start or not re.search(r"\(2 workers of 1 thread;", start[0]):
             fail(f"the start line does not say '2 workers of 1 thread': {start}")
@@ -176,13 +208,14 @@ def main():
         for path, methods in doc["paths"].items():
             for method, operation in methods.items():
                 op_name = f"{method.upper()} {path}"
+                op_port, op_model = served_by.get(path, (port, "tiny"))
                 if "requestBody" in operation:
                     schema = operation["requestBody"]["content"]["application/json"]["schema"]
-                    bodies = generated_bodies(schema, spec, rng, args.requests)
+                    bodies = generated_bodies(schema, spec, rng, args.requests, op_model)
                     bodies += [b"{not json", b"[]", b"null", b"\"text\"", b"{\"text\": \"\xff\"}"]
                     statuses = {}
                     for body in bodies:
-                        status, kind, answer = request(port, method.upper(), path, body)
+                        status, kind, answer = request(op_port, method.upper(), path, body)
                         statuses[status] = statuses.get(status, 0) + 1
                         spec.check_response(op_name, operation, status, kind, answer)
                         sent += 1
@@ -210,7 +243,8 @@ def main():
         if status != 404 or "error" not in json.loads(answer):
             fail(f"GET /v1/nothing: expected a JSON 404, got {status} {answer[:100]!r}")
         # Every route the server answers is documented (the page's, the API's, the operational ones).
-        for path in ["/", "/health", "/metrics", "/openapi.json", "/v1/models", "/v1/translate", "/v1/score"]:
+        for path in ["/", "/health", "/metrics", "/openapi.json", "/v1/models", "/v1/translate", "/v1/score",
+                     "/v1/generate"]:
             if path not in doc["paths"]:
                 fail(f"{path} is served but not documented")
         print(f"{sent} requests checked against the document")
@@ -218,6 +252,10 @@ def main():
         stopped = server.stop()
         if stopped:
             fail("SIGTERM: " + stopped)
+        stopped = lm_server.stop() if lm_server else None
+        if stopped:
+            fail("SIGTERM (the language model's server): " + stopped)
+        shutil.rmtree(folder, ignore_errors=True)
     if failures:
         sys.exit(f"{len(failures)} failures")
     print("ok")
