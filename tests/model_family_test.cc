@@ -219,20 +219,23 @@ TEST_P(FamilyTest, CheckpointRoundTripsAndCountsItsParameters) {
 INSTANTIATE_TEST_SUITE_P(Family, FamilyTest, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// Per position of each sequence: log-softmax of decoder-only logits fed token by token through the
-// cache (decode_prefix, then decode_step), [B][T][V].
-std::vector<std::vector<std::vector<double>>> incremental(const Transformer& m, const std::vector<std::vector<int32_t>>& seqs) {
+// Per position of each sequence: decoder-only logits fed through the cache, [B][T][V]: BOS and the
+// first `prompt` − 1 tokens as a prompt (decode_prefix; the logits of its positions but the last are
+// not returned, an empty row), the rest one step each (decode_step). `split`: the first token by
+// decode_step, then the prompt's others by decode_prefix after it.
+std::vector<std::vector<std::vector<double>>> incremental(const Transformer& m, const std::vector<std::vector<int32_t>>& seqs,
+                                                          size_t prompt = 3, bool split = false) {
   std::vector<std::vector<std::vector<double>>> out;
   const Context ctx = m.context();
   for (const auto& seq : seqs) {
     std::vector<int32_t> in = {m.config().bos_id};
     in.insert(in.end(), seq.begin(), seq.end());
     DecodeState state = m.start_decoding(ctx, 1, static_cast<int64_t>(in.size()));
-    // The first two tokens as a prompt (position 0's logits are not returned: an empty row), the
-    // rest one step each.
-    const size_t p = 2;
+    const size_t p = std::min(prompt, in.size());
     std::vector<std::vector<double>> rows(p - 1);
-    const Tensor hidden = m.decode_prefix(ctx, state, Tensor::from<int32_t>({1, 2}, {in[0], in[1]}));
+    if (split) m.decode_step(ctx, state, Tensor::from<int32_t>({1}, {in[0]}));
+    const std::vector<int32_t> ids(in.begin() + (split ? 1 : 0), in.begin() + static_cast<std::ptrdiff_t>(p));
+    const Tensor hidden = m.decode_prefix(ctx, state, Tensor::from<int32_t>({1, static_cast<int64_t>(ids.size())}, ids));
     rows.push_back(m.project_step(ctx, state, hidden).to_doubles());
     for (size_t t = p; t < in.size(); ++t)
       rows.push_back(m.decode_step(ctx, state, Tensor::from<int32_t>({1}, {in[t]})).to_doubles());
@@ -255,12 +258,15 @@ TEST(ModelFamily, DecoderOnlyCacheEqualsTheFullForward) {
     const auto model = f64_model(c);
     const Batch batch = make_lm_batch(kSequences, c);
     const std::vector<double> full = model->forward(model->context(), batch, nullptr).to_doubles();
-    const auto steps = incremental(*model, kSequences);
     const size_t T = static_cast<size_t>(batch.tgt_in.size(1)), V = static_cast<size_t>(c.vocab_size);
-    for (size_t b = 0; b < kSequences.size(); ++b)
-      for (size_t t = 0; t < steps[b].size(); ++t)
-        for (size_t v = 0; v < V && !steps[b][t].empty(); ++v)
-          ASSERT_NEAR(steps[b][t][v], full[(b * T + t) * V + v], 1e-10) << f.name << " sequence " << b << " position " << t;
+    for (const auto& [prompt, split] : {std::pair{size_t{1}, false}, {size_t{3}, false}, {size_t{6}, false}, {size_t{3}, true}}) {
+      const auto steps = incremental(*model, kSequences, prompt, split);
+      for (size_t b = 0; b < kSequences.size(); ++b)
+        for (size_t t = 0; t < steps[b].size(); ++t)
+          for (size_t v = 0; v < V && !steps[b][t].empty(); ++v)
+            ASSERT_NEAR(steps[b][t][v], full[(b * T + t) * V + v], 1e-10)
+                << f.name << " prompt " << prompt << (split ? " after a step" : "") << " sequence " << b << " position " << t;
+    }
   }
 }
 
@@ -320,6 +326,24 @@ TEST(ModelFamily, ParametersAreNamedAsDocumented) {
   EXPECT_FALSE(has(bert, "decoder.layers.0.self_attn.q_proj.weight"));
 }
 
+// A default (encoder-decoder) model's file records none of the family's fields, as before them;
+// a decoder-only one records those it sets, and loads with them.
+TEST(ModelFamily, FilesOfEncoderDecoderModelsRecordOnlyTheFieldsTheyHadBefore) {
+  for (const char* architecture : {"encoder-decoder", "decoder-only"}) {
+    ModelConfig c = tiny(architecture);
+    Transformer m(c);
+    const std::string path = testing::temp_path(cat("fields-", architecture, ".safetensors"));
+    save_model(m, path);
+    const nlohmann::json recorded = nlohmann::json::parse(SafetensorsFile::read(path).metadata().at("config"));
+    for (const char* field : {"max_positions", "final_norm", "embedding_norm", "attention_bias", "ffn_bias",
+                              "token_types", "mlm_head"})
+      EXPECT_FALSE(recorded.contains(field)) << field;
+    EXPECT_EQ(recorded.contains("architecture"), std::string(architecture) == "decoder-only");
+    EXPECT_EQ(recorded.size() + (recorded.contains("architecture") ? 7 : 8), model_config_fields().size());
+    EXPECT_EQ(load_model(path)->config().architecture, architecture);
+  }
+}
+
 TEST(ModelFamily, LearnedPositionsRefuseASequencePastTheTable) {
   ModelConfig c = config_of(kCases[0]);  // max_positions 9 from offset 1: 8 positions
   Transformer m(c);
@@ -333,8 +357,27 @@ TEST(ModelFamily, LearnedPositionsRefuseASequencePastTheTable) {
   }
   EXPECT_THROW(m.start_decoding(m.context(), 1, 9), Error);
   DecodeState state = m.start_decoding(m.context(), 1, 8);
-  EXPECT_THROW(m.start_decoding(m.context(), Tensor::zeros({1, 2, 8}), Tensor::from<int32_t>({1}, {2}), 4), Error);
   (void)state;
+  // Each architecture refuses what it lacks, naming itself.
+  const auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const Tensor ids = Tensor::from<int32_t>({1, 2}, {4, 5}), lengths = Tensor::from<int32_t>({1}, {2});
+  EXPECT_NE(message([&] { m.start_decoding(m.context(), Tensor::zeros({1, 2, 8}), lengths, 4); })
+                .find("the model is decoder-only: decoding over an encoder output needs an encoder-decoder model"),
+            std::string::npos);
+  EXPECT_NE(message([&] { m.encode(m.context(), ids, lengths, nullptr); }).find("the model is decoder-only: it has no encoder"),
+            std::string::npos);
+  Transformer bert(config_of(kCases[3]));
+  EXPECT_NE(message([&] { bert.start_decoding(bert.context(), 1, 4); }).find("the model is encoder-only: decoding without"),
+            std::string::npos);
+  EXPECT_NE(message([&] { bert.decode(bert.context(), ids, lengths, Tensor(), Tensor(), nullptr); }).find("it has no decoder"),
+            std::string::npos);
 }
 
 TEST(ModelFamily, ConfigErrorsNameTheProblem) {

@@ -23,7 +23,8 @@ struct ModelConfig {
   double embedding_dropout = 0.1;  // on the sum of embeddings and positional encodings (§5.4)
   double attention_dropout = 0.1;  // on the attention weights
   bool pre_norm = false;        // false: post-LN as the paper, LN(x + F(x)); true: x + F(LN(x)) with a
-                                //   final layer norm after each stack (trains deep models more stably)
+                                //   final layer norm after each stack (final_norm; trains deep models
+                                //   more stably)
   bool tie_source_target = true;  // one embedding matrix for source and target (§3.4); the target's is
                                   //   always the pre-softmax projection
   double layer_norm_eps = 1e-5;

@@ -11,7 +11,7 @@ void save_model(const Transformer& model, const std::string& path, const std::ma
   std::map<std::string, std::string> metadata = extra;
   metadata["format"] = kModelFormat;
   metadata["format_version"] = kModelFormatVersion;
-  metadata["config"] = nlohmann::json(model.config()).dump();
+  metadata["config"] = model_config_for_file(model.config()).dump();
   std::vector<NamedTensor> tensors;
   const ParamStore& p = model.params();
   // The file is written from host memory: parameters on a device are copied over first.

@@ -169,6 +169,15 @@ void from_json(const nlohmann::json& j, ModelConfig& c) {
   }
 }
 
+nlohmann::json model_config_for_file(const ModelConfig& c) {
+  nlohmann::json j = c;
+  const nlohmann::json defaults = ModelConfig();
+  for (const char* field : {"architecture", "max_positions", "final_norm", "embedding_norm", "attention_bias",
+                            "ffn_bias", "token_types", "mlm_head"})
+    if (j[field] == defaults[field]) j.erase(field);
+  return j;
+}
+
 ModelConfig ModelOverrides::apply_to(ModelConfig base) const {
 #define TFM_APPLY(f) \
   if (f) base.f = *f;

@@ -12,6 +12,12 @@ void to_json(nlohmann::json& j, const ModelConfig& c);
 // Reads the fields present over `c`'s current values; unknown fields are an error naming them.
 void from_json(const nlohmann::json& j, ModelConfig& c);
 
+// The configuration as a model file records it: every field, except those added with the model
+// family (architecture, max_positions, final_norm, embedding_norm, attention_bias, ffn_bias,
+// token_types, mlm_head) where they hold their defaults: an encoder-decoder's file stays byte for
+// byte what earlier versions wrote, and those versions still read it.
+nlohmann::json model_config_for_file(const ModelConfig& c);
+
 // The fields set, under their ModelConfig names ({} when none is).
 void to_json(nlohmann::json& j, const ModelOverrides& o);
 // Sets the fields present (the others keep their values), with the checks of ModelConfig's

@@ -49,6 +49,26 @@ Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& stat
       ctx, h2, [&](const Tensor& in, const Tensor& r) { return ffn.forward(ctx, in, nullptr, r); }, nullptr);
 }
 
+Tensor DecoderLayer::prefix(const Context& ctx, const Tensor& x, DecodeState& state, size_t index) const {
+  TFM_CHECK(!cross, "decoding: a prompt at once is for decoder-only models");
+  const int64_t R = x.size(0), P = x.size(1);
+  const Tensor h = self_res.forward(  // [R, P, D]
+      ctx, x,
+      [&](const Tensor& in, const Tensor& r) {
+        const auto [q, k, v] = self_attn.project_qkv(ctx, in);  // [R, P, D], [R, P, KV], [R, P, KV]
+        const int64_t KV = k.size(2);
+        for (const auto& [part, slab] : {std::pair{k, state.self_k[index]}, std::pair{v, state.self_v[index]}}) {
+          std::vector<Tensor> positions;  // [R, KV] each: position t's rows of the slab
+          for (int64_t t = 0; t < P; ++t) positions.push_back(slab_position(slab, t, R).view({R, KV}));
+          ops::split_columns(part.view({R, P * KV}), positions);
+        }
+        return self_attn.attend_projected(ctx, in, q, k, v, {.causal = true}, nullptr, r);
+      },
+      nullptr);
+  return ffn_res.forward(
+      ctx, h, [&](const Tensor& in, const Tensor& r) { return ffn.forward(ctx, in, nullptr, r); }, nullptr);
+}
+
 void Transformer::restrict_output(const Context& ctx, DecodeState& state, const std::vector<int32_t>& ids) const {
   TFM_CHECK(!ids.empty(), "restrict_output: an empty output vocabulary");
   for (size_t j = 0; j < ids.size(); ++j)
@@ -72,8 +92,8 @@ DecodeState Transformer::start_decoding(const Context& ctx, const Tensor& memory
                                         int64_t max_length, bool record_attention, int64_t hypotheses) const {
   TFM_CHECK(max_length >= 1, "decoding needs a maximum length of at least 1, got ", max_length);
   TFM_CHECK(hypotheses >= 1, "decoding needs at least 1 hypothesis per sentence, got ", hypotheses);
-  TFM_CHECK(config_.has_encoder() && config_.has_decoder(), "start_decoding: a ", config_.architecture,
-            " model decodes without an encoder output (start_decoding(ctx, sequences, max_length))");
+  TFM_CHECK(config_.has_encoder() && config_.has_decoder(), "start_decoding: the model is ", config_.architecture,
+            ": decoding over an encoder output needs an encoder-decoder model");
   DecodeState state;
   state.src_lengths = src_lengths.to_device(Device::CPU);  // a copy the host reads (decode_step's checks)
   state.record_attention = record_attention;
@@ -103,8 +123,8 @@ void Transformer::add_self_cache(DecodeState& state, int64_t B, int64_t max_leng
 DecodeState Transformer::start_decoding(const Context& ctx, int64_t sequences, int64_t max_length,
                                         int64_t hypotheses) const {
   (void)ctx;  // the cache starts empty: nothing is computed yet
-  TFM_CHECK(config_.architecture == "decoder-only", "start_decoding: a ", config_.architecture,
-            " model decodes over an encoder output (start_decoding(ctx, memory, src_lengths, max_length))");
+  TFM_CHECK(config_.architecture == "decoder-only", "start_decoding: the model is ", config_.architecture,
+            ": decoding without an encoder output needs a decoder-only model");
   TFM_CHECK(sequences >= 1, "decoding needs at least 1 sequence, got ", sequences);
   TFM_CHECK(max_length >= 1, "decoding needs a maximum length of at least 1, got ", max_length);
   TFM_CHECK(hypotheses >= 1, "decoding needs at least 1 hypothesis per sequence, got ", hypotheses);
@@ -121,16 +141,36 @@ DecodeState Transformer::start_decoding(const Context& ctx, int64_t sequences, i
 Tensor Transformer::decode_prefix(const Context& ctx, DecodeState& state, const Tensor& prompt) const {
   TFM_CHECK(prompt.rank() == 2 && prompt.size(0) == state.rows() && prompt.size(1) >= 1, "decode_prefix: a prompt of shape ",
             prompt.shape(), " for ", state.rows(), " hypotheses (expected [", state.rows(), ", P ≥ 1])");
+  const int64_t R = prompt.size(0), P = prompt.size(1);
+  TFM_CHECK(state.length + P <= state.key_rows.size(1), "decode_prefix: ", state.length, " tokens and a prompt of ", P,
+            " exceed the cache's capacity of ", state.key_rows.size(1));
+  if (state.length == 0) return prefix_at_once(ctx, state, prompt);
   const Tensor host = prompt.to_device(Device::CPU);  // [R, P]
-  const int64_t R = host.size(0), P = host.size(1);
   Tensor hidden;  // [R, D]
-  // One step per prompt position: the cache fills exactly as decoding it token by token would.
+  // After earlier tokens, one step per prompt position: the cache fills as decoding token by token.
   for (int64_t t = 0; t < P; ++t) {
     std::vector<int32_t> column(static_cast<size_t>(R));
     for (int64_t r = 0; r < R; ++r) column[static_cast<size_t>(r)] = host.data<int32_t>()[r * P + t];
     hidden = decode_hidden(ctx, state, Tensor::from<int32_t>({R}, column).on(prompt.device()));
   }
   return hidden;
+}
+
+Tensor Transformer::prefix_at_once(const Context& ctx, DecodeState& state, const Tensor& prompt) const {
+  const int64_t R = prompt.size(0), P = prompt.size(1), D = config_.d_model;
+  Tensor x = embed(ctx, tgt_embedding, prompt.on(params_.device()), 0, nullptr);  // [R, P, D]
+  for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].prefix(ctx, x, state, i);
+  if (final_norms()) x = decoder_norm.forward(ctx, x, nullptr);
+  // Hypothesis r's keys at positions [0, P) are in row r of each slab.
+  int32_t* key_rows = state.key_rows.data<int32_t>();
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t t = 0; t < P; ++t) key_rows[r * state.key_rows.size(1) + t] = static_cast<int32_t>(r);
+  state.length = P;
+  if (P == 1) return x.view({R, D});
+  // The last position's hidden state [R, D]: the columns after the first P − 1 positions.
+  Tensor before = Tensor::empty({R, (P - 1) * D}, x.dtype(), x.device()), last = Tensor::empty({R, D}, x.dtype(), x.device());
+  ops::split_columns(x.view({R, P * D}), {before, last});
+  return last;
 }
 
 Tensor Transformer::decode_step(const Context& ctx, DecodeState& state, const Tensor& tokens) const {

@@ -154,7 +154,7 @@ void Transformer::init_parameters(uint64_t seed) {
 
 Tensor Transformer::encode(const Context& ctx, const Tensor& src, const Tensor& src_lengths, Saved* saved,
                            const Tensor& token_types) const {
-  TFM_CHECK(config_.has_encoder(), "encode: a ", config_.architecture, " model has no encoder");
+  TFM_CHECK(config_.has_encoder(), "encode: the model is ", config_.architecture, ": it has no encoder");
   const AttentionMask mask{.key_lengths = src_lengths};
   if (saved) saved->encoder.resize(encoder.size());
   Tensor x = embed(ctx, src_embedding, src, 0, saved ? &saved->src_embed : nullptr, token_types);  // [B, S, D]
@@ -165,7 +165,7 @@ Tensor Transformer::encode(const Context& ctx, const Tensor& src, const Tensor& 
 
 Tensor Transformer::decode(const Context& ctx, const Tensor& tgt_in, const Tensor& tgt_lengths, const Tensor& memory,
                            const Tensor& src_lengths, Saved* saved) const {
-  TFM_CHECK(config_.has_decoder(), "decode: a ", config_.architecture, " model has no decoder");
+  TFM_CHECK(config_.has_decoder(), "decode: the model is ", config_.architecture, ": it has no decoder");
   const AttentionMask self_mask{.causal = true, .key_lengths = tgt_lengths}, memory_mask{.key_lengths = src_lengths};
   if (saved) saved->decoder.resize(decoder.size());
   Tensor x = embed(ctx, tgt_embedding, tgt_in, 0, saved ? &saved->tgt_embed : nullptr);  // [B, T, D]

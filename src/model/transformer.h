@@ -53,6 +53,9 @@ class DecoderLayer {
   // One decoding step: x [R, 1, D] at position state.length, using and extending layer `index`'s
   // cache → [R, 1, D].
   Tensor step(const Context& ctx, const Tensor& x, DecodeState& state, size_t index) const;
+  // A decoder-only prompt at once: x [R, P, D] at positions [0, P) of an empty cache, whose first P
+  // slabs (rows [0, R)) receive layer `index`'s keys and values → [R, P, D].
+  Tensor prefix(const Context& ctx, const Tensor& x, DecodeState& state, size_t index) const;
   // → dx; dmemory += the gradient reaching the encoder's output through this layer.
   Tensor backward(const Context& ctx, const Saved& saved, const Tensor& dy, const Tensor& dmemory) const;
 
@@ -124,7 +127,8 @@ class Transformer {
   // max_length tokens (prompt included).
   DecodeState start_decoding(const Context& ctx, int64_t sequences, int64_t max_length, int64_t hypotheses = 1) const;
   // decoder-only: feeds a prompt, int32 [R, P] (each hypothesis's next P tokens), into the cache and
-  // returns the hidden state after its last token [R, D] (as decode_hidden after each in turn).
+  // returns the hidden state after its last token [R, D], as decode_hidden after each in turn would
+  // (into an empty cache in one pass over the prompt; after earlier tokens, step by step).
   Tensor decode_prefix(const Context& ctx, DecodeState& state, const Tensor& prompt) const;
   // Restricts decode_step's output to target ids `ids` (sorted, unique, in [0, V)): its logits are
   // then [R, V'], column j scoring ids[j] (a vocabulary shortlist, decode/shortlist.h).
@@ -241,6 +245,8 @@ class Transformer {
   // The masked-LM head: hidden [B, S, D] → [B, S, D]; its backward returns dhidden.
   Tensor mlm_forward(const Context& ctx, const Tensor& hidden, MlmSaved* saved) const;
   Tensor mlm_backward(const Context& ctx, const MlmSaved& saved, const Tensor& dy) const;
+  // decode_prefix into an empty cache: the prompt through each layer at once (DecoderLayer::prefix).
+  Tensor prefix_at_once(const Context& ctx, DecodeState& state, const Tensor& prompt) const;
   // The self-attention caches of start_decoding: per decoder layer, max_length positions of
   // B · hypotheses rows, and the rows' bookkeeping.
   void add_self_cache(DecodeState& state, int64_t B, int64_t max_length, int64_t hypotheses, DType dtype,
