@@ -37,7 +37,8 @@ struct ModelConfig {
   // How published models (OPUS-MT / Marian, Hugging Face; `transformer import`) differ from the
   // paper, as configuration. The defaults are the paper's; docs/checkpoint-format.md has the details.
   std::string activation = "relu";  // the feed-forward's (§3.3): relu | swish (x·σ(x), OPUS-MT) |
-                                    //   gelu (exact, erf) | gelu_sigmoid (x·σ(1.702x), Marian's "gelu")
+                                    //   gelu (exact, erf) | gelu_tanh (tanh approximation, GPT-2) |
+                                    //   gelu_sigmoid (x·σ(1.702x), Marian's "gelu")
   std::string positions = "interleaved";  // sinusoid layout: interleaved (§3.5: sin at even, cos at odd
                                           //   dimensions) | sin_cos (all sines, then all cosines) |
                                           //   learned (a table `positions.weight`) | none

@@ -64,7 +64,7 @@ void check_one_of(const char* field, const std::string& value, std::initializer_
 
 // The activation and the positional encoding: known names, and what each needs of d_model.
 void check_choices(const ModelConfig& c) {
-  check_one_of("activation", c.activation, {"relu", "swish", "gelu", "gelu_sigmoid"});
+  check_one_of("activation", c.activation, {"relu", "swish", "gelu", "gelu_tanh", "gelu_sigmoid"});
   check_one_of("positions", c.positions, {"interleaved", "sin_cos", "learned", "none"});
   check_one_of("position_frequencies", c.position_frequencies, {"paper", "marian"});
   TFM_CHECK(c.position_frequencies != "marian" || c.d_model >= 4,

@@ -25,6 +25,8 @@ class Fixture {
   double number(const std::string& name) const;
   int64_t integer(const std::string& name) const;
   bool boolean(const std::string& name) const;
+  // Any entry as stored (e.g. a model configuration object).
+  const nlohmann::json& json(const std::string& name) const { return entry(name); }
 
  private:
   const nlohmann::json& entry(const std::string& name) const;
