@@ -138,6 +138,43 @@ const FamilyCase kCases[] = {
        c.embedding_norm = true;
        c.attention_bias = false;
      }},
+    // Llama-like: RMSNorm, rotary (half-split) on 4 of each head's 6 dimensions, SwiGLU, 2 key/value
+    // heads for 4 query heads, no biases, a sliding window of 3.
+    {"llama_like",
+     [](ModelConfig& c) {
+       c = tiny("decoder-only");
+       c.d_model = 24, c.heads = 4, c.kv_heads = 2, c.d_ff = 8;
+       c.pre_norm = true, c.norm = "rmsnorm", c.scale_embeddings = false, c.tie_output = false;
+       c.positions = "rope", c.rotary_dims = 4, c.rope_theta = 50;
+       c.activation = "swish", c.gated = true;
+       c.attention_bias = c.ffn_bias = false;
+       c.attention_window = 3;
+     }},
+    // The interleaved rotary layout on part of each head, one key/value head (multi-query), GeGLU
+    // with biases, post-norm with an RMSNorm on the embeddings, a window of 2.
+    {"llama_interleaved_mqa",
+     [](ModelConfig& c) {
+       c = tiny("decoder-only");
+       c.d_model = 24, c.heads = 4, c.kv_heads = 1, c.d_ff = 8;
+       c.norm = "rmsnorm", c.embedding_norm = true, c.scale_embeddings = false;
+       c.positions = "rope", c.rotary_dims = 4, c.rope_interleaved = true;
+       c.activation = "gelu_tanh", c.gated = true;
+       c.attention_window = 2;
+     }},
+    // The variants in an encoder-decoder (encoder-decoder attention keeps its heads and no rope).
+    {"encoder_decoder_llama",
+     [](ModelConfig& c) {
+       c = tiny("encoder-decoder");
+       c.pre_norm = true, c.norm = "rmsnorm", c.embedding_norm = true;
+       c.positions = "rope", c.kv_heads = 1, c.gated = true, c.activation = "swish", c.attention_window = 2;
+     }},
+    // An encoder with them: the window without the causal mask, the masked-LM head's norm an RMSNorm.
+    {"encoder_llama",
+     [](ModelConfig& c) {
+       c = tiny("encoder-only");
+       c.norm = "rmsnorm", c.embedding_norm = true, c.mlm_head = true;
+       c.positions = "rope", c.rope_interleaved = true, c.kv_heads = 1, c.gated = true, c.attention_window = 2;
+     }},
 };
 
 ModelConfig config_of(const FamilyCase& f) {
@@ -324,6 +361,20 @@ TEST(ModelFamily, ParametersAreNamedAsDocumented) {
                         "mlm_head.dense.bias", "mlm_head.norm.weight", "encoder.layers.1.ffn_norm.bias"})
     EXPECT_TRUE(has(bert, n)) << n;
   EXPECT_FALSE(has(bert, "decoder.layers.0.self_attn.q_proj.weight"));
+  // Llama-like: RMSNorm weights only, k and v of 2 heads of 6, fc1 [2F, D].
+  Transformer llama(config_of(kCases[6]));
+  const auto shape = [&](const std::string& n) { return llama.params().shape(llama.params().find(n)); };
+  EXPECT_EQ(shape("decoder.layers.1.self_attn.k_proj.weight"), Shape({12, 24}));
+  EXPECT_EQ(shape("decoder.layers.1.self_attn.v_proj.weight"), Shape({12, 24}));
+  EXPECT_EQ(shape("decoder.layers.1.self_attn.q_proj.weight"), Shape({24, 24}));
+  EXPECT_EQ(shape("decoder.layers.0.ffn.fc1.weight"), Shape({16, 24}));
+  EXPECT_EQ(shape("decoder.layers.0.ffn.fc2.weight"), Shape({24, 8}));
+  for (const char* n : {"decoder.layers.0.self_attn_norm.weight", "decoder.layers.0.ffn_norm.weight", "decoder.final_norm.weight"})
+    EXPECT_TRUE(has(llama, n)) << n;
+  for (const char* n : {"decoder.layers.0.self_attn_norm.bias", "decoder.final_norm.bias", "decoder.layers.0.ffn.fc1.bias"})
+    EXPECT_FALSE(has(llama, n)) << n;
+  Transformer encoder(config_of(kCases[9]));
+  for (const char* n : {"embed_norm.bias", "mlm_head.norm.bias", "encoder.layers.0.ffn_norm.bias"}) EXPECT_FALSE(has(encoder, n)) << n;
 }
 
 // A default (encoder-decoder) model's file records none of the family's fields, as before them;
@@ -335,11 +386,13 @@ TEST(ModelFamily, FilesOfEncoderDecoderModelsRecordOnlyTheFieldsTheyHadBefore) {
     const std::string path = testing::temp_path(cat("fields-", architecture, ".safetensors"));
     save_model(m, path);
     const nlohmann::json recorded = nlohmann::json::parse(SafetensorsFile::read(path).metadata().at("config"));
-    for (const char* field : {"max_positions", "final_norm", "embedding_norm", "attention_bias", "ffn_bias",
-                              "token_types", "mlm_head"})
-      EXPECT_FALSE(recorded.contains(field)) << field;
+    const char* const family[] = {"max_positions", "final_norm", "embedding_norm", "attention_bias", "ffn_bias",
+                                  "token_types", "mlm_head", "norm", "rope_theta", "rotary_dims", "rope_interleaved",
+                                  "gated", "kv_heads", "attention_window"};
+    for (const char* field : family) EXPECT_FALSE(recorded.contains(field)) << field;
     EXPECT_EQ(recorded.contains("architecture"), std::string(architecture) == "decoder-only");
-    EXPECT_EQ(recorded.size() + (recorded.contains("architecture") ? 7 : 8), model_config_fields().size());
+    EXPECT_EQ(recorded.size() + std::size(family) + (recorded.contains("architecture") ? 0 : 1),
+              model_config_fields().size());
     EXPECT_EQ(load_model(path)->config().architecture, architecture);
   }
 }
@@ -399,11 +452,34 @@ TEST(ModelFamily, ConfigErrorsNameTheProblem) {
   EXPECT_NE(message([](ModelConfig& c) { c.architecture = "gpt"; }).find("'gpt'"), std::string::npos);
   EXPECT_NE(message([](ModelConfig& c) { c.max_positions = -1; }).find("max_positions must be in"), std::string::npos);
   EXPECT_EQ(message([](ModelConfig& c) { c.architecture = "decoder-only", c.encoder_layers = 0; }), "(no error)");
+  // The attention's and norm's variants (tiny: 2 heads of 4 dimensions).
+  EXPECT_NE(message([](ModelConfig& c) { c.heads = 4, c.kv_heads = 3; }).find("kv_heads 3 does not divide heads 4"),
+            std::string::npos);
+  EXPECT_NE(message([](ModelConfig& c) { c.kv_heads = 4; }).find("kv_heads must be in [0, heads = 2], got 4"),
+            std::string::npos);
+  EXPECT_NE(message([](ModelConfig& c) { c.positions = "rope", c.rotary_dims = 3; }).find("rotary_dims must be even"),
+            std::string::npos);
+  EXPECT_NE(message([](ModelConfig& c) { c.positions = "rope", c.rotary_dims = 6; }).find("head_dim = 4] (0: all), got 6"),
+            std::string::npos);
+  EXPECT_NE(message([](ModelConfig& c) { c.positions = "rope", c.rope_theta = 0; }).find("rope_theta must be positive, got 0"),
+            std::string::npos);
+  EXPECT_NE(message([](ModelConfig& c) { c.rotary_dims = 2; }).find("need positions 'rope', got 'interleaved'"),
+            std::string::npos);
+  EXPECT_NE(message([](ModelConfig& c) { c.positions = "rope", c.d_model = 6, c.heads = 2; }).find("even head_dim"),
+            std::string::npos);
+  EXPECT_NE(message([](ModelConfig& c) { c.norm = "batchnorm"; }).find("norm must be one of layernorm, rmsnorm, got 'batchnorm'"),
+            std::string::npos);
+  EXPECT_NE(message([](ModelConfig& c) { c.attention_window = -1; }).find("attention_window must be in"), std::string::npos);
+  EXPECT_EQ(message([](ModelConfig& c) { c.positions = "rope", c.d_model = 6, c.heads = 2, c.rotary_dims = 2; }),
+            "(no error)");
   // The JSON names the new fields; an unknown one stays an error.
   ModelConfig c;
-  from_json(nlohmann::json{{"architecture", "decoder-only"}, {"ffn_bias", false}, {"max_positions", 5}}, c);
+  from_json(nlohmann::json{{"architecture", "decoder-only"}, {"ffn_bias", false}, {"max_positions", 5}, {"norm", "rmsnorm"},
+                           {"kv_heads", 1}, {"gated", true}, {"rope_theta", 5e5}, {"attention_window", 4}},
+            c);
   EXPECT_EQ(c.architecture, "decoder-only");
   EXPECT_FALSE(c.ffn_bias);
+  EXPECT_TRUE(c.norm == "rmsnorm" && c.kv_heads == 1 && c.gated && c.rope_theta == 5e5 && c.attention_window == 4);
   EXPECT_THROW(from_json(nlohmann::json{{"architectur", "decoder-only"}}, c), Error);
   // Token types given to a model without them.
   ModelConfig e = tiny("encoder-only");

@@ -41,25 +41,37 @@ struct ModelConfig {
                                     //   gelu_sigmoid (x·σ(1.702x), Marian's "gelu")
   std::string positions = "interleaved";  // sinusoid layout: interleaved (§3.5: sin at even, cos at odd
                                           //   dimensions) | sin_cos (all sines, then all cosines) |
-                                          //   learned (a table `positions.weight`) | none
+                                          //   learned (a table `positions.weight`) | rope (rotary, on
+                                          //   each self-attention's queries and keys) | none
   int64_t max_positions = 0;  // rows of the learned table (position_offset + the longest sequence must
                               //   fit); 0: no limit, only for positions other than learned
   std::string position_frequencies = "paper";  // pair i's angle rate: paper, 10000^(−2i/D) (§3.5; Hugging
                                                //   Face, CTranslate2) | marian, 10000^(−i/(D/2−1))
-  int64_t position_offset = 0;  // the position of a sentence's first token
+  int64_t position_offset = 0;  // the position of a sentence's first token (not rope's: it starts at 0)
+  double rope_theta = 10000.0;  // positions rope: the rotary base θ, pair i turning at θ^(−2i/rotary_dims)
+  int64_t rotary_dims = 0;      // positions rope: each head's dimensions that rotate (even); 0: all
+  bool rope_interleaved = false;  // positions rope: pairs (2i, 2i+1) (GPT-J) instead of (i, i + r/2) (Llama)
   bool scale_embeddings = true;  // embeddings multiplied by √D (§3.4)
   bool tie_output = true;   // the target embedding is the pre-softmax projection (§3.4); false: a matrix
                             //   of its own, `output.weight`
   bool output_bias = false;  // a bias added to the logits, `output.bias` [V] (Marian; HF's final_logits_bias)
+  std::string norm = "layernorm";  // every norm of the model: layernorm | rmsnorm (weight only, no mean
+                                   //   subtracted; eps layer_norm_eps as well)
   bool final_norm = true;      // pre-norm only: a norm after each stack (`encoder.final_norm`, `decoder.final_norm`)
   bool embedding_norm = false;  // a norm on the summed embeddings, `embed_norm` (BERT)
   bool attention_bias = true;  // biases on the attention's q, k, v and out projections
   bool ffn_bias = true;        // biases on the feed-forward's fc1 and fc2
+  bool gated = false;          // gated feed-forward: fc1 [2F, D], hidden = act(gate rows) ⊙ up rows
+                               //   (swish: SwiGLU, gelu: GeGLU)
+  int64_t kv_heads = 0;        // self-attention's key/value heads (grouped-query; 1: multi-query); must
+                               //   divide heads; 0: heads. Encoder-decoder attention keeps heads
+  int64_t attention_window = 0;  // self-attention: query i sees keys j > i − window; 0: no window
   int64_t token_types = 0;     // encoder-only: segment embeddings `token_types.weight` [G, D] (BERT: 2)
   bool mlm_head = false;       // encoder-only: BERT's masked-LM transform before the output projection,
                                //   `mlm_head.dense` (D → D), the activation, `mlm_head.norm`
 
   int64_t head_dim() const { return d_model / heads; }
+  int64_t self_kv_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   bool has_encoder() const { return architecture != "decoder-only"; }
   bool has_decoder() const { return architecture != "encoder-only"; }
   // Throws transformer::Error naming the first field that is out of range.
@@ -81,6 +93,10 @@ struct ModelOverrides {
   std::optional<std::string> architecture;
   std::optional<int64_t> max_positions, token_types;
   std::optional<bool> final_norm, embedding_norm, attention_bias, ffn_bias, mlm_head;
+  std::optional<std::string> norm;
+  std::optional<double> rope_theta;
+  std::optional<int64_t> rotary_dims, kv_heads, attention_window;
+  std::optional<bool> rope_interleaved, gated;
 
   // `base` with the fields set here replaced (not validated).
   ModelConfig apply_to(ModelConfig base) const;

@@ -6,19 +6,30 @@
 namespace tfm {
 
 MultiHeadAttention::MultiHeadAttention(ParamStore& params, const std::string& name, int64_t d_model, int64_t h,
-                                       double dropout, bool bias)
+                                       double dropout, bool bias, const AttentionVariant& v)
     : q_proj(params, name + ".q_proj", d_model, d_model, bias),
-      k_proj(params, name + ".k_proj", d_model, kv_width(d_model, h), bias),
-      v_proj(params, name + ".v_proj", d_model, kv_width(d_model, h), bias),
+      k_proj(params, name + ".k_proj", d_model, kv_width(d_model, h, v.kv_heads), bias),
+      v_proj(params, name + ".v_proj", d_model, kv_width(d_model, h, v.kv_heads), bias),
       out_proj(params, name + ".out_proj", d_model, d_model, bias),
       heads(h),
-      attention_dropout(dropout) {}
+      attention_dropout(dropout),
+      variant(v) {
+  if (variant.kv_heads == 0) variant.kv_heads = h;
+}
+
+void MultiHeadAttention::rotate(const Tensor& q, const Tensor& k, int64_t position, bool inverse) const {
+  if (variant.rope.dims == 0) return;
+  ops::rotary(q, heads, variant.rope, position, Tensor(), inverse, q);
+  ops::rotary(k, variant.kv_heads, variant.rope, position, Tensor(), inverse, k);
+}
 
 Tensor MultiHeadAttention::forward(const Context& ctx, const Tensor& xq, const Tensor& xkv, const AttentionMask& mask,
                                    Saved* saved, const Tensor& residual) const {
-  const auto [k, v] = project_kv(ctx, xkv);  // [B, S, D] each
+  const auto [k, v] = project_kv(ctx, xkv);  // [B, S, KV] each
+  const Tensor q = q_proj.forward(ctx, xq);  // [B, T, D]
+  rotate(q, k, 0);
   if (saved) saved->xkv = xkv;
-  return attend(ctx, xq, k, v, mask, saved, residual);
+  return attend_projected(ctx, xq, q, k, v, mask, saved, residual);
 }
 
 std::pair<Tensor, Tensor> MultiHeadAttention::project_kv(const Context& ctx, const Tensor& xkv) const {
@@ -26,7 +37,8 @@ std::pair<Tensor, Tensor> MultiHeadAttention::project_kv(const Context& ctx, con
 }
 
 std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context& ctx, const Tensor& x,
-                                                                   const Tensor& k_out, const Tensor& v_out) const {
+                                                                   const Tensor& k_out, const Tensor& v_out,
+                                                                   int64_t position) const {
   TFM_CHECK(x.rank() == 3 && x.size(2) == q_proj.in, "attention: input ", x.shape(), " is not [B, T, ", q_proj.in, "]");
   const int64_t B = x.size(0), T = x.size(1), D = q_proj.out, KV = kv_width();
   TFM_CHECK(k_out.defined() == v_out.defined(), "project_qkv: keys' and values' destinations come together");
@@ -40,19 +52,22 @@ std::tuple<Tensor, Tensor, Tensor> MultiHeadAttention::project_qkv(const Context
   };
   const ops::Weight fused = ctx.fused_weight(fused_key(q_proj.weight));
   if (!fused.defined()) {
-    Tensor k = k_proj.forward(ctx, x), v = v_proj.forward(ctx, x);  // [B, T, D] each
+    Tensor k = k_proj.forward(ctx, x), v = v_proj.forward(ctx, x);  // [B, T, KV] each
     if (k_out.defined()) {
       ops::split_columns(k, {k_out});  // one part: a copy
       ops::split_columns(v, {v_out});
       k = k_out;
       v = v_out;
     }
-    return {q_proj.forward(ctx, x), k, v};
+    const Tensor q = q_proj.forward(ctx, x);  // [B, T, D]
+    rotate(q, k, position);
+    return {q, k, v};
   }
   const Tensor qkv = ops::product(x, fused);  // [B, T, D + 2KV]: Q, K, V side by side, with their own biases
   // [B, T, D], [B, T, KV], [B, T, KV]
   Tensor q = Tensor::empty({B, T, D}, x.dtype(), x.device()), k = into(k_out), v = into(v_out);
   ops::split_columns(qkv, {q, k, v});
+  rotate(q, k, position);
   return {q, k, v};
 }
 
@@ -71,6 +86,8 @@ Tensor MultiHeadAttention::attend_projected(const Context& ctx, const Tensor& xq
   args.key_lengths = mask.key_lengths;
   args.kv_group = mask.kv_group;
   args.key_rows = mask.key_rows;
+  args.kv_heads = static_cast<int>(variant.kv_heads);
+  args.window = variant.window;
   if (ctx.training() && attention_dropout > 0) {
     args.dropout = attention_dropout;
     args.rng = ctx.rng->next();
@@ -96,9 +113,10 @@ void MultiHeadAttention::backward(const Context& ctx, const Saved& s, const Tens
   Tensor dheads = Tensor::zeros(s.heads_out.shape(), dy.dtype(), dy.device());  // [B, T, D]
   out_proj.backward(ctx, s.heads_out, dy, &dheads);
   Tensor dq = Tensor::zeros(s.q.shape(), dy.dtype(), dy.device());  // [B, T, D]
-  Tensor dk = Tensor::zeros(s.k.shape(), dy.dtype(), dy.device());  // [B, S, D]
-  Tensor dv = Tensor::zeros(s.v.shape(), dy.dtype(), dy.device());  // [B, S, D]
+  Tensor dk = Tensor::zeros(s.k.shape(), dy.dtype(), dy.device());  // [B, S, KV]
+  Tensor dv = Tensor::zeros(s.v.shape(), dy.dtype(), dy.device());  // [B, S, KV]
   ops::attention_backward(s.q, s.k, s.v, s.args, s.probs, dheads, dq, dk, dv);
+  rotate(dq, dk, 0, true);  // through the rotation: its transpose, the inverse
   q_proj.backward(ctx, s.xq, dq, &dxq);
   k_proj.backward(ctx, s.xkv, dk, &dxkv);
   v_proj.backward(ctx, s.xkv, dv, &dxkv);

@@ -1,5 +1,5 @@
 #pragma once
-// A sub-layer F wrapped in its residual connection, layer norm and dropout (§3.1, §5.4):
+// A sub-layer F wrapped in its residual connection, norm (layer norm or RMSNorm) and dropout (§3.1, §5.4):
 //   post-LN (the paper):  y = LayerNorm(x + Dropout(F(x)))
 //   pre-LN:               y = x + Dropout(F(LayerNorm(x)))
 // F is passed in as a callable, so one wrapper serves self-attention, encoder-decoder attention
@@ -23,8 +23,8 @@ class Residual {
 
   Residual() = default;
   Residual(ParamStore& params, const std::string& norm_name, int64_t d_model, double eps, bool pre_norm,
-           double dropout)
-      : norm(params, norm_name, d_model, eps), pre_norm(pre_norm), dropout(dropout) {}
+           double dropout, NormKind kind = NormKind::kLayerNorm)
+      : norm(params, norm_name, d_model, eps, kind), pre_norm(pre_norm), dropout(dropout) {}
 
   // f(input) → F's output, same shape as x. Or f(input, r) → r + F(input) when r is defined and
   // F(input) when not: F's last product then adds the residual in its own call (Linear::forward's

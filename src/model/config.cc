@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -65,7 +67,8 @@ void check_one_of(const char* field, const std::string& value, std::initializer_
 // The activation and the positional encoding: known names, and what each needs of d_model.
 void check_choices(const ModelConfig& c) {
   check_one_of("activation", c.activation, {"relu", "swish", "gelu", "gelu_tanh", "gelu_sigmoid"});
-  check_one_of("positions", c.positions, {"interleaved", "sin_cos", "learned", "none"});
+  check_one_of("positions", c.positions, {"interleaved", "sin_cos", "learned", "rope", "none"});
+  check_one_of("norm", c.norm, {"layernorm", "rmsnorm"});
   check_one_of("position_frequencies", c.position_frequencies, {"paper", "marian"});
   TFM_CHECK(c.position_frequencies != "marian" || c.d_model >= 4,
             "model: position_frequencies 'marian' needs d_model >= 4, got ", c.d_model);
@@ -90,6 +93,24 @@ void check_architecture(const ModelConfig& c) {
   TFM_CHECK(!c.mlm_head || c.architecture == "encoder-only",
             "model: mlm_head needs architecture 'encoder-only', got '", c.architecture, "'");
 }
+
+// The variants of attention: grouped-query heads, the rotary positions' shape, the window.
+void check_attention(const ModelConfig& c) {
+  TFM_CHECK(c.kv_heads >= 0 && c.kv_heads <= c.heads, "model: kv_heads must be in [0, heads = ", c.heads, "], got ",
+            c.kv_heads);
+  TFM_CHECK(c.kv_heads == 0 || c.heads % c.kv_heads == 0, "model: kv_heads ", c.kv_heads, " does not divide heads ",
+            c.heads);
+  TFM_CHECK(c.attention_window >= 0 && c.attention_window <= 10'000'000,
+            "model: attention_window must be in [0, 10000000] (0: none), got ", c.attention_window);
+  TFM_CHECK(std::isfinite(c.rope_theta) && c.rope_theta > 0, "model: rope_theta must be positive, got ", c.rope_theta);
+  TFM_CHECK(c.rotary_dims >= 0 && c.rotary_dims <= c.head_dim() && c.rotary_dims % 2 == 0,
+            "model: rotary_dims must be even and in [0, head_dim = ", c.head_dim(), "] (0: all), got ", c.rotary_dims);
+  TFM_CHECK(c.positions != "rope" || c.rotary_dims > 0 || c.head_dim() % 2 == 0,
+            "model: positions 'rope' over whole heads needs an even head_dim (d_model / heads), got ", c.head_dim(),
+            "; set rotary_dims");
+  TFM_CHECK(c.positions == "rope" || (c.rotary_dims == 0 && c.rope_theta == 10000.0 && !c.rope_interleaved),
+            "model: rotary_dims, rope_theta and rope_interleaved need positions 'rope', got '", c.positions, "'");
+}
 }  // namespace
 
 void ModelConfig::validate() const {
@@ -98,18 +119,21 @@ void ModelConfig::validate() const {
   check_special_ids(*this);
   check_choices(*this);
   check_architecture(*this);
+  check_attention(*this);
 }
 
 int64_t parameter_count(const ModelConfig& c) {
-  const int64_t d = c.d_model, v = c.vocab_size, norm = 2 * d;
-  const int64_t attention = 4 * d * d + (c.attention_bias ? 4 * d : 0);
-  const int64_t ffn = 2 * d * c.d_ff + (c.ffn_bias ? c.d_ff + d : 0);
+  const int64_t d = c.d_model, v = c.vocab_size, norm = (c.norm == "rmsnorm" ? 1 : 2) * d;
+  const int64_t cross = 4 * d * d + (c.attention_bias ? 4 * d : 0), kv = c.self_kv_heads() * c.head_dim();
+  const int64_t self = 2 * d * d + 2 * kv * d + (c.attention_bias ? 2 * d + 2 * kv : 0);
+  const int64_t inner = (c.gated ? 2 : 1) * c.d_ff;  // fc1's rows
+  const int64_t ffn = inner * d + d * c.d_ff + (c.ffn_bias ? inner + d : 0);
   const bool both = c.has_encoder() && c.has_decoder();
   int64_t n = (both && !c.tie_source_target ? 2 : 1) * v * d;  // token embeddings
   n += (c.positions == "learned" ? c.max_positions * d : 0) + c.token_types * d + (c.embedding_norm ? norm : 0);
   n += (c.tie_output ? 0 : v * d) + (c.output_bias ? v : 0);
-  if (c.has_encoder()) n += c.encoder_layers * (attention + ffn + 2 * norm);
-  if (c.has_decoder()) n += c.decoder_layers * ((both ? 2 : 1) * attention + ffn + (both ? 3 : 2) * norm);
+  if (c.has_encoder()) n += c.encoder_layers * (self + ffn + 2 * norm);
+  if (c.has_decoder()) n += c.decoder_layers * (self + (both ? cross : 0) + ffn + (both ? 3 : 2) * norm);
   const int64_t stacks = (c.has_encoder() ? 1 : 0) + (c.has_decoder() ? 1 : 0);
   if (c.pre_norm && c.final_norm) n += stacks * norm;
   if (c.mlm_head) n += d * d + d + norm;
@@ -138,7 +162,7 @@ ModelConfig model_preset(const std::string& name) {
   X(attention_dropout) X(pre_norm) X(tie_source_target) X(layer_norm_eps) X(pad_id) X(unk_id) X(bos_id) X(eos_id) \
   X(activation) X(positions) X(position_frequencies) X(position_offset) X(scale_embeddings) X(tie_output) X(output_bias) \
   X(architecture) X(max_positions) X(final_norm) X(embedding_norm) X(attention_bias) X(ffn_bias) X(token_types)    \
-  X(mlm_head)
+  X(mlm_head) X(norm) X(rope_theta) X(rotary_dims) X(rope_interleaved) X(gated) X(kv_heads) X(attention_window)
 
 const std::vector<std::string>& model_config_fields() {
 #define TFM_NAME(f) #f,
@@ -173,7 +197,8 @@ nlohmann::json model_config_for_file(const ModelConfig& c) {
   nlohmann::json j = c;
   const nlohmann::json defaults = ModelConfig();
   for (const char* field : {"architecture", "max_positions", "final_norm", "embedding_norm", "attention_bias",
-                            "ffn_bias", "token_types", "mlm_head"})
+                            "ffn_bias", "token_types", "mlm_head", "norm", "rope_theta", "rotary_dims",
+                            "rope_interleaved", "gated", "kv_heads", "attention_window"})
     if (j[field] == defaults[field]) j.erase(field);
   return j;
 }

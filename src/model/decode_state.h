@@ -16,16 +16,17 @@ struct DecodeState {
   Tensor src_lengths;                      // int32 [R], on the host
   std::vector<Tensor> memory_k, memory_v;  // per decoder layer: the encoder output's keys, values [B_s, S, D]
   int64_t kv_group = 1;                    // R / B_s
-  // Per decoder layer: the keys, values of the tokens so far [L, C, D], a slab of C rows per position
+  // Per decoder layer: the keys, values of the tokens so far [L, C, KV] (KV: the self-attention's
+  // key/value width, D without grouped-query heads), a slab of C rows per position
   // (C ≥ R, the most hypotheses at once). Step t writes hypothesis b's keys into row b of slab t;
   // key_rows (int32 [R, L]) says which row of each slab hypothesis b reads, so that reordering
   // hypotheses (beam search) copies their rows of key_rows and no keys or values.
-  std::vector<Tensor> self_k, self_v;      // [L, C, D] each
+  std::vector<Tensor> self_k, self_v;      // [L, C, KV] each
   Tensor key_rows;                         // int32 [R, L]
   Tensor step_lengths;                     // int32 [R]: tokens visible to self-attention this step
   // step_lengths, key_rows and src_lengths where the attention reads them (the model's device), made
   // once a step by decode_step: on a GPU one upload each a step, not one each per decoder layer.
-  // int32 [R], [R, L], [R].
+  // int32 [R], [R, L] (with a sliding window [R, length + 1], the positions so far), [R].
   Tensor step_lengths_there, key_rows_there, src_lengths_there;
   int64_t length = 0;                      // tokens decoded so far (< L, the cache's capacity)
   bool record_attention = false;           // keep each layer's encoder-decoder attention of the last step

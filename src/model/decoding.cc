@@ -2,6 +2,8 @@
 // the output to a shortlist.
 #include "model/transformer.h"
 
+#include <algorithm>
+
 #include "ops/copy.h"
 #include "ops/product.h"
 
@@ -15,6 +17,23 @@ Tensor slab_position(const Tensor& slab, int64_t position, int64_t rows) {
             " hypotheses is outside the cache's ", L, " positions of ", C);
   return slab.view({L * C, D}).rows(position * C, rows).view({rows, 1, D});
 }
+
+// A slab's first `positions` positions [positions, C, D]: the keys a step reads (all L without a
+// window: DecodeState::key_rows_there has as many columns).
+Tensor slab_prefix(const Tensor& slab, int64_t positions) {
+  const int64_t L = slab.size(0), C = slab.size(1), D = slab.size(2);
+  if (positions == L) return slab;
+  return slab.view({L * C, D}).rows(0, positions * C).view({positions, C, D});
+}
+
+// key_rows [R, L]'s first n columns [R, n], a copy.
+Tensor first_columns(const Tensor& key_rows, int64_t n) {
+  const int64_t R = key_rows.size(0), L = key_rows.size(1);
+  Tensor out = Tensor::empty({R, n}, DType::I32);
+  for (int64_t r = 0; r < R; ++r)
+    std::copy_n(key_rows.data<int32_t>() + r * L, n, out.data<int32_t>() + r * n);
+  return out;
+}
 }  // namespace
 
 // Each sub-layer's output projection adds its residual in its own call (Residual::forward); the
@@ -24,11 +43,13 @@ Tensor DecoderLayer::step(const Context& ctx, const Tensor& x, DecodeState& stat
   const Tensor h1 = self_res.forward(  // [R, 1, D], as h2
       ctx, x,
       [&](const Tensor& in, const Tensor& r) {
-        const int64_t rows = in.size(0);
-        // [R, 1, D] each; k and v written into the slabs at this step's position
+        const int64_t rows = in.size(0), keys = state.key_rows_there.size(1);
+        // [R, 1, D], [R, 1, KV] twice; k and v written into the slabs at this step's position
         const auto [q, k, v] = self_attn.project_qkv(ctx, in, slab_position(state.self_k[index], state.length, rows),
-                                                     slab_position(state.self_v[index], state.length, rows));
-        return self_attn.attend_projected(ctx, in, q, state.self_k[index], state.self_v[index],
+                                                     slab_position(state.self_v[index], state.length, rows),
+                                                     state.length);
+        return self_attn.attend_projected(ctx, in, q, slab_prefix(state.self_k[index], keys),
+                                          slab_prefix(state.self_v[index], keys),
                                           {.key_lengths = state.step_lengths_there, .key_rows = state.key_rows_there},
                                           nullptr, r);
       },
@@ -201,7 +222,10 @@ Tensor Transformer::decode_hidden(const Context& ctx, DecodeState& state, const 
   }
   auto there = [&](const Tensor& t) { return t.on(device); };
   state.step_lengths_there = there(state.step_lengths);
-  state.key_rows_there = there(state.key_rows);
+  // With a sliding window, the keys so far only: the window's start is counted back from the last
+  // key the step reads (ops::AttentionArgs::window), this step's own.
+  state.key_rows_there =
+      there(config_.attention_window > 0 ? first_columns(state.key_rows, state.length + 1) : state.key_rows);
   state.src_lengths_there = there(state.src_lengths);
   Tensor x = embed(ctx, tgt_embedding, tokens.view({rows, 1}), state.length, nullptr);  // [R, 1, D]
   for (size_t i = 0; i < decoder.size(); ++i) x = decoder[i].step(ctx, x, state, i);

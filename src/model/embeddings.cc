@@ -24,7 +24,8 @@ void Transformer::add_embedding_extras() {
   embed_extra_ids_.first = params_.size();
   if (c.positions == "learned") positions_table = params_.add("positions.weight", {c.max_positions, c.d_model});
   if (c.token_types > 0) token_type_table = params_.add("token_types.weight", {c.token_types, c.d_model});
-  if (c.embedding_norm) embed_norm = LayerNorm(params_, "embed_norm", c.d_model, c.layer_norm_eps);
+  if (c.embedding_norm)
+    embed_norm = LayerNorm(params_, "embed_norm", c.d_model, c.layer_norm_eps, parse_norm_kind(c.norm));
   embed_extra_ids_.end = params_.size();
 }
 

@@ -100,10 +100,13 @@ void Transformer::pack_weights(PlainWeights plain, ops::Precision products) {
   screen_.reset();
   packed_products_ = products;
   if (products == ops::Precision::kBf16) inference_products_ = products;
-  // The feed-forward layers' first products take their activation with them.
+  // The feed-forward layers' first products take their activation with them, except gated ones
+  // (whose activation acts on half of the product's columns, ops::gated).
   std::unordered_map<int, ops::Activation> activation;
-  for (const EncoderLayer& l : encoder) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
-  for (const DecoderLayer& l : decoder) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
+  for (const EncoderLayer& l : encoder)
+    if (!l.ffn.gated) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
+  for (const DecoderLayer& l : decoder)
+    if (!l.ffn.gated) activation.emplace(l.ffn.fc1.weight, l.ffn.activation);
   for (const DecoderLayer& l : decoder) {
     auto [w, b] = fused_qkv(l.self_attn);  // [D + 2KV, D], [D + 2KV]
     ops::PackedMatrix p = ops::pack_weight(w, b, ops::Activation::kNone, products);  // p.bias keeps b

@@ -24,13 +24,30 @@ ops::PositionEncoding positions_of(const ModelConfig& c) {
   return {c.positions == "sin_cos" ? E::Layout::kSinCos : E::Layout::kInterleaved,
           c.position_frequencies == "marian" ? E::Rates::kMarian : E::Rates::kPaper, c.position_offset};
 }
+
+// A layer's self-attention: grouped-query heads, rotary positions and a window as configured
+// (encoder-decoder attention has none of them).
+MultiHeadAttention self_attention(ParamStore& params, const std::string& name, const ModelConfig& c) {
+  AttentionVariant v{.kv_heads = c.kv_heads, .window = c.attention_window};
+  if (c.positions == "rope") v.rope = {c.rotary_dims > 0 ? c.rotary_dims : c.head_dim(), c.rope_theta, c.rope_interleaved};
+  return MultiHeadAttention(params, name, c.d_model, c.heads, c.attention_dropout, c.attention_bias, v);
+}
+
+FeedForward feed_forward(ParamStore& params, const std::string& name, const ModelConfig& c) {
+  return FeedForward(params, name, c.d_model, c.d_ff, activation_of(c), c.ffn_bias, c.gated);
+}
+
+// A sub-layer's residual connection with its norm (`name`) of the configured kind.
+Residual residual(ParamStore& params, const std::string& name, const ModelConfig& c) {
+  return Residual(params, name, c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout, parse_norm_kind(c.norm));
+}
 }  // namespace
 
 EncoderLayer::EncoderLayer(ParamStore& params, const std::string& name, const ModelConfig& c)
-    : self_attn(params, name + ".self_attn", c.d_model, c.heads, c.attention_dropout, c.attention_bias),
-      ffn(params, name + ".ffn", c.d_model, c.d_ff, activation_of(c), c.ffn_bias),
-      attn_res(params, name + ".self_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout),
-      ffn_res(params, name + ".ffn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout) {}
+    : self_attn(self_attention(params, name + ".self_attn", c)),
+      ffn(feed_forward(params, name + ".ffn", c)),
+      attn_res(residual(params, name + ".self_attn_norm", c)),
+      ffn_res(residual(params, name + ".ffn_norm", c)) {}
 
 Tensor EncoderLayer::forward(const Context& ctx, const Tensor& x, const AttentionMask& mask, Saved* saved) const {
   Saved local;
@@ -54,15 +71,14 @@ Tensor EncoderLayer::backward(const Context& ctx, const Saved& s, const Tensor& 
 // for encoder-decoder models (their parameter ids and files unchanged).
 DecoderLayer::DecoderLayer(ParamStore& params, const std::string& name, const ModelConfig& c)
     : cross(c.has_encoder()),
-      self_attn(params, name + ".self_attn", c.d_model, c.heads, c.attention_dropout, c.attention_bias),
+      self_attn(self_attention(params, name + ".self_attn", c)),
       cross_attn(cross ? MultiHeadAttention(params, name + ".cross_attn", c.d_model, c.heads, c.attention_dropout,
                                             c.attention_bias)
                        : MultiHeadAttention()),
-      ffn(params, name + ".ffn", c.d_model, c.d_ff, activation_of(c), c.ffn_bias),
-      self_res(params, name + ".self_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout),
-      cross_res(cross ? Residual(params, name + ".cross_attn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout)
-                      : Residual()),
-      ffn_res(params, name + ".ffn_norm", c.d_model, c.layer_norm_eps, c.pre_norm, c.dropout) {}
+      ffn(feed_forward(params, name + ".ffn", c)),
+      self_res(residual(params, name + ".self_attn_norm", c)),
+      cross_res(cross ? residual(params, name + ".cross_attn_norm", c) : Residual()),
+      ffn_res(residual(params, name + ".ffn_norm", c)) {}
 
 Tensor DecoderLayer::forward(const Context& ctx, const Tensor& x, const Tensor& memory, const AttentionMask& self_mask,
                              const AttentionMask& memory_mask, Saved* saved) const {
@@ -109,7 +125,7 @@ Transformer::Transformer(const ModelConfig& config, DType dtype) : config_(confi
   if (c.mlm_head) {
     mlm_ids_.first = params_.size();
     mlm_dense = Linear(params_, "mlm_head.dense", c.d_model, c.d_model);
-    mlm_norm = LayerNorm(params_, "mlm_head.norm", c.d_model, c.layer_norm_eps);
+    mlm_norm = LayerNorm(params_, "mlm_head.norm", c.d_model, c.layer_norm_eps, parse_norm_kind(c.norm));
     mlm_ids_.end = params_.size();
   }
   output_weight = c.tie_output ? tgt_embedding : params_.add("output.weight", {c.vocab_size, c.d_model});
@@ -131,9 +147,10 @@ void Transformer::add_stacks() {
   }
   if (!final_norms()) return;
   encoder_norm_ids_.first = params_.size();
-  if (c.has_encoder()) encoder_norm = LayerNorm(params_, "encoder.final_norm", c.d_model, c.layer_norm_eps);
+  const NormKind kind = parse_norm_kind(c.norm);
+  if (c.has_encoder()) encoder_norm = LayerNorm(params_, "encoder.final_norm", c.d_model, c.layer_norm_eps, kind);
   encoder_norm_ids_.end = decoder_norm_ids_.first = params_.size();
-  if (c.has_decoder()) decoder_norm = LayerNorm(params_, "decoder.final_norm", c.d_model, c.layer_norm_eps);
+  if (c.has_decoder()) decoder_norm = LayerNorm(params_, "decoder.final_norm", c.d_model, c.layer_norm_eps, kind);
   decoder_norm_ids_.end = params_.size();
 }
 
