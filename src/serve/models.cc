@@ -21,8 +21,9 @@ const transformer::Translator& LoadedModel::translation(const char* endpoint) co
   if (!translator)
     throw HttpError{400, cat("model '", spec.name, "' is ", a_model(architecture), ": ", endpoint,
                              " needs an encoder-decoder (translation) model",
-                             generator ? " (continue text with POST /v1/generate)" : "",
-                             architecture == "encoder-only" ? "; it does not translate, it embeds (POST /v1/embed)" : "")};
+                             generator ? " (continue text with POST /v1/generate)"
+                             : encoder ? " (embed text with POST /v1/embed)"
+                                       : "")};
   return *translator;
 }
 

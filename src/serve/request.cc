@@ -185,7 +185,7 @@ EmbedInputs embed_inputs(const transformer::Encoder& encoder, const std::vector<
   const size_t specials = encoder.encode("").size();
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string what = cat("texts[", i, "]");
-    const std::string text = clean(texts[i], {what, true}, limits.max_text_length, in.warnings[i]);
+    const std::string text = clean_text(texts[i], {what, true}, limits.max_text_length, in.warnings[i]);
     if (text.empty()) throw HttpError{400, cat(what, " is empty (nothing to embed once trimmed)")};
     in.ids.push_back(encoder.encode(text));
     if (in.ids.back().size() == specials)

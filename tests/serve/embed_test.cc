@@ -97,7 +97,8 @@ TEST(Embed, AnswersAsTheLibrarysEncoder) {
   EXPECT_TRUE(none["embeddings"][0][0].is_array());
   // An encoder-only model does not translate or score: a 400 naming its architecture.
   const json refused = s.post("/v1/translate", {{"text", "seven"}, {"model", "bert"}}, 400);
-  EXPECT_NE(refused["error"].get<std::string>().find("is an encoder-only model: it does not translate"),
+  EXPECT_NE(refused["error"].get<std::string>().find("is an encoder-only model: /v1/translate needs an "
+                                                    "encoder-decoder (translation) model (embed text with POST /v1/embed)"),
             std::string::npos)
       << refused;
   s.post("/v1/score", {{"source", "seven"}, {"target", "sieben"}, {"model", "bert"}}, 400);
