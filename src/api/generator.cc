@@ -269,24 +269,9 @@ const LoadNotes& Generator::load_notes() const { return impl_->notes; }
 
 std::vector<int32_t> Generator::parse_ids(std::string_view line, int64_t line_number) const {
   const int64_t V = vocab_size();
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (pos < line.size()) {
-    while (pos < line.size() && std::isspace(static_cast<unsigned char>(line[pos]))) ++pos;
-    if (pos == line.size()) break;
-    size_t end = pos;
-    while (end < line.size() && !std::isspace(static_cast<unsigned char>(line[end]))) ++end;
-    const std::string word(line.substr(pos, end - pos));
-    pos = end;
-    char* stop = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(word.c_str(), &stop, 10);
-    TFM_CHECK(stop && *stop == '\0', "line ", line_number, ": '", word, "' is not a token id");
-    TFM_CHECK(errno != ERANGE && v >= 0 && v < V, "line ", line_number, ": token id ", word,
-              " is outside the vocabulary [0, ", V, ")");
-    ids.push_back(static_cast<int32_t>(v));
-  }
-  return ids;
+  return api::parse_id_line(line, line_number, [&](long long id, const std::string& word) {
+    TFM_CHECK(id >= 0 && id < V, "line ", line_number, ": token id ", word, " is outside the vocabulary [0, ", V, ")");
+  });
 }
 
 }  // namespace transformer
