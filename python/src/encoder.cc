@@ -23,27 +23,7 @@ encoder-decoder model reads the tokens + eos, as translation does. weights: "pac
 
 std::unique_ptr<Encoder> load_encoder(const py::object& model_path, const py::object& vocab, bool need_vocab,
                                       bool verify, const std::string& weights, int threads, const std::string& device) {
-  EncoderOptions o;
-  const std::string path = fspath(model_path);
-  o.vocab = fspath_or_none(vocab).value_or("");
-  o.need_vocab = need_vocab;
-  o.verify = verify;
-  // The names Translator takes ("packed", "int8", "plain", "bf16").
-  const char* names[] = {"packed", "int8", "plain", "bf16"};
-  bool known = false;
-  for (int i = 0; i < 4; ++i)
-    if (weights == names[i]) o.weights = static_cast<EncoderOptions::Weights>(i), known = true;
-  if (!known) throw Error("weights must be 'packed', 'int8', 'plain' or 'bf16', got '" + weights + "'");
-  o.threads = threads;
-  o.device = device;
-  std::unique_ptr<Encoder> e;
-  {
-    py::gil_scoped_release release;
-    e = std::make_unique<Encoder>(path, o);
-  }
-  for (const std::string& w : e->load_notes().warnings)
-    if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 2) < 0) throw py::error_already_set();
-  return e;
+  return load_with_warnings<Encoder>(model_path, load_options(vocab, need_vocab, verify, weights, threads, device));
 }
 
 EmbedOptions embed_options(const std::string& pooling, bool normalize, int64_t batch_size, int64_t max_input_tokens,

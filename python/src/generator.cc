@@ -24,22 +24,7 @@ at once.)";
 std::unique_ptr<Generator> load_generator(const py::object& model_path, const py::object& vocab, bool need_vocab,
                                           bool verify, const std::string& weights, int threads,
                                           const std::string& device) {
-  GeneratorOptions o;
-  const std::string path = fspath(model_path);
-  o.vocab = fspath_or_none(vocab).value_or("");
-  o.need_vocab = need_vocab;
-  o.verify = verify;
-  o.weights = parse_weights(weights);
-  o.threads = threads;
-  o.device = device;
-  std::unique_ptr<Generator> g;
-  {
-    py::gil_scoped_release release;
-    g = std::make_unique<Generator>(path, o);
-  }
-  for (const std::string& w : g->load_notes().warnings)
-    if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 2) < 0) throw py::error_already_set();
-  return g;
+  return load_with_warnings<Generator>(model_path, load_options(vocab, need_vocab, verify, weights, threads, device));
 }
 
 void bind_construction_and_vocabulary(py::class_<Generator>& c) {

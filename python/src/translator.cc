@@ -30,6 +30,18 @@ const char* weights_name(Weights weights) {
   return "?";
 }
 
+TranslatorOptions load_options(const py::object& vocab, bool need_vocab, bool verify, const std::string& weights,
+                               int threads, const std::string& device) {
+  TranslatorOptions o;
+  o.vocab = fspath_or_none(vocab).value_or("");
+  o.need_vocab = need_vocab;
+  o.verify = verify;
+  o.weights = parse_weights(weights);
+  o.threads = threads;
+  o.device = device;
+  return o;
+}
+
 namespace {
 
 constexpr const char* kTranslatorDoc = R"(A model and its vocabulary, loaded once.
@@ -51,26 +63,9 @@ several threads may use one Translator at once.)";
 std::unique_ptr<Translator> load_translator(const py::object& model_path, const py::object& vocab, bool need_vocab,
                                             bool verify, const std::string& weights, const py::object& shortlist,
                                             int threads, const std::string& device) {
-  TranslatorOptions o;
-  const std::string path = fspath(model_path);
-  o.vocab = fspath_or_none(vocab).value_or("");
-  o.need_vocab = need_vocab;
-  o.verify = verify;
-  o.weights = parse_weights(weights);
+  TranslatorOptions o = load_options(vocab, need_vocab, verify, weights, threads, device);
   o.shortlist = fspath_or_none(shortlist).value_or("");
-  o.threads = threads;
-  o.device = device;
-  std::unique_ptr<Translator> t;
-  {
-    py::gil_scoped_release release;
-    t = std::make_unique<Translator>(path, o);
-  }
-  // What the command line prints as "warning: ..." (a model without a vocabulary fingerprint) is a
-  // UserWarning; the informational notes stay in load_notes. Level 2: the caller of the package's
-  // Translator.__init__ (python/transformer/_arguments.py), the user's line.
-  for (const std::string& w : t->load_notes().warnings)
-    if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 2) < 0) throw py::error_already_set();
-  return t;
+  return load_with_warnings<Translator>(model_path, o);
 }
 
 void bind_construction(py::class_<Translator>& c) {
