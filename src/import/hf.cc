@@ -1,20 +1,10 @@
-// Hugging Face MarianMT folders (transformers' MarianMTModel, as converted from OPUS-MT by
-// transformers' convert_marian_to_pytorch or trained with transformers): config.json, the weights
-// in model.safetensors, vocab.json, source.spm and target.spm.
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <filesystem>
-#include <initializer_list>
-#include <limits>
-#include <set>
-#include <tuple>
+// `transformer import hf DIR`: a folder written by transformers' save_pretrained, dispatched on
+// config.json's "architectures" (or its "model_type") to the importer of that architecture.
+#include <algorithm>
+#include <string>
+#include <vector>
 
-#include "core/error.h"
-#include "core/json_text.h"
-#include "import/import.h"
-#include "import/tensors.h"
-#include "io/atomic_file.h"
+#include "import/hf_common.h"
 
 namespace tfm {
 
@@ -22,354 +12,63 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-json read_json(const fs::path& path) {
-  TFM_CHECK(fs::exists(path), "import hf: '", path.string(), "' does not exist");
-  return parse_json(read_file(path.string()), cat("import hf: '", path.string(), "'"));
-}
+using Importer = ImportedModel (*)(const HfFolderInfo&);
 
-// A config.json field: `fallback` when absent or null; else of the fallback's type.
-template <class T>
-T field(const json& config, const char* key, const T& fallback, const fs::path& where) {
-  const auto it = config.find(key);
-  if (it == config.end() || it->is_null()) return fallback;
-  try {
-    if constexpr (std::is_same_v<T, bool>) {
-      TFM_CHECK(it->is_boolean(), "must be true or false");
-    } else if constexpr (std::is_integral_v<T>) {
-      TFM_CHECK(it->is_number_integer(), "must be an integer");
-      // nlohmann's get<T> wraps what T cannot hold (2^32 + 314 read as 314).
-      const bool fits = it->is_number_unsigned()
-                            ? it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
-                            : it->get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-                                  it->get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max());
-      TFM_CHECK(fits, "is out of range (", std::numeric_limits<T>::min(), " to ", std::numeric_limits<T>::max(), ")");
-    } else if constexpr (std::is_floating_point_v<T>) {
-      TFM_CHECK(it->is_number(), "must be a number");
-    } else {
-      TFM_CHECK(it->is_string(), "must be a string");
-    }
-    return it->get<T>();
-  } catch (const std::exception& e) {
-    throw Error(cat("import hf: ", where.string(), ": '", key, "' ", e.what(), ", got ", json_quote(*it)));
-  }
-}
-
-template <class T>
-T required(const json& config, const char* key, const fs::path& where) {
-  TFM_CHECK(config.contains(key) && !config[key].is_null(), "import hf: ", where.string(), " has no '", key, "'");
-  return field<T>(config, key, T{}, where);
-}
-
-// The files of a Hugging Face MarianMT folder.
-struct HfFolder {
-  explicit HfFolder(const std::string& given) : name(given), dir(given) {}
-  std::string name;  // as given
-  fs::path dir;
-  fs::path config = dir / "config.json", vocab = dir / "vocab.json", tokenizer = dir / "tokenizer_config.json",
-           source_spm = dir / "source.spm", target_spm = dir / "target.spm", weights = dir / "model.safetensors";
+struct Architecture {
+  const char* model_type;            // config.json's "model_type"
+  std::vector<std::string> classes;  // its "architectures" entries this importer reads
+  Importer import;
+  bool own_vocabulary;  // the importer reads the vocabulary itself, else hf_vocabulary does
 };
 
-// config.json, a JSON object of a model_type this program imports.
-json read_config(const fs::path& path) {
-  const json config = read_json(path);
-  TFM_CHECK(config.is_object(), "import hf: ", path.string(), " is not a JSON object");
-  const std::string type = field<std::string>(config, "model_type", "", path);
-  TFM_CHECK(type == "marian", "import hf: ", path.string(), ": model_type '", type,
-            "' is not supported (marian is: MarianMTModel, OPUS-MT)");
-  return config;
-}
-
-// The sizes: the encoder's, which the decoder's must equal, and one vocabulary for both sides.
-void read_sizes(const json& config, const fs::path& path, ModelConfig& c) {
-  c.d_model = required<int64_t>(config, "d_model", path);
-  c.encoder_layers = required<int64_t>(config, "encoder_layers", path);
-  c.decoder_layers = required<int64_t>(config, "decoder_layers", path);
-  c.heads = required<int64_t>(config, "encoder_attention_heads", path);
-  c.d_ff = required<int64_t>(config, "encoder_ffn_dim", path);
-  c.vocab_size = required<int64_t>(config, "vocab_size", path);
-  auto same = [&](const char* key, int64_t value) {
-    const int64_t v = field<int64_t>(config, key, value, path);
-    TFM_CHECK(v == value, "import hf: ", path.string(), ": '", key, "' is ", v, " but the encoder's is ", value,
-              "; encoder and decoder of different shapes are not supported");
+const std::vector<Architecture>& architectures() {
+  static const std::vector<Architecture> table = {
+      {"marian", {"MarianMTModel"}, import_hf_marian, true},
   };
-  same("decoder_attention_heads", c.heads);
-  same("decoder_ffn_dim", c.d_ff);
-  const int64_t target_vocab = field<int64_t>(config, "decoder_vocab_size", c.vocab_size, path);
-  TFM_CHECK(target_vocab == c.vocab_size, "import hf: ", path.string(), ": decoder_vocab_size ", target_vocab,
-            " differs from vocab_size ", c.vocab_size, "; separate source and target vocabularies are not supported yet");
+  return table;
 }
 
-// The computation: the activation, post-norm layers, sinusoidal positions at the paper's rates
-// (every other choice refused), the tied weights and the dropout rates.
-void read_architecture(const json& config, const fs::path& path, ModelConfig& c) {
-  const std::string activation = field<std::string>(config, "activation_function", "gelu", path);
-  if (activation == "relu" || activation == "swish" || activation == "gelu") c.activation = activation;
-  else if (activation == "silu") c.activation = "swish";
-  else
-    throw Error(cat("import hf: ", path.string(), ": activation_function '", activation,
-                    "' is not supported (relu, swish, silu, gelu are)"));
-  for (const char* flag : {"normalize_before", "normalize_embedding", "add_bias_logits", "add_final_layer_norm"})
-    TFM_CHECK(!field<bool>(config, flag, false, path), "import hf: ", path.string(), ": '", flag,
-              "' true is not supported");
-  TFM_CHECK(field<bool>(config, "static_position_embeddings", true, path), "import hf: ", path.string(),
-            ": learned positions (static_position_embeddings false) are not supported");
-  c.scale_embeddings = field<bool>(config, "scale_embedding", false, path);
-  c.tie_source_target = field<bool>(config, "share_encoder_decoder_embeddings", true, path);
-  c.tie_output = field<bool>(config, "tie_word_embeddings", true, path);
-  c.output_bias = true;  // MarianMTModel's final_logits_bias
-  c.positions = "sin_cos";
-  c.position_frequencies = "paper";  // MarianSinusoidalPositionalEmbedding: 10000^(−2i/D)
-  c.layer_norm_eps = 1e-5;           // torch.nn.LayerNorm's
-  c.pre_norm = false;
-  c.dropout = field<double>(config, "dropout", 0.1, path);
-  c.attention_dropout = field<double>(config, "attention_dropout", 0.0, path);
-  c.embedding_dropout = c.dropout;
+std::string supported_list() {
+  std::string list;
+  for (const Architecture& a : architectures())
+    for (const std::string& c : a.classes) list += cat(list.empty() ? "" : ", ", c);
+  return list;
 }
 
-// config.json → ModelConfig, but for unk_id (the tokenizer's).
-ModelConfig model_config(const json& config, const fs::path& path) {
-  ModelConfig c;
-  read_sizes(config, path, c);
-  read_architecture(config, path, c);
-  c.pad_id = required<int32_t>(config, "pad_token_id", path);
-  c.eos_id = required<int32_t>(config, "eos_token_id", path);
-  c.bos_id = field<int32_t>(config, "decoder_start_token_id", c.pad_id, path);
-  return c;
-}
-
-// vocab.json's pieces in the order of their ids, which must be 0..n-1, each once.
-std::vector<std::string> pieces_by_id(const json& vocab, const fs::path& path) {
-  TFM_CHECK(vocab.is_object(), "import hf: ", path.string(), " is not a JSON object of pieces and ids");
-  std::vector<std::string> pieces(vocab.size());
-  std::vector<bool> seen(vocab.size(), false);
-  for (const auto& [piece, id] : vocab.items()) {
-    TFM_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < int64_t(vocab.size()),
-              "import hf: ", path.string(), ": the id of '", piece, "' is ", json_quote(id), ", not in [0, ", vocab.size(),
-              ")");
-    const auto i = static_cast<size_t>(id.get<int64_t>());
-    TFM_CHECK(!seen[i], "import hf: ", path.string(), ": id ", i, " is given twice (to '", pieces[i], "' and '", piece,
-              "')");
-    seen[i] = true;
-    pieces[i] = piece;
+// config.json, a JSON object naming an architecture this program imports.
+HfFolderInfo read_folder(const std::string& dir_name, const Architecture*& chosen) {
+  HfFolderInfo f;
+  f.dir = dir_name;
+  TFM_CHECK(fs::is_directory(f.dir), "import hf: '", dir_name, "' is not a folder");
+  f.config_path = f.dir / "config.json";
+  f.config = read_hf_json(f.config_path);
+  TFM_CHECK(f.config.is_object(), "import hf: ", f.config_path.string(), " is not a JSON object");
+  f.model_type = hf_field<std::string>(f.config, "model_type", "", f.config_path);
+  if (f.config.contains("architectures") && f.config["architectures"].is_array() && !f.config["architectures"].empty()) {
+    const json& first = f.config["architectures"][0];
+    TFM_CHECK(first.is_string(), "import hf: ", f.config_path.string(), ": 'architectures' must list class names, got ",
+              json_quote(f.config["architectures"]));
+    f.architecture = first.get<std::string>();
   }
-  return pieces;
-}
-
-// The tokenizer's special pieces (tokenizer_config.json, if any) and their ids in vocab.json.
-struct HfTokenizer {
-  const HfFolder& folder;
-  json config;  // tokenizer_config.json, or an empty object
-  json vocab;   // vocab.json
-
-  // The id of the special piece under `key` ("unk_token": a string, or an object with "content"),
-  // `fallback` when the tokenizer names none.
-  int32_t special_id(const char* key, const char* fallback) const {
-    std::string name = fallback;
-    if (config.contains(key) && config[key].is_string()) {
-      name = config[key].get<std::string>();
-    } else if (config.contains(key) && config[key].is_object() && config[key].contains("content")) {
-      const json& content = config[key]["content"];
-      TFM_CHECK(content.is_string(), "import hf: ", folder.tokenizer.string(), ": '", key,
-                "'.content must be a string, got ", json_quote(content));
-      name = content.get<std::string>();
-    }
-    const auto it = vocab.find(name);
-    TFM_CHECK(it != vocab.end(), "import hf: ", folder.vocab.string(), " has no piece '", name, "' (the ", key, ")");
-    return it->get<int32_t>();
+  for (const Architecture& a : architectures()) {
+    if (f.model_type != a.model_type) continue;
+    const bool known = f.architecture.empty() ||
+                       std::find(a.classes.begin(), a.classes.end(), f.architecture) != a.classes.end();
+    TFM_CHECK(known, "import hf: ", f.config_path.string(), ": architecture '", f.architecture,
+              "' is not supported (", supported_list(), " are)");
+    chosen = &a;
+    return f;
   }
-};
-
-HfTokenizer read_tokenizer(const HfFolder& f) {
-  HfTokenizer t{f, fs::exists(f.tokenizer) ? read_json(f.tokenizer) : json::object(), json()};
-  TFM_CHECK(!field<bool>(t.config, "separate_vocabs", false, f.tokenizer), "import hf: ", f.tokenizer.string(),
-            ": separate source and target vocabularies are not supported yet");
-  t.vocab = read_json(f.vocab);
-  return t;
-}
-
-// vocab.json with the SentencePiece models; sets the configuration's unk_id, and checks its size,
-// eos and pad against the tokenizer's.
-Vocab read_vocabulary(const HfFolder& f, ModelConfig& c) {
-  const HfTokenizer tokenizer = read_tokenizer(f);
-  std::vector<std::string> pieces = pieces_by_id(tokenizer.vocab, f.vocab);
-  TFM_CHECK(static_cast<int64_t>(pieces.size()) == c.vocab_size, "import hf: ", f.vocab.string(), " has ",
-            pieces.size(), " pieces but config.json's vocab_size is ", c.vocab_size);
-  c.unk_id = tokenizer.special_id("unk_token", "<unk>");
-  for (const auto& [key, fallback, id, field_name] :
-       {std::tuple{"eos_token", "</s>", c.eos_id, "eos_token_id"}, {"pad_token", "<pad>", c.pad_id, "pad_token_id"}}) {
-    const int32_t tokenizer_id = tokenizer.special_id(key, fallback);
-    TFM_CHECK(tokenizer_id == id, "import hf: the tokenizer's ", key, " is id ", tokenizer_id, " but config.json's ",
-              field_name, " is ", id);
-  }
-  for (const fs::path* spm : {&f.source_spm, &f.target_spm})
-    TFM_CHECK(fs::exists(*spm), "import hf: '", spm->string(), "' does not exist");
-  try {
-    return Vocab::from_pieces(std::move(pieces), read_file(f.source_spm.string()), read_file(f.target_spm.string()),
-                              c.unk_id, {c.eos_id, c.unk_id, c.pad_id}, cat("'", f.source_spm.string(), "'"),
-                              cat("'", f.target_spm.string(), "'"));
-  } catch (const Error& e) {
-    throw Error(cat("import hf: ", f.name, ": ", e.what()));
-  }
-}
-
-// model.safetensors, opened; a folder with pytorch_model.bin alone is told how to convert it.
-SafetensorsFile open_weights(const HfFolder& f) {
-  if (!fs::exists(f.weights)) {
-    TFM_CHECK(!fs::exists(f.dir / "pytorch_model.bin"), "import hf: '", f.name,
-              "' has its weights only as pytorch_model.bin (a Python pickle, which this program does not read); "
-              "convert it once with transformers: MarianMTModel.from_pretrained(DIR).save_pretrained(DIR) writes "
-              "model.safetensors");
-    throw Error(cat("import hf: '", f.weights.string(), "' does not exist"));
-  }
-  return SafetensorsFile::read(f.weights.string());
-}
-
-// Reads model.safetensors' tensors as float32 under this project's names, in the order asked for,
-// noting which it read.
-class HfWeights {
- public:
-  HfWeights(const SafetensorsFile& file, const fs::path& path) : file_(file), path_(path) {}
-
-  // A weight, of a float dtype (F32, F64, or F16 and BF16, which read as F32): integers are refused,
-  // not converted.
-  Tensor get(const std::string& name) {
-    TFM_CHECK(file_.has(name), "import hf: ", path_.string(), " has no tensor '", name, "'");
-    const DType dtype = file_.dtype(name);
-    TFM_CHECK(dtype == DType::F32 || dtype == DType::F64, "import hf: ", path_.string(), ": tensor '", name,
-              "' is stored as ", tfm::name(dtype), ", but a weight must be floating point (F32, F64, F16 or BF16)");
-    used_.insert(name);
-    Tensor t = file_.tensor(name);
-    return t.dtype() == DType::F32 ? t : t.to(DType::F32);
-  }
-  bool used(const std::string& name) const { return used_.count(name) > 0; }
-  // The converted tensor named `ours` ("embed.weight").
-  const Tensor& converted(const std::string& ours) const {
-    for (const NamedTensor& t : tensors_)
-      if (t.name == ours) return t.tensor;
-    throw Error(cat("import hf: no tensor was converted into '", ours, "'"));
-  }
-  Tensor first_of(std::initializer_list<const char*> names) {
-    for (const char* n : names)
-      if (file_.has(n)) return get(n);
-    std::string list;
-    for (const char* n : names) list += cat(list.empty() ? "" : ", ", "'", n, "'");
-    throw Error(cat("import hf: ", path_.string(), " has none of ", list));
-  }
-  void put(const std::string& ours, Tensor t) { tensors_.push_back({ours, std::move(t)}); }
-  std::vector<NamedTensor> take() { return std::move(tensors_); }
-
- private:
-  const SafetensorsFile& file_;
-  const fs::path& path_;
-  std::vector<NamedTensor> tensors_;
-  std::set<std::string> used_;
-};
-
-// transformers' name of a block in "model.encoder.layers.0" (".self_attn", ".final_layer_norm", ...).
-const char* hf_block(LayerBlock block) {
-  switch (block) {
-    case LayerBlock::kSelfAttention: return ".self_attn";
-    case LayerBlock::kSelfAttentionNorm: return ".self_attn_layer_norm";
-    case LayerBlock::kCrossAttention: return ".encoder_attn";
-    case LayerBlock::kCrossAttentionNorm: return ".encoder_attn_layer_norm";
-    case LayerBlock::kFfn: return "";
-    case LayerBlock::kFfnNorm: return ".final_layer_norm";
-  }
-  return "?";
-}
-
-// A layer parameter's tensor: "model.decoder.layers.2.encoder_attn.q_proj.weight",
-// "model.encoder.layers.0.fc1.bias", "model.encoder.layers.0.final_layer_norm.weight".
-std::string hf_layer_param(const LayerParam& p) {
-  const std::string theirs =
-      cat("model.", p.decoder ? "decoder" : "encoder", ".layers.", p.layer, hf_block(p.block));
-  const char* w = p.weight ? "weight" : "bias";
-  if (p.block == LayerBlock::kFfn) return cat(theirs, ".", p.part, ".", w);
-  if (p.part.empty()) return cat(theirs, ".", w);
-  return cat(theirs, ".", p.part, "_proj.", w);
-}
-
-// Whether t is the table transformers' MarianSinusoidalPositionalEmbedding stores: row p holds
-// sin(p·r_i) in its first half and cos(p·r_i) in its second, r_i = 10000^(−2i/D), within float32's
-// rounding of the angle.
-bool holds_sinusoids(const Tensor& t, int64_t d_model) {
-  if (t.shape().rank() != 2 || t.shape()[1] != d_model || d_model % 2 != 0) return false;
-  const std::vector<double> v = t.to_doubles();
-  const int64_t half = d_model / 2;
-  for (int64_t p = 0; p < t.shape()[0]; ++p)
-    for (int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(i) / d_model);
-      if (std::abs(v[p * d_model + i] - std::sin(angle)) > 1e-3 ||
-          std::abs(v[p * d_model + half + i] - std::cos(angle)) > 1e-3)
-        return false;
-    }
-  return true;
-}
-
-// Every tensor of the file that the conversion did not read is accounted for: a copy of a tied
-// embedding must equal it, a position table must hold the sinusoids the model computes, and any
-// other is refused, naming it (the weights of a layer that config.json does not count, say).
-void check_unread(const SafetensorsFile& file, HfWeights& w, const ModelConfig& c, const fs::path& path) {
-  const auto yes = [](bool b) { return b ? "true" : "false"; };
-  for (const std::string& name : file.names()) {
-    if (w.used(name)) continue;
-    const bool embed_copy = c.tie_source_target && (name == "model.shared.weight" ||
-                                                    name == "model.encoder.embed_tokens.weight" ||
-                                                    name == "model.decoder.embed_tokens.weight");
-    if (embed_copy || (c.tie_output && name == "lm_head.weight")) {
-      const Tensor& tied = w.converted(c.tie_source_target ? "embed.weight" : "decoder.embed.weight");
-      const Tensor copy = w.get(name);
-      TFM_CHECK(copy.shape() == tied.shape() && std::memcmp(copy.raw(), tied.raw(), tied.bytes()) == 0,
-                "import hf: ", path.string(), ": tensor '", name, "' differs from the embedding it is tied to (",
-                embed_copy ? "share_encoder_decoder_embeddings" : "tie_word_embeddings", " true in config.json)");
-    } else if (name == "model.encoder.embed_positions.weight" || name == "model.decoder.embed_positions.weight") {
-      TFM_CHECK(holds_sinusoids(w.get(name), c.d_model), "import hf: ", path.string(), ": tensor '", name,
-                "' does not hold the sinusoidal positions the model computes (learned positions are not supported)");
-    } else {
-      throw Error(cat("import hf: ", path.string(), ": tensor '", name,
-                      "' is not part of the model config.json describes (encoder_layers ", c.encoder_layers,
-                      ", decoder_layers ", c.decoder_layers, ", share_encoder_decoder_embeddings ",
-                      yes(c.tie_source_target), ", tie_word_embeddings ", yes(c.tie_output),
-                      "): are config.json and the weights of one model?"));
-    }
-  }
-}
-
-// Every parameter of the model the configuration describes, from model.safetensors; every other
-// tensor accounted for.
-std::vector<NamedTensor> convert_weights(const HfFolder& f, const ModelConfig& c) {
-  const SafetensorsFile file = open_weights(f);
-  HfWeights w(file, f.weights);
-  if (c.tie_source_target) {
-    w.put("embed.weight",
-          w.first_of({"model.shared.weight", "model.decoder.embed_tokens.weight", "model.encoder.embed_tokens.weight"}));
-  } else {
-    w.put("encoder.embed.weight", w.get("model.encoder.embed_tokens.weight"));
-    w.put("decoder.embed.weight", w.get("model.decoder.embed_tokens.weight"));
-  }
-  if (!c.tie_output) w.put("output.weight", w.get("lm_head.weight"));
-  const Tensor bias = w.get("final_logits_bias");  // [1, V]
-  w.put("output.bias", bias.view({bias.numel()}));
-  for_each_layer_param(c, [&](const LayerParam& p) { w.put(p.name, w.get(hf_layer_param(p))); });
-  check_unread(file, w, c, f.weights);
-  return w.take();
+  throw Error(cat("import hf: ", f.config_path.string(), ": model_type '", f.model_type, "' is not supported (",
+                  supported_list(), " are)"));
 }
 }  // namespace
 
-ImportedModel import_hf(const std::string& dir_name) {
-  const HfFolder folder(dir_name);
-  TFM_CHECK(fs::is_directory(folder.dir), "import hf: '", dir_name, "' is not a folder");
-  const json config = read_config(folder.config);
-  ImportedModel m;
-  m.config = model_config(config, folder.config);
-  m.vocab = read_vocabulary(folder, m.config);
-  m.config.validate();
-  m.tensors = convert_weights(folder, m.config);
-  m.provenance = {{"format", "huggingface-marian"},
-                  {"path", fs::absolute(folder.dir).lexically_normal().string()},
-                  {"transformers_version", field<std::string>(config, "transformers_version", "", folder.config)},
-                  {"name_or_path", field<std::string>(config, "_name_or_path", "", folder.config)}};
-  m.notes.push_back("positions: sines then cosines at rates 10000^(-2i/D), as transformers' MarianSinusoidalPositionalEmbedding");
+ImportedModel import_hf(const std::string& dir) {
+  const Architecture* chosen = nullptr;
+  const HfFolderInfo folder = read_folder(dir, chosen);
+  ImportedModel m = chosen->import(folder);
+  if (!chosen->own_vocabulary) m.vocab = hf_vocabulary(folder, m.config);
   return m;
 }
 
