@@ -53,6 +53,8 @@ struct GenerationOptions {
 struct Generation {
   // n-best, best first: ids and text are the continuation (with include_prompt the prompt first),
   // without the end of sequence; score Σ log p of the continuation and its end (when return_scores).
+  // A continuation that reaches max_new_tokens ends there, scored and length-normalized without an
+  // end after it, as Hugging Face's generate() ends it (so beam search ranks as generate() does).
   std::vector<Hypothesis> hypotheses;
   std::vector<int32_t> prompt_ids;  // the prompt as fed: for text, BOS then the encoded text
   Repairs repairs;                  // what clean_input changed in the prompt (text only)

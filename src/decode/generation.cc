@@ -33,6 +33,7 @@ Start start_generation(const Transformer& model, const Context& ctx, const Sente
   Start s;
   s.src_lengths = Tensor::zeros({B}, DType::I32);
   s.max_length.assign(static_cast<size_t>(B), max_new + 1);
+  s.ends_at_limit = true;
   s.state = model.start_decoding(ctx, B, P + max_new, hypotheses);
   if (P > 1) {
     std::vector<int32_t> head;  // [B, P − 1]
