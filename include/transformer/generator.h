@@ -89,7 +89,8 @@ class Generator {
                       const TokenCallback& on_token = {}) const;
 
   // Scoring: each text's log-probability under the model by teacher forcing (Score::total: Σ log p
-  // of its tokens and the end of sequence, after BOS; tokens counts the end too). A text is cleaned
+  // of its tokens and the end of sequence, after BOS; tokens counts the end too). A model without
+  // BOS (bos_id −1) scores the tokens after the first, which is their context only. A text is cleaned
   // (target_repairs says what changed) and encoded; one of more than max_input_tokens tokens (or
   // than a learned position table holds after BOS) has its first scored (truncated). Each alone, as
   // Translator::score. Needs the float32 weights as trained (weights kPlain or kBf16).

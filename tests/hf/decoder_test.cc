@@ -4,6 +4,8 @@
 // configurations refused; float16, bfloat16 and sharded checkpoints.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -94,6 +96,34 @@ void expect_generation(const ImportedModel& m, const std::string& name, const js
     for (size_t i = 0; i < prompts.size(); ++i)
       EXPECT_EQ(out[i].best().ids, ref[key][i].get<std::vector<int32_t>>()) << name << " " << key << ", prompt " << i;
   }
+}
+
+// Without BOS (GPT-2's bos_token_id is its end's) a sequence's first token is context: its score is
+// Σ log p of the tokens after it and of the end, from Hugging Face's logits of the same ids.
+TEST(HfDecoderGeneration, ScoresWithoutBosFromTheFirstToken) {
+  const ImportedModel m = import_hf_without_vocabulary(folder("gpt2"));
+  ASSERT_EQ(m.config.bos_id, -1);
+  transformer::GeneratorOptions load;
+  load.need_vocab = false;
+  load.weights = transformer::GeneratorOptions::Weights::kPlain;
+  const transformer::Generator g(save_imported(m, "gpt2_score"), load);
+  const json ref = reference("gpt2");
+  const auto prompts = id_lists(ref["prompts"]);
+  const auto scores = g.score_ids(prompts);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    double want = 0;
+    for (size_t t = 0; t < prompts[i].size(); ++t) {
+      const std::vector<double> row = ref["logits"][i][t].get<std::vector<double>>();
+      double lse = 0, top = *std::max_element(row.begin(), row.end());
+      for (double v : row) lse += std::exp(v - top);
+      const int32_t next = t + 1 < prompts[i].size() ? prompts[i][t + 1] : m.config.eos_id;
+      want += row[static_cast<size_t>(next)] - top - std::log(lse);
+    }
+    EXPECT_NEAR(scores[i].total, want, 1e-3) << "prompt " << i;
+    EXPECT_EQ(scores[i].tokens, static_cast<int64_t>(prompts[i].size()));
+  }
+  // Nothing to start from: refused, naming why.
+  EXPECT_THROW(g.generate_batch_ids({{}}), transformer::SentenceError);
 }
 
 class DecoderTest : public ::testing::TestWithParam<const char*> {};
