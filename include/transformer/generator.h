@@ -53,6 +53,8 @@ struct GenerationOptions {
 struct Generation {
   // n-best, best first: ids and text are the continuation (with include_prompt the prompt first),
   // without the end of sequence; score Σ log p of the continuation and its end (when return_scores).
+  // A continuation that reaches max_new_tokens ends there, scored and length-normalized without an
+  // end after it, as Hugging Face's generate() ends it (so beam search ranks as generate() does).
   std::vector<Hypothesis> hypotheses;
   std::vector<int32_t> prompt_ids;  // the prompt as fed: for text, BOS then the encoded text
   Repairs repairs;                  // what clean_input changed in the prompt (text only)
@@ -87,7 +89,8 @@ class Generator {
                       const TokenCallback& on_token = {}) const;
 
   // Scoring: each text's log-probability under the model by teacher forcing (Score::total: Σ log p
-  // of its tokens and the end of sequence, after BOS; tokens counts the end too). A text is cleaned
+  // of its tokens and the end of sequence, after BOS; tokens counts the end too). A model without
+  // BOS (bos_id −1) scores the tokens after the first, which is their context only. A text is cleaned
   // (target_repairs says what changed) and encoded; one of more than max_input_tokens tokens (or
   // than a learned position table holds after BOS) has its first scored (truncated). Each alone, as
   // Translator::score. Needs the float32 weights as trained (weights kPlain or kBf16).

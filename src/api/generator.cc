@@ -23,6 +23,14 @@ namespace transformer {
 
 using tfm::cat;
 
+namespace {
+// Why an empty prompt cannot be continued by a model without BOS.
+std::string empty_prompt_without_bos() {
+  return "the prompt is empty, and this model puts no BOS before a prompt (bos_id -1): generation needs at least "
+         "one token to start from";
+}
+}  // namespace
+
 const Hypothesis& Generation::best() const {
   TFM_CHECK(!hypotheses.empty(), "the generation has no hypothesis");
   return hypotheses.front();
@@ -152,9 +160,13 @@ std::vector<Generation> Generator::generate_batch(const std::vector<std::string>
       throw SentenceError(static_cast<long long>(i),
                           cat("the prompt has ", clean.text.size(), " bytes, more than the input token limit of ",
                               options.max_input_tokens, " allows (64 bytes a token)"));
-    std::vector<int32_t> p{impl_->model->config().bos_id};
+    // BOS first, unless the model has none (bos_id −1: Hugging Face's GPT-2 and Qwen2 put none).
+    const int32_t bos = impl_->model->config().bos_id;
+    std::vector<int32_t> p;
+    if (bos >= 0) p.push_back(bos);
     const std::vector<int32_t> encoded = vocab.encode(clean.text, tfm::Side::kTarget);
     p.insert(p.end(), encoded.begin(), encoded.end());
+    if (p.empty()) throw SentenceError(static_cast<long long>(i), empty_prompt_without_bos());
     if (static_cast<int64_t>(p.size()) > options.max_input_tokens)
       throw SentenceError(static_cast<long long>(i), cat("the prompt has ", p.size(), " tokens with BOS, more than "
                                                          "the input token limit of ", options.max_input_tokens));
@@ -173,6 +185,7 @@ std::vector<Generation> Generator::generate_batch_ids(const std::vector<std::vec
   const tfm::ModelConfig& c = impl_->model->config();
   std::vector<std::vector<int32_t>> ids(prompts);
   for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i].empty() && c.bos_id < 0) throw SentenceError(static_cast<long long>(i), empty_prompt_without_bos());
     if (ids[i].empty()) ids[i].push_back(c.bos_id);
     if (static_cast<int64_t>(ids[i].size()) > options.max_input_tokens)
       throw SentenceError(static_cast<long long>(i), cat("the prompt has ", ids[i].size(),

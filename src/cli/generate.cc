@@ -148,8 +148,9 @@ class Generating {
     std::vector<int32_t> base;
     if (go_.include_prompt) {
       if (o_.ids) base = g_.parse_ids(transformer::clean_input(line).text, n);
-      else base = g_.encode(line), base.insert(base.begin(), g_.bos_id());
-      if (base.empty()) base.push_back(g_.bos_id());
+      else base = g_.encode(line);
+      if (!o_.ids && g_.bos_id() >= 0) base.insert(base.begin(), g_.bos_id());
+      if (base.empty() && g_.bos_id() >= 0) base.push_back(g_.bos_id());
     }
     TokenPrinter printer(g_, o_.ids, base);
     const auto out = run({line}, n, [&](int64_t, int32_t id) { printer.add(id); });

@@ -39,7 +39,7 @@ class BeamSearch {
   void extend(BeamStep& s, size_t i);
   void gather(const BeamStep& s, size_t i, int64_t b, bool last);
   void gather_row(const BeamStep& s, int64_t b, int32_t r, bool last);
-  void rank(int64_t t, int64_t b, bool last);
+  void rank(int64_t t, int64_t b, bool last, bool at_limit);
   void add_ended(std::vector<Hypothesis>& done, Hypothesis h) const;
   bool sentence_done(int64_t t, int64_t b, bool last) const;
   double live_bound(int64_t t, int64_t b) const;
@@ -129,9 +129,11 @@ int64_t BeamSearch::next_width(int64_t t) const {
 void BeamSearch::extend(BeamStep& s, size_t i) {
   const int64_t b = active_[i];
   const bool last = s.t + 1 >= e_.max_length[b];  // only EOS may follow
+  // The last token generation allows: the best K continuations end here, EOS or not.
+  const bool at_limit = e_.ends_at_limit && e_.max_length[b] >= 2 && s.t + 2 >= e_.max_length[b];
   gather(s, i, b, last);
-  rank(s.t, b, last);
-  if (sentence_done(s.t, b, last)) return;
+  rank(s.t, b, last, at_limit);
+  if (sentence_done(s.t, b, last || at_limit)) return;
   s.next_active.push_back(static_cast<int32_t>(b));
   for (int64_t k = 0; k < s.next_width; ++k) {
     const bool real = k < static_cast<int64_t>(live_.size());
@@ -167,8 +169,9 @@ void BeamSearch::gather_row(const BeamStep& s, int64_t b, int32_t r, bool last) 
 }
 
 // Sorts sentence b's best 2K continuations (enough to refill K live beams even if K of them end
-// here): the endings among them join its ended hypotheses, the best K others are live_.
-void BeamSearch::rank(int64_t t, int64_t b, bool last) {
+// here): the endings among them join its ended hypotheses, the best K others are live_. At
+// generation's limit (at_limit) the best K end there whatever their token.
+void BeamSearch::rank(int64_t t, int64_t b, bool last, bool at_limit) {
   const size_t top = std::min(cands_.size(), static_cast<size_t>(2 * K_));
   std::partial_sort(cands_.begin(), cands_.begin() + static_cast<std::ptrdiff_t>(top), cands_.end(),
                     [](const Candidate& x, const Candidate& y) {
@@ -183,6 +186,11 @@ void BeamSearch::rank(int64_t t, int64_t b, bool last) {
       // As fairseq: an ending counts only among the best K, so beam 1 is greedy search.
       if (rank < static_cast<size_t>(K_) || last)
         add_ended(done, backtrack(steps_, t, cand.row, cand.score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads));
+    } else if (at_limit && rank < static_cast<size_t>(K_)) {
+      // Ends with its token, t + 1 of them: backtrack's length, as it counts an EOS, is generate()'s.
+      Hypothesis h = backtrack(steps_, t, cand.row, cand.score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
+      h.tokens.push_back(cand.token);
+      add_ended(done, std::move(h));
     } else if (static_cast<int64_t>(live_.size()) < K_) {
       live_.push_back(cand);
     }

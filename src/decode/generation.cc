@@ -16,8 +16,8 @@ void check_prompts(const ModelConfig& c, const Sentences& prompts, int64_t max_n
   TFM_CHECK(min_new >= 0 && min_new <= max_new, "min_new_tokens must be in [0, max_new_tokens ", max_new, "], got ",
             min_new);
   for (size_t b = 0; b < prompts.size(); ++b) {
-    TFM_CHECK(!prompts[b].empty(), "prompt ", b, " is empty: generation needs at least one token (BOS, id ", c.bos_id,
-              ", to start from nothing)");
+    TFM_CHECK(!prompts[b].empty(), "prompt ", b, " is empty: generation needs at least one token",
+              c.bos_id >= 0 ? cat(" (BOS, id ", c.bos_id, ", to start from nothing)") : std::string());
     for (int32_t v : prompts[b])
       TFM_CHECK(v >= 0 && v < c.vocab_size, "prompt ", b, ": token id ", v, " is outside the vocabulary [0, ",
                 c.vocab_size, ")");
@@ -33,6 +33,7 @@ Start start_generation(const Transformer& model, const Context& ctx, const Sente
   Start s;
   s.src_lengths = Tensor::zeros({B}, DType::I32);
   s.max_length.assign(static_cast<size_t>(B), max_new + 1);
+  s.ends_at_limit = true;
   s.state = model.start_decoding(ctx, B, P + max_new, hypotheses);
   if (P > 1) {
     std::vector<int32_t> head;  // [B, P − 1]

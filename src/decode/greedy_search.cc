@@ -168,11 +168,18 @@ bool GreedySearch::advance(const GreedyStep& s) {
     const auto ri = static_cast<int64_t>(r);
     const int32_t best = s.choice[r] >= 0 ? s.choice[r] : best_of(s, ri);
     const double score = score_of(s, ri, best);
+    // Generation's last token allowed ends the hypothesis with it, as beam search's (Start::ends_at_limit).
+    const bool at_limit = e_.ends_at_limit && e_.max_length[b] >= 2 && s.t + 2 >= e_.max_length[b];
     if (best == c_.eos_id) {
       out_[b] = backtrack(steps_, s.t, static_cast<int32_t>(r), score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
+      continue;
+    }
+    if (e_.on_token && s.t >= static_cast<int64_t>(prefix_of(prefixes_, static_cast<size_t>(b)).size()))
+      e_.on_token(b, best);
+    if (at_limit) {
+      out_[b] = backtrack(steps_, s.t, static_cast<int32_t>(r), score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
+      out_[b].tokens.push_back(best);
     } else {
-      if (e_.on_token && s.t >= static_cast<int64_t>(prefix_of(prefixes_, static_cast<size_t>(b)).size()))
-        e_.on_token(b, best);
       keep.push_back(static_cast<int32_t>(r));
       next_rows.push_back(static_cast<int32_t>(b));
       next_token.push_back(best);

@@ -24,6 +24,10 @@ struct Architecture {
 const std::vector<Architecture>& architectures() {
   static const std::vector<Architecture> table = {
       {"marian", {"MarianMTModel"}, import_hf_marian, true},
+      {"gpt2", {"GPT2LMHeadModel", "GPT2Model"}, import_hf_gpt2, false},
+      {"llama", {"LlamaForCausalLM"}, import_hf_llama, false},
+      {"qwen2", {"Qwen2ForCausalLM"}, import_hf_llama, false},
+      {"mistral", {"MistralForCausalLM"}, import_hf_llama, false},
   };
   return table;
 }
@@ -70,6 +74,12 @@ ImportedModel import_hf(const std::string& dir) {
   ImportedModel m = chosen->import(folder);
   if (!chosen->own_vocabulary) m.vocab = hf_vocabulary(folder, m.config);
   return m;
+}
+
+ImportedModel import_hf_without_vocabulary(const std::string& dir) {
+  const Architecture* chosen = nullptr;
+  const HfFolderInfo folder = read_folder(dir, chosen);
+  return chosen->import(folder);
 }
 
 }  // namespace tfm

@@ -132,11 +132,18 @@ struct HfFolderInfo {
 // is vocab.json with two SentencePiece models) and the translators of their own vocabularies fill
 // the vocabulary too, the others leave it to hf_vocabulary.
 ImportedModel import_hf_marian(const HfFolderInfo& folder);
+// GPT-2 (hf_gpt2.cc); Llama, Qwen2 and Mistral, by the folder's model_type (hf_llama.cc).
+ImportedModel import_hf_gpt2(const HfFolderInfo& folder);
+ImportedModel import_hf_llama(const HfFolderInfo& folder);
 
 // The folder's tokenizer (tokenizer.json, else tokenizer.model or vocab.txt) as this project's
 // vocabulary; checks it against the configuration (its size at most vocab_size, the special ids it
 // names) and sets the configuration's unk_id.
 Vocab hf_vocabulary(const HfFolderInfo& folder, ModelConfig& config);
+
+// What import_hf does before reading the vocabulary of an architecture whose importer does not
+// read it (vocab empty then): for checks of the weights and configuration alone.
+ImportedModel import_hf_without_vocabulary(const std::string& dir);
 
 // provenance common to every architecture: the format, the folder, transformers' version and name.
 nlohmann::json hf_provenance(const HfFolderInfo& folder, const std::string& format);

@@ -48,7 +48,31 @@ Batch make_batch(const std::vector<std::vector<int32_t>>& sources, const std::ve
   return batch;
 }
 
+namespace {
+// Without BOS the first token is context only: make_batch's targets of the sequences' tails (y_2 ..
+// y_n, EOS), their inputs starting from y_1 instead of BOS.
+Batch lm_batch_without_bos(const std::vector<std::vector<int32_t>>& sequences, const ModelConfig& config) {
+  std::vector<std::vector<int32_t>> tails;
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    TFM_CHECK(!sequences[b].empty(), "sequence ", b, " is empty, and this model puts no BOS before a sequence "
+              "(bos_id -1): its first token is the context of the others, so it needs at least one");
+    tails.emplace_back(sequences[b].begin() + 1, sequences[b].end());
+  }
+  Batch batch = make_batch(std::vector<std::vector<int32_t>>(sequences.size()), tails, config);
+  const int64_t T = batch.tgt_in.size(1);
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    TFM_CHECK(sequences[b][0] >= 0 && sequences[b][0] < config.vocab_size, "make_batch: token id ", sequences[b][0],
+              " in sentence ", b, " is outside the vocabulary [0, ", config.vocab_size, ")");
+    batch.tgt_in.data<int32_t>()[static_cast<int64_t>(b) * T] = sequences[b][0];
+  }
+  batch.src = batch.src_lengths = Tensor();
+  batch.source_tokens = 0;
+  return batch;
+}
+}  // namespace
+
 Batch make_lm_batch(const std::vector<std::vector<int32_t>>& sequences, const ModelConfig& config) {
+  if (config.bos_id < 0) return lm_batch_without_bos(sequences, config);
   // make_batch's targets, with empty sources dropped afterwards.
   Batch batch = make_batch(std::vector<std::vector<int32_t>>(sequences.size()), sequences, config);
   batch.src = batch.src_lengths = Tensor();

@@ -28,7 +28,9 @@ Batch make_batch(const std::vector<std::vector<int32_t>>& sources, const std::ve
                  const ModelConfig& config);
 
 // A decoder-only model's batch of token sequences (ids without special tokens), as make_batch's
-// targets: tgt_in bos_id, y_1 .. y_n; tgt_out the next tokens y_1 .. y_n, EOS; no source.
+// targets: tgt_in bos_id, y_1 .. y_n; tgt_out the next tokens y_1 .. y_n, EOS; no source. With
+// bos_id −1 (no BOS: Hugging Face's GPT-2, Qwen2) y_1 is context only: tgt_in y_1 .. y_n, tgt_out
+// y_2 .. y_n, EOS (each sequence needs a token).
 Batch make_lm_batch(const std::vector<std::vector<int32_t>>& sequences, const ModelConfig& config);
 
 // The batch's tensors copied to `device` (the counts as they are).

@@ -61,10 +61,14 @@ GenerateInputs generate_inputs(const transformer::Generator& g, const std::vecto
   in.warnings.resize(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string what = cat("prompts[", i, "]");
-    std::vector<int32_t> ids{g.bos_id()};
+    std::vector<int32_t> ids;  // BOS first, unless the model has none (bos_id −1)
+    if (g.bos_id() >= 0) ids.push_back(g.bos_id());
     const std::vector<int32_t> encoded =
         g.encode(clean_text(texts[i], {what, /*may_be_empty=*/true}, limits.max_text_length, in.warnings[i]));
     ids.insert(ids.end(), encoded.begin(), encoded.end());
+    if (ids.empty())
+      throw HttpError{400, cat(what, " is empty, and this model puts no BOS before a prompt (bos_id -1): generation "
+                               "needs at least one token to start from")};
     if (static_cast<int64_t>(ids.size()) > limits.max_input_tokens)
       throw HttpError{400, cat(what, " has ", ids.size(), " tokens with BOS, more than the limit of ",
                                limits.max_input_tokens, " (--max-input-tokens)")};
