@@ -24,6 +24,7 @@ struct Architecture {
 const std::vector<Architecture>& architectures() {
   static const std::vector<Architecture> table = {
       {"marian", {"MarianMTModel"}, import_hf_marian, true},
+      {"bert", {"BertModel", "BertForMaskedLM"}, import_hf_bert, false},
   };
   return table;
 }
@@ -40,6 +41,10 @@ HfFolderInfo read_folder(const std::string& dir_name, const Architecture*& chose
   HfFolderInfo f;
   f.dir = dir_name;
   TFM_CHECK(fs::is_directory(f.dir), "import hf: '", dir_name, "' is not a folder");
+  if (fs::exists(f.dir / "modules.json")) {  // sentence-transformers: the model is its Transformer module
+    f.sentence_transformers = f.dir;
+    f.dir = sentence_transformers_model_dir(f.dir);
+  }
   f.config_path = f.dir / "config.json";
   f.config = read_hf_json(f.config_path);
   TFM_CHECK(f.config.is_object(), "import hf: ", f.config_path.string(), " is not a JSON object");
@@ -68,6 +73,7 @@ ImportedModel import_hf(const std::string& dir) {
   const Architecture* chosen = nullptr;
   const HfFolderInfo folder = read_folder(dir, chosen);
   ImportedModel m = chosen->import(folder);
+  if (!folder.sentence_transformers.empty()) apply_sentence_transformers(folder.sentence_transformers, m);
   if (!chosen->own_vocabulary) m.vocab = hf_vocabulary(folder, m.config);
   return m;
 }
