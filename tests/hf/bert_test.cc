@@ -96,6 +96,21 @@ TEST(HfBert, SpecialIdsAreTheTokenizersClsAndSep) {
   EXPECT_EQ(m.config.bos_id, r["ids"][0].front().get<int32_t>());  // [CLS]
   EXPECT_EQ(m.config.eos_id, r["ids"][0].back().get<int32_t>());   // [SEP]
   EXPECT_EQ(m.config.pad_id, r["batch_ids"].back().back().get<int32_t>());
+  // A folder with BERT's vocab.txt (one piece a line) instead of tokenizer.json: the same ids.
+  const fs::path dir = testing::temp_path("hf-bert-vocab-txt");
+  fs::remove_all(dir);
+  fs::copy(kDir / "bert", dir);
+  const json vocab = json::parse(read_file((dir / "tokenizer.json").string()))["model"]["vocab"];
+  std::vector<std::string> pieces(vocab.size());
+  for (const auto& [piece, id] : vocab.items()) pieces.at(id.get<size_t>()) = piece;
+  fs::remove(dir / "tokenizer.json");
+  std::ofstream txt(dir / "vocab.txt");
+  for (const std::string& p : pieces) txt << p << "\n";
+  txt.close();
+  const ImportedModel from_txt = import_folder(dir);
+  EXPECT_EQ(from_txt.config.bos_id, m.config.bos_id);
+  EXPECT_EQ(from_txt.config.eos_id, m.config.eos_id);
+  EXPECT_EQ(from_txt.config.unk_id, m.config.unk_id);
 }
 
 TEST(HfBert, LastHiddenStatesMatchHuggingFace) {
