@@ -129,13 +129,22 @@ std::string hf_layer_param(const std::string& prefix, const LayerParam& p) {
   }
 }
 
+// A tensor of the checkpoint; a LayerNorm's weight and bias under their older names too (gamma and
+// beta, as Google's converted checkpoints such as bert-base-uncased store them).
+Tensor get(HfWeights& w, const std::string& name) {
+  if (w.has(name) || name.find("LayerNorm.") == std::string::npos) return w.get(name);
+  const bool weight = name.ends_with(".weight");
+  const std::string old = name.substr(0, name.rfind('.') + 1) + (weight ? "gamma" : "beta");
+  return w.has(old) ? w.get(old) : w.get(name);
+}
+
 // The masked-LM head: transform (dense, activation, LayerNorm), decoder tied to the word embeddings
 // (or its own with tie_word_embeddings false), bias.
 void convert_mlm_head(HfWeights& w, const ModelConfig& c) {
   w.put("mlm_head.dense.weight", w.get("cls.predictions.transform.dense.weight"));
   w.put("mlm_head.dense.bias", w.get("cls.predictions.transform.dense.bias"));
-  w.put("mlm_head.norm.weight", w.get("cls.predictions.transform.LayerNorm.weight"));
-  w.put("mlm_head.norm.bias", w.get("cls.predictions.transform.LayerNorm.bias"));
+  w.put("mlm_head.norm.weight", get(w, "cls.predictions.transform.LayerNorm.weight"));
+  w.put("mlm_head.norm.bias", get(w, "cls.predictions.transform.LayerNorm.bias"));
   w.put("output.bias", w.get("cls.predictions.bias"));
   if (!c.tie_output) w.put("output.weight", w.get("cls.predictions.decoder.weight"));
   else if (w.has("cls.predictions.decoder.weight"))
@@ -175,11 +184,11 @@ std::vector<NamedTensor> convert_weights(const HfFolderInfo& f, const ModelConfi
   w.put("embed.weight", w.get(e + "word_embeddings.weight"));
   w.put("positions.weight", w.get(e + "position_embeddings.weight"));
   w.put("token_types.weight", w.get(e + "token_type_embeddings.weight"));
-  w.put("embed_norm.weight", w.get(e + "LayerNorm.weight"));
-  w.put("embed_norm.bias", w.get(e + "LayerNorm.bias"));
+  w.put("embed_norm.weight", get(w, e + "LayerNorm.weight"));
+  w.put("embed_norm.bias", get(w, e + "LayerNorm.bias"));
   for (const char* buffer : {"position_ids", "token_type_ids"})
     if (w.has(e + buffer)) w.skip(e + buffer);
-  for_each_layer_param(c, [&](const LayerParam& p) { w.put(p.name, w.get(hf_layer_param(prefix, p))); });
+  for_each_layer_param(c, [&](const LayerParam& p) { w.put(p.name, get(w, hf_layer_param(prefix, p))); });
   if (c.mlm_head) convert_mlm_head(w, c);
   skip_unused_heads(w, prefix, notes);
   w.refuse_unread(cat(f.architecture.empty() ? "BERT" : f.architecture, ", num_hidden_layers ", c.encoder_layers));

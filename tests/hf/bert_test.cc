@@ -15,6 +15,7 @@
 #include "decode/embedding.h"
 #include "import/hf_common.h"
 #include "io/atomic_file.h"
+#include "io/safetensors.h"
 #include "model/transformer.h"
 #include "testing/errors.h"
 #include "testing/fixture.h"
@@ -89,6 +90,21 @@ double worst_difference(const Tensor& got, const json& want) {
   return worst;
 }
 
+// A copy of a fixture folder, edited.
+fs::path edited(const std::string& which, const std::string& name, const std::function<void(const fs::path&)>& edit) {
+  const fs::path dir = testing::temp_path("hf-bert-" + name);
+  fs::remove_all(dir);
+  fs::copy(kDir / which, dir, fs::copy_options::recursive);
+  edit(dir);
+  return dir;
+}
+
+void rewrite(const fs::path& path, const std::function<void(json&)>& edit) {
+  json j = json::parse(read_file(path.string()));
+  edit(j);
+  std::ofstream(path) << j.dump();
+}
+
 TEST(HfBert, SpecialIdsAreTheTokenizersClsAndSep) {
   const json r = reference("bert");
   const ImportedModel m = import_folder(kDir / "bert");
@@ -121,6 +137,26 @@ TEST(HfBert, LastHiddenStatesMatchHuggingFace) {
     const Tensor hidden = model->encode(model->context(), b.src, b.src_lengths, nullptr);
     EXPECT_LT(worst_difference(hidden, r["hidden"]), 1e-4) << which;
   }
+}
+
+// Pretraining checkpoints' names: "bert." before the encoder's tensors, LayerNorm's gamma and beta.
+TEST(HfBert, OlderTensorNamesImportAlike) {
+  const fs::path dir = edited("bert", "older-names", [](const fs::path& d) {
+    const SafetensorsFile f = SafetensorsFile::read((d / "model.safetensors").string());
+    std::vector<NamedTensor> renamed;
+    for (std::string n : f.names()) {
+      const Tensor t = f.tensor(n);
+      for (const auto& [now, old] :
+           {std::pair{"LayerNorm.weight", "LayerNorm.gamma"}, {"LayerNorm.bias", "LayerNorm.beta"}})
+        if (n.ends_with(now)) n = n.substr(0, n.size() - std::string(now).size()) + old;
+      renamed.push_back({"bert." + n, t});
+    }
+    write_safetensors((d / "model.safetensors").string(), {}, renamed);
+  });
+  const json r = reference("bert");
+  const auto model = build(import_folder(dir));
+  const Batch b = padded_batch(r);
+  EXPECT_LT(worst_difference(model->encode(model->context(), b.src, b.src_lengths, nullptr), r["hidden"]), 1e-4);
 }
 
 TEST(HfBert, MaskedLmLogitsMatchHuggingFace) {
@@ -161,21 +197,6 @@ TEST(HfBert, EmbeddingsMatchSentenceTransformersWithEachPooling) {
       const std::string key = cat(name, normalize ? "_normalized" : "");
       expect_embeddings(embed_ids(*model, ids, {}, o), r["embeddings"][key], key);
     }
-}
-
-// A copy of a fixture folder, edited.
-fs::path edited(const std::string& which, const std::string& name, const std::function<void(const fs::path&)>& edit) {
-  const fs::path dir = testing::temp_path("hf-bert-" + name);
-  fs::remove_all(dir);
-  fs::copy(kDir / which, dir, fs::copy_options::recursive);
-  edit(dir);
-  return dir;
-}
-
-void rewrite(const fs::path& path, const std::function<void(json&)>& edit) {
-  json j = json::parse(read_file(path.string()));
-  edit(j);
-  std::ofstream(path) << j.dump();
 }
 
 TEST(HfBert, SentenceTransformersModulesSetEmbedsDefaults) {
