@@ -75,6 +75,8 @@ std::vector<float> pooled(const std::vector<float>& h, int64_t D, Pooling p, boo
   for (int64_t d = 0; d < D && p != Pooling::kNone; ++d) {
     if (p == Pooling::kCls) out[d] = h[d];
     else if (p == Pooling::kLast) out[d] = h[(L - 1) * D + d];
+    else if (p == Pooling::kMax)
+      for (int64_t t = 0; t < L; ++t) out[d] = t == 0 ? h[d] : std::max(out[d], h[t * D + d]);
     else {
       double s = 0;
       for (int64_t t = 0; t < L; ++t) s += h[t * D + d];
@@ -102,7 +104,7 @@ TEST(Encoder, EmbedsAsEncodePooled) {
   const auto model = load_model(path);
   const Encoder encoder(path, ids_only());
   EXPECT_EQ(encoder.dim(), 8);
-  for (Pooling p : {Pooling::kMean, Pooling::kCls, Pooling::kLast, Pooling::kNone})
+  for (Pooling p : {Pooling::kMean, Pooling::kCls, Pooling::kLast, Pooling::kMax, Pooling::kNone})
     for (bool normalize : {false, true}) {
       SCOPED_TRACE(std::string(transformer::pooling_name(p)) + (normalize ? " normalized" : ""));
       EmbedOptions o;
@@ -167,7 +169,8 @@ TEST(Encoder, RefusesBadInputNamingIt) {
                         {"token type 2 is outside the model's token types [0, 2)"});
   testing::expect_error([&] { encoder.embed_ids({{2, 3}}, {}, {{0}}); }, {"it has 2 tokens but 1 token types"});
   testing::expect_error([&] { encoder.embed({"a"}); }, {"loaded without a vocabulary"});
-  testing::expect_error([] { transformer::parse_pooling("max"); }, {"unknown pooling 'max' (mean, cls, last or none)"});
+  testing::expect_error([] { transformer::parse_pooling("sum"); },
+                        {"unknown pooling 'sum' (mean, cls, last, max or none)"});
   EmbedOptions bad;
   bad.batch_sentences = 0;
   testing::expect_error([&] { encoder.embed_ids(kInputs, bad); }, {"batch size must be in [1, 4096] sentences, got 0"});

@@ -56,6 +56,9 @@ class Encoder {
   // Space-separated token ids, as `embed --ids` reads them; throws naming line_number and the bad
   // word or id (outside the vocabulary, or padding).
   std::vector<int32_t> parse_ids(std::string_view line, int64_t line_number) const;
+  // The options a call with `options` uses: pooling and normalize, where unset, the model's defaults
+  // (those its file records, else mean and not normalized).
+  EmbedOptions resolve(const EmbedOptions& options) const;
   bool has_vocab() const;
   int64_t dim() const;                  // d_model, the length of each vector
   const std::string& architecture() const;  // the model's (encoder-only or encoder-decoder)

@@ -69,6 +69,11 @@ struct ModelConfig {
   int64_t token_types = 0;     // encoder-only: segment embeddings `token_types.weight` [G, D] (BERT: 2)
   bool mlm_head = false;       // encoder-only: BERT's masked-LM transform before the output projection,
                                //   `mlm_head.dense` (D → D), the activation, `mlm_head.norm`
+  std::string pooling = "mean";      // embedding: how `embed` pools when the call does not say
+                                     //   (EmbedOptions::pooling unset): mean | cls | last | max | none
+                                     //   (a sentence-transformers import records its Pooling module's)
+  bool normalize_embeddings = false;  // embedding: whether `embed` L2-normalizes when the call does not
+                                      //   say (a sentence-transformers Normalize module)
 
   int64_t head_dim() const { return d_model / heads; }
   int64_t self_kv_heads() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -97,6 +102,8 @@ struct ModelOverrides {
   std::optional<double> rope_theta;
   std::optional<int64_t> rotary_dims, kv_heads, attention_window;
   std::optional<bool> rope_interleaved, gated;
+  std::optional<std::string> pooling;
+  std::optional<bool> normalize_embeddings;
 
   // `base` with the fields set here replaced (not validated).
   ModelConfig apply_to(ModelConfig base) const;

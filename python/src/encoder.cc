@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "module.h"
@@ -26,11 +27,13 @@ std::unique_ptr<Encoder> load_encoder(const py::object& model_path, const py::ob
   return load_with_warnings<Encoder>(model_path, load_options(vocab, need_vocab, verify, weights, threads, device));
 }
 
-EmbedOptions embed_options(const std::string& pooling, bool normalize, int64_t batch_size, int64_t max_input_tokens,
-                           int threads) {
+// pooling and normalize None: the model's defaults (Encoder::resolve).
+EmbedOptions embed_options(const Encoder& e, const std::optional<std::string>& pooling, std::optional<bool> normalize,
+                           int64_t batch_size, int64_t max_input_tokens, int threads) {
   EmbedOptions o;
-  o.pooling = parse_pooling(pooling);
+  if (pooling) o.pooling = parse_pooling(*pooling);
   o.normalize = normalize;
+  o = e.resolve(o);
   o.batch_sentences = batch_size;
   o.max_input_tokens = max_input_tokens;
   o.threads = threads;
@@ -58,36 +61,40 @@ void bind_embed(py::class_<Encoder>& c) {
   const EmbedOptions d;
   c.def(
       "embed",
-      [](const Encoder& e, const std::vector<std::string>& texts, const std::string& pooling, bool normalize,
+      [](const Encoder& e, const std::vector<std::string>& texts, const std::optional<std::string>& pooling,
+         std::optional<bool> normalize,
          int64_t batch_size, int64_t max_input_tokens, int threads) {
-        const EmbedOptions o = embed_options(pooling, normalize, batch_size, max_input_tokens, threads);
+        const EmbedOptions o = embed_options(e, pooling, normalize, batch_size, max_input_tokens, threads);
         std::vector<Embedding> out;
         {
           py::gil_scoped_release release;
           out = e.embed(texts, o);
         }
-        return to_numpy(out, o.pooling, e.dim());
+        return to_numpy(out, *o.pooling, e.dim());
       },
-      py::arg("texts"), py::kw_only(), py::arg("pooling") = pooling_name(d.pooling), py::arg("normalize") = d.normalize,
+      py::arg("texts"), py::kw_only(), py::arg("pooling") = py::none(), py::arg("normalize") = py::none(),
       py::arg("batch_size") = d.batch_sentences, py::arg("max_input_tokens") = d.max_input_tokens,
       py::arg("threads") = d.threads,
-      "Texts → a float32 array [N, D], one row per text in input order (pooling \"mean\", \"cls\" or \"last\"), or "
-      "with pooling=\"none\" a list of [L_i, D] arrays, every token's vector. normalize: unit L2 norms.");
+      "Texts → a float32 array [N, D], one row per text in input order (pooling \"mean\", \"cls\", \"last\" or "
+      "\"max\"), or with pooling=\"none\" a list of [L_i, D] arrays, every token's vector. normalize: unit L2 norms. "
+      "pooling and normalize None: the model's defaults (a sentence-transformers import records its own; else "
+      "\"mean\", not normalized).");
   c.def(
       "embed_ids",
-      [](const Encoder& e, const std::vector<std::vector<int32_t>>& ids, const std::string& pooling, bool normalize,
+      [](const Encoder& e, const std::vector<std::vector<int32_t>>& ids, const std::optional<std::string>& pooling,
+         std::optional<bool> normalize,
          int64_t batch_size, int64_t max_input_tokens, int threads,
          const std::optional<std::vector<std::vector<int32_t>>>& token_types) {
-        const EmbedOptions o = embed_options(pooling, normalize, batch_size, max_input_tokens, threads);
+        const EmbedOptions o = embed_options(e, pooling, normalize, batch_size, max_input_tokens, threads);
         const std::vector<std::vector<int32_t>> types = token_types.value_or(std::vector<std::vector<int32_t>>{});
         std::vector<Embedding> out;
         {
           py::gil_scoped_release release;
           out = e.embed_ids(ids, o, types);
         }
-        return to_numpy(out, o.pooling, e.dim());
+        return to_numpy(out, *o.pooling, e.dim());
       },
-      py::arg("ids"), py::kw_only(), py::arg("pooling") = pooling_name(d.pooling), py::arg("normalize") = d.normalize,
+      py::arg("ids"), py::kw_only(), py::arg("pooling") = py::none(), py::arg("normalize") = py::none(),
       py::arg("batch_size") = d.batch_sentences, py::arg("max_input_tokens") = d.max_input_tokens,
       py::arg("threads") = d.threads, py::arg("token_types") = py::none(),
       "embed, for token-id lists taken exactly as given (no specials added); token_types: one list per input "

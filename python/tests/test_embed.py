@@ -71,7 +71,7 @@ def test_encoder_only_model_with_ids_and_token_types(bert):
         e.embed_ids(ids, token_types=[[0, 0, 0, 0, 2], [0, 0, 0]])
     with pytest.raises(transformer.Error, match="sentence 1: there are no tokens to embed"):
         e.embed_ids([[2, 3], []])
-    with pytest.raises(transformer.Error, match="unknown pooling 'max'"):
-        e.embed_ids(ids, pooling="max")
+    with pytest.raises(transformer.Error, match="unknown pooling 'sum'"):
+        e.embed_ids(ids, pooling="sum")
     with pytest.raises(transformer.Error, match="without a vocabulary"):
         e.embed(["seven"])

@@ -13,21 +13,9 @@ namespace transformer {
 
 using tfm::cat;
 
-namespace {
-constexpr const char* kPoolingNames[] = {"mean", "cls", "last", "none"};
-}  // namespace
-
-Pooling parse_pooling(std::string_view name) {
-  for (int i = 0; i < 4; ++i)
-    if (name == kPoolingNames[i]) return static_cast<Pooling>(i);
-  throw Error(cat("unknown pooling '", name, "' (mean, cls, last or none)"));
-}
-
-const char* pooling_name(Pooling p) { return kPoolingNames[static_cast<int>(p)]; }
-
 void EmbedOptions::validate() const {
-  TFM_CHECK(static_cast<int>(pooling) >= 0 && static_cast<int>(pooling) < 4, "pooling must be mean, cls, last or "
-            "none, got ", static_cast<int>(pooling));
+  const int p = pooling ? static_cast<int>(*pooling) : 0;
+  TFM_CHECK(p >= 0 && p <= static_cast<int>(Pooling::kMax), "pooling must be mean, cls, last, max or none, got ", p);
   TFM_CHECK(batch_sentences >= 1 && batch_sentences <= kMaxBatchSentences, "batch size must be in [1, ",
             kMaxBatchSentences, "] sentences, got ", batch_sentences);
   TFM_CHECK(max_input_tokens >= 1 && max_input_tokens <= kMaxInputTokens, "the input token limit must be in [1, ",
@@ -155,6 +143,10 @@ std::vector<int32_t> Encoder::parse_ids(std::string_view line, int64_t line_numb
               c.vocab_size, ")");
     TFM_CHECK(v != c.pad_id, "line ", line_number, ": token id ", v, " is the padding id, which input may not contain");
   });
+}
+
+EmbedOptions Encoder::resolve(const EmbedOptions& options) const {
+  return tfm::resolve_embed_options(impl_->config(), options);
 }
 
 bool Encoder::has_vocab() const { return impl_->has_vocab; }

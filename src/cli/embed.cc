@@ -19,9 +19,10 @@ namespace {
 
 struct EmbedFlags {
   ModelPaths paths;
-  std::string input, pooling = "mean";
+  std::string input, pooling;  // "": the model's default
   transformer::EmbedOptions embed;
-  bool ids = false, int8 = false, packed = true;
+  CLI::Option* normalize_flag = nullptr;
+  bool normalize = false, ids = false, int8 = false, packed = true;
   int64_t threads = 0, chunk_lines = 10000;
   std::string device = transformer::EncoderOptions{}.device;
 };
@@ -31,10 +32,12 @@ void add_embed_flags(CLI::App& cmd, EmbedFlags& o) {
   cmd.add_option("-i,--input", o.input, "input file (default: stdin)");
   cmd.add_option("--pooling", o.pooling,
                  "how a sentence's token vectors become one: mean (padding never counts), cls (the first token's), "
-                 "last (the last token's), none (every token's vector: an array of arrays)")
-      ->check(CLI::IsMember({"mean", "cls", "last", "none"}))
-      ->capture_default_str();
-  cmd.add_flag("--normalize", o.embed.normalize, "divide each vector by its L2 norm (unit length)");
+                 "last (the last token's), max (each dimension's largest), none (every token's vector: an array of "
+                 "arrays); default: the model's (a sentence-transformers import records its own), else mean")
+      ->check(CLI::IsMember({"mean", "cls", "last", "max", "none"}));
+  o.normalize_flag = cmd.add_flag("--normalize,!--no-normalize", o.normalize,
+                                  "divide each vector by its L2 norm (unit length); default: the model's (a "
+                                  "sentence-transformers import with a Normalize module normalizes), else not");
   cmd.add_flag("--ids", o.ids,
                "read space-separated token ids, taken exactly as given (no beginning or end of sentence added)");
   cmd.add_flag("--int8", o.int8, "int8 weights (faster, slightly less exact)");
@@ -96,7 +99,8 @@ void write_chunk(const std::vector<transformer::Embedding>& out, const std::vect
 }
 
 int run(EmbedFlags& o) {
-  o.embed.pooling = transformer::parse_pooling(o.pooling);
+  if (!o.pooling.empty()) o.embed.pooling = transformer::parse_pooling(o.pooling);
+  if (o.normalize_flag->count() > 0) o.embed.normalize = o.normalize;
   o.embed.threads = static_cast<int>(o.threads);
   TFM_CHECK(o.chunk_lines >= 1, "--chunk-lines must be >= 1, got ", o.chunk_lines);
   try {
@@ -116,6 +120,7 @@ int run(EmbedFlags& o) {
   print_notes(encoder.load_notes());
   if (o.input.empty()) check_stdin();
   Input input(o.input);
+  const bool per_token = encoder.resolve(o.embed).pooling == transformer::Pooling::kNone;
   const int64_t specials = o.ids ? -1 : static_cast<int64_t>(encoder.encode("").size());
   std::vector<std::string> chunk;
   int64_t lines = 0;
@@ -140,7 +145,7 @@ int run(EmbedFlags& o) {
     } catch (const transformer::SentenceError& e) {
       throw Error(cat("line ", first + e.index(), ": ", e.problem()));
     }
-    write_chunk(out, chunk, first, specials, o.embed.pooling == transformer::Pooling::kNone);
+    write_chunk(out, chunk, first, specials, per_token);
   }
   return 0;
 }

@@ -13,6 +13,9 @@ namespace {
 
 using transformer::Pooling;
 
+constexpr const char* kPoolingNames[] = {"mean", "cls", "last", "none", "max"};
+constexpr int kPoolings = 5;
+
 // Refuses a sequence the model cannot encode: empty, over the token limit, or past a learned
 // position table.
 void check_lengths(const Transformer& model, const std::vector<std::vector<int32_t>>& sequences,
@@ -74,13 +77,39 @@ struct BatchEmbedder {
     for (int64_t b = 0; b < B; ++b) {
       const size_t k = order[begin + static_cast<size_t>(b)];
       out[k].ids = sequences[k];
-      pool_hidden(hidden.data<float>() + b * S * D, static_cast<int64_t>(sequences[k].size()), D, o.pooling,
-                  o.normalize, out[k]);
+      pool_hidden(hidden.data<float>() + b * S * D, static_cast<int64_t>(sequences[k].size()), D, *o.pooling,
+                  *o.normalize, out[k]);
     }
   }
 };
 
 }  // namespace
+
+}  // namespace tfm
+
+namespace transformer {
+
+Pooling parse_pooling(std::string_view name) {
+  for (int i = 0; i < tfm::kPoolings; ++i)
+    if (name == tfm::kPoolingNames[i]) return static_cast<Pooling>(i);
+  throw Error(tfm::cat("unknown pooling '", name, "' (mean, cls, last, max or none)"));
+}
+
+const char* pooling_name(Pooling p) {
+  const int i = static_cast<int>(p);
+  return i >= 0 && i < tfm::kPoolings ? tfm::kPoolingNames[i] : "?";
+}
+
+}  // namespace transformer
+
+namespace tfm {
+
+transformer::EmbedOptions resolve_embed_options(const ModelConfig& config, const transformer::EmbedOptions& options) {
+  transformer::EmbedOptions o = options;
+  if (!o.pooling) o.pooling = transformer::parse_pooling(config.pooling);
+  if (!o.normalize) o.normalize = config.normalize_embeddings;
+  return o;
+}
 
 void pool_hidden(const float* h, int64_t L, int64_t D, Pooling pooling, bool normalize, transformer::Embedding& out) {
   out.dim = D;
@@ -88,6 +117,11 @@ void pool_hidden(const float* h, int64_t L, int64_t D, Pooling pooling, bool nor
   out.values.assign(static_cast<size_t>(out.rows * D), 0.0f);
   if (pooling == Pooling::kNone) {
     std::copy(h, h + L * D, out.values.begin());
+  } else if (pooling == Pooling::kMax) {
+    float* top = out.values.data();
+    std::copy(h, h + D, top);
+    for (int64_t t = 1; t < L; ++t)
+      for (int64_t d = 0; d < D; ++d) top[d] = std::max(top[d], h[t * D + d]);
   } else if (pooling == Pooling::kMean) {
     std::vector<double> sum(static_cast<size_t>(D), 0.0);  // in double: the same value whatever L
     for (int64_t t = 0; t < L; ++t)
@@ -110,8 +144,9 @@ void pool_hidden(const float* h, int64_t L, int64_t D, Pooling pooling, bool nor
 
 std::vector<transformer::Embedding> embed_ids(const Transformer& model, const std::vector<std::vector<int32_t>>& sequences,
                                               const std::vector<std::vector<int32_t>>& types,
-                                              const transformer::EmbedOptions& o) {
-  o.validate();
+                                              const transformer::EmbedOptions& options) {
+  options.validate();
+  const transformer::EmbedOptions o = resolve_embed_options(model.config(), options);
   TFM_CHECK(model.config().has_encoder(), "a ", model.config().architecture,
             " model has no encoder to embed with (embedding takes an encoder-only or encoder-decoder model)");
   check_lengths(model, sequences, types, o.max_input_tokens);

@@ -1,6 +1,6 @@
 #pragma once
 // Embedding token sequences with a model's encoder: batches of sentences of similar length encoded
-// together, each sentence's hidden states pooled (mean, first, last or none) and optionally
+// together, each sentence's hidden states pooled (mean, first, last, max or none) and optionally
 // L2-normalized, the results in input order.
 #include <vector>
 
@@ -9,9 +9,14 @@
 
 namespace tfm {
 
+// The options with pooling and normalize, where unset, the model's defaults (ModelConfig::pooling,
+// normalize_embeddings).
+transformer::EmbedOptions resolve_embed_options(const ModelConfig& config, const transformer::EmbedOptions& options);
+
 // sequences: the ids the encoder reads, specials included, each non-empty; types: empty, or one
 // sequence of token types per input of the same length. Throws SentenceError for a sequence over
-// options.max_input_tokens or past the model's learned positions.
+// options.max_input_tokens or past the model's learned positions. Unset pooling and normalize are
+// the model's (resolve_embed_options).
 std::vector<transformer::Embedding> embed_ids(const Transformer& model, const std::vector<std::vector<int32_t>>& sequences,
                                               const std::vector<std::vector<int32_t>>& types,
                                               const transformer::EmbedOptions& options);

@@ -28,6 +28,7 @@ const std::vector<Architecture>& architectures() {
       {"llama", {"LlamaForCausalLM"}, import_hf_llama, false},
       {"qwen2", {"Qwen2ForCausalLM"}, import_hf_llama, false},
       {"mistral", {"MistralForCausalLM"}, import_hf_llama, false},
+      {"bert", {"BertModel", "BertForMaskedLM"}, import_hf_bert, false},
   };
   return table;
 }
@@ -44,6 +45,10 @@ HfFolderInfo read_folder(const std::string& dir_name, const Architecture*& chose
   HfFolderInfo f;
   f.dir = dir_name;
   TFM_CHECK(fs::is_directory(f.dir), "import hf: '", dir_name, "' is not a folder");
+  if (fs::exists(f.dir / "modules.json")) {  // sentence-transformers: the model is its Transformer module
+    f.sentence_transformers = f.dir;
+    f.dir = sentence_transformers_model_dir(f.dir);
+  }
   f.config_path = f.dir / "config.json";
   f.config = read_hf_json(f.config_path);
   TFM_CHECK(f.config.is_object(), "import hf: ", f.config_path.string(), " is not a JSON object");
@@ -68,18 +73,21 @@ HfFolderInfo read_folder(const std::string& dir_name, const Architecture*& chose
 }
 }  // namespace
 
-ImportedModel import_hf(const std::string& dir) {
+namespace {
+// The model and, with `vocabulary`, its vocabulary (the tokenizer's special ids then set the
+// model's bos and eos ids).
+ImportedModel import_folder(const std::string& dir, bool vocabulary) {
   const Architecture* chosen = nullptr;
   const HfFolderInfo folder = read_folder(dir, chosen);
   ImportedModel m = chosen->import(folder);
-  if (!chosen->own_vocabulary) m.vocab = hf_vocabulary(folder, m.config);
+  if (!folder.sentence_transformers.empty()) apply_sentence_transformers(folder.sentence_transformers, m);
+  if (vocabulary && !chosen->own_vocabulary) m.vocab = hf_vocabulary(folder, m.config);
   return m;
 }
+}  // namespace
 
-ImportedModel import_hf_without_vocabulary(const std::string& dir) {
-  const Architecture* chosen = nullptr;
-  const HfFolderInfo folder = read_folder(dir, chosen);
-  return chosen->import(folder);
-}
+ImportedModel import_hf(const std::string& dir) { return import_folder(dir, true); }
+
+ImportedModel import_hf_without_vocabulary(const std::string& dir) { return import_folder(dir, false); }
 
 }  // namespace tfm

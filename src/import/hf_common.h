@@ -127,6 +127,9 @@ struct HfFolderInfo {
   nlohmann::json config;
   std::string architecture;
   std::string model_type;
+  // A sentence-transformers folder (modules.json) this is the Transformer module of, else empty:
+  // its Pooling and Normalize modules set the model's default pooling and normalization.
+  std::filesystem::path sentence_transformers;
 };
 // Each fills config, tensors, provenance and notes; import_hf_marian (MarianMT, whose vocabulary
 // is vocab.json with two SentencePiece models) and the translators of their own vocabularies fill
@@ -135,6 +138,14 @@ ImportedModel import_hf_marian(const HfFolderInfo& folder);
 // GPT-2 (hf_gpt2.cc); Llama, Qwen2 and Mistral, by the folder's model_type (hf_llama.cc).
 ImportedModel import_hf_gpt2(const HfFolderInfo& folder);
 ImportedModel import_hf_llama(const HfFolderInfo& folder);
+// BertModel and BertForMaskedLM (src/import/hf_bert.cc): an encoder-only model.
+ImportedModel import_hf_bert(const HfFolderInfo& folder);
+
+// A sentence-transformers folder (src/import/hf_sentence_transformers.cc): the folder of its
+// Transformer module (modules.json's path, "" for `dir` itself), and the default pooling and
+// normalization of `embed` its other modules set on the imported model (other modules refused).
+std::filesystem::path sentence_transformers_model_dir(const std::filesystem::path& dir);
+void apply_sentence_transformers(const std::filesystem::path& dir, ImportedModel& m);
 
 // The folder's tokenizer (tokenizer.json, else tokenizer.model or vocab.txt) as this project's
 // vocabulary; checks it against the configuration (its size at most vocab_size, the special ids it

@@ -70,6 +70,7 @@ void check_choices(const ModelConfig& c) {
   check_one_of("positions", c.positions, {"interleaved", "sin_cos", "learned", "rope", "none"});
   check_one_of("norm", c.norm, {"layernorm", "rmsnorm"});
   check_one_of("position_frequencies", c.position_frequencies, {"paper", "marian"});
+  check_one_of("pooling", c.pooling, {"mean", "cls", "last", "max", "none"});
   TFM_CHECK(c.position_frequencies != "marian" || c.d_model >= 4,
             "model: position_frequencies 'marian' needs d_model >= 4, got ", c.d_model);
   TFM_CHECK(c.positions != "sin_cos" || c.d_model % 2 == 0, "model: positions 'sin_cos' needs an even d_model, got ",
@@ -162,7 +163,8 @@ ModelConfig model_preset(const std::string& name) {
   X(attention_dropout) X(pre_norm) X(tie_source_target) X(layer_norm_eps) X(pad_id) X(unk_id) X(bos_id) X(eos_id) \
   X(activation) X(positions) X(position_frequencies) X(position_offset) X(scale_embeddings) X(tie_output) X(output_bias) \
   X(architecture) X(max_positions) X(final_norm) X(embedding_norm) X(attention_bias) X(ffn_bias) X(token_types)    \
-  X(mlm_head) X(norm) X(rope_theta) X(rotary_dims) X(rope_interleaved) X(gated) X(kv_heads) X(attention_window)
+  X(mlm_head) X(norm) X(rope_theta) X(rotary_dims) X(rope_interleaved) X(gated) X(kv_heads) X(attention_window)  \
+  X(pooling) X(normalize_embeddings)
 
 const std::vector<std::string>& model_config_fields() {
 #define TFM_NAME(f) #f,
@@ -198,7 +200,8 @@ nlohmann::json model_config_for_file(const ModelConfig& c) {
   const nlohmann::json defaults = ModelConfig();
   for (const char* field : {"architecture", "max_positions", "final_norm", "embedding_norm", "attention_bias",
                             "ffn_bias", "token_types", "mlm_head", "norm", "rope_theta", "rotary_dims",
-                            "rope_interleaved", "gated", "kv_heads", "attention_window"})
+                            "rope_interleaved", "gated", "kv_heads", "attention_window", "pooling",
+                            "normalize_embeddings"})
     if (j[field] == defaults[field]) j.erase(field);
   return j;
 }

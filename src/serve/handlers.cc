@@ -70,16 +70,17 @@ json Server::Impl::embed(const httplib::Request& req) {
   const Fields f(req.body, {"texts", "model", "pooling", "normalize"});
   LoadedModel& m = models.find(f.string("model"));
   const std::vector<std::string> texts = f.texts("texts", options.max_sentences);
+  const transformer::Encoder& encoder = m.embed_encoder();
   transformer::EmbedOptions o;
   try {
-    o.pooling = transformer::parse_pooling(f.has("pooling") ? f.string("pooling") : "mean");
+    if (f.has("pooling")) o.pooling = transformer::parse_pooling(f.string("pooling"));
   } catch (const transformer::Error& e) {
     throw HttpError{400, cat("'pooling': ", e.what())};
   }
-  o.normalize = f.boolean("normalize", o.normalize);
+  if (f.has("normalize")) o.normalize = f.boolean("normalize", false);
+  o = encoder.resolve(o);  // absent pooling and normalize: the model's defaults
   o.max_input_tokens = options.max_input_tokens;
   o.threads = options.threads_per_worker;
-  const transformer::Encoder& encoder = m.embed_encoder();
   EmbedInputs in = embed_inputs(encoder, texts, options);
   auto job = std::make_shared<EmbedJob>(embed_key(m.spec.name, o), std::move(in.costs), encoder, o, std::move(in.ids));
   submit(job);

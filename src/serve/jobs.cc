@@ -47,7 +47,8 @@ void ScoreJob::run_batch(const std::vector<Item>& items) {
 }
 
 std::string embed_key(const std::string& model, const transformer::EmbedOptions& o) {
-  return cat(model, "\tembed\t", transformer::pooling_name(o.pooling), "\t", o.normalize);
+  // o is resolved (Encoder::resolve): pooling and normalize are set.
+  return cat(model, "\tembed\t", transformer::pooling_name(o.pooling.value()), "\t", o.normalize.value());
 }
 
 void EmbedJob::run_batch(const std::vector<Item>& items) {

@@ -41,7 +41,7 @@ for line in lines:
     if mode == "unit":
         assert abs(math.sqrt(sum(a * a for a in v)) - 1) < 1e-6, v
 PY
-for pooling in mean cls last; do
+for pooling in mean cls last max; do
   em --pooling "$pooling" < "$work/in.txt" > "$work/$pooling.json" || fail "--pooling $pooling: $(cat "$work/log")"
   python3 "$work/check.py" "$work/$pooling.json" 4 16 flat || fail "--pooling $pooling shape"
 done
@@ -91,7 +91,7 @@ expect_error "line 2: it has [0-9]+ tokens .*more than the input token limit of 
   --input "$work/two.txt"
 expect_error "line 2: there are no tokens to embed" sh -c "printf '2 3\n\n' | $bin embed -m $bert --ids --threads 1"
 expect_error "line 1: token id 0 is the padding id" sh -c "printf '2 0 3\n' | $bin embed -m $bert --ids --threads 1"
-expect_error "pooling" emx --pooling max
+expect_error "pooling" emx --pooling sum
 expect_error "/dev/full" sh -c "$bin embed -m $bert --vocab $fix/vocab.model --threads 1 --input $work/in.txt > /dev/full"
 "$bin" init --preset tiny --architecture decoder-only --vocab-size 50 -o "$work/gpt.safetensors" > /dev/null
 expect_error "decoder-only model, which has no encoder" "$bin" embed -m "$work/gpt.safetensors" --ids
