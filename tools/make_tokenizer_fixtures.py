@@ -20,6 +20,10 @@ the transformers class a real checkpoint uses, into OUT/NAME/:
                 LlamaTokenizerFast from tokenizer.model (kept beside it): Metaspace pre-tokenizer
   mistral       the same model with the older layout of Llama 2's and Mistral's tokenizer.json
                 (normalizer Prepend("▁") + Replace(" ", "▁"), no pre-tokenizer)
+  bert-keep-accents  bert-uncased's pieces, lowercased without stripping accents
+  qwen2-added   qwen2 with added tokens that exercise their matching (normalized, overlapping,
+                single_word, lstrip/rstrip)
+  llama2-unk    llama2 without byte fallback: <unk> for unknown characters, fused
 
 OUT/hostile.json.gz is a list of hostile texts (combining marks, emoji with ZWJ and skin tones,
 RTL, CJK, NUL and controls, runs of spaces, 10,000-character words, special-token strings, invalid
@@ -29,6 +33,9 @@ Tokenizer (loaded from the saved tokenizer.json) computes for every line of the 
 tokens; with them, when they differ from the constant prefix + ids + suffix; and
 decode(ids with special tokens, skip_special_tokens=True) when it differs from the text, and for the
 hostile texts skip_special_tokens=False too, when it differs from that.
+The last three are checked on the hostile texts only. Each file also holds "decode": random id lists
+(special and byte tokens included) with decode(ids, skip_special_tokens=True) and (=False); and
+"pre_tokenized": the pre-tokenizer's pieces of each normalized hostile text (the regexes' splits).
 mistral's file says `"same_as": "llama2"` and has null for the ids equal to llama2's.
 Invalid UTF-8 is decoded with Python's errors="replace" (U+FFFD) before encoding, the policy the
 C++ tokenizer follows. Training is single-threaded and seeded: a rerun writes the same files.
@@ -51,6 +58,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 SETS = {lang: f"multi30k/raw/test_2016_flickr.{lang}" for lang in ("en", "de", "fr", "cs")}
 TRAIN = ["multi30k/raw/train.en", "multi30k/raw/train.de"]
 VOCAB = 1000
+HOSTILE_ONLY = ["bert-keep-accents", "qwen2-added", "llama2-unk"]  # variants checked on the hostile texts alone
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -154,6 +162,34 @@ def llama2(out, data, work):
     return hf
 
 
+def bert_keep_accents(out, cased_from):
+    """BERT lowercasing without stripping accents (strip_accents false), over bert-uncased's pieces."""
+    vocab = json.load(open(os.path.join(cased_from, "tokenizer.json"), encoding="utf-8"))["model"]["vocab"]
+    transformers.BertTokenizerFast(vocab=vocab, do_lower_case=True, strip_accents=False).save_pretrained(out)
+    shutil.copy(os.path.join(cased_from, "vocab.txt"), os.path.join(out, "vocab.txt"))
+
+
+def qwen2_added(out, qwen2_folder):
+    """qwen2 with added tokens that exercise their matching: normalized ones (found in the NFC
+    text), one the prefix of another (the longest wins), single_word, lstrip and rstrip."""
+    from tokenizers import AddedToken
+    hf = transformers.AutoTokenizer.from_pretrained(qwen2_folder)
+    hf.add_tokens([AddedToken("New York", normalized=True), AddedToken("New York City", normalized=True),
+                   AddedToken("dog", single_word=True, normalized=True), AddedToken("cafe\u0301", normalized=True)])
+    hf.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>",
+                                                         AddedToken("<mask>", lstrip=True, rstrip=True, normalized=False)]})
+    hf.save_pretrained(out)
+
+
+def llama2_unk(out, llama):
+    """llama2's model without byte fallback: unknown characters become <unk>, runs of them fused."""
+    spec = json.loads(llama.backend_tokenizer.to_str())
+    spec["model"].update(unk_token="<unk>", byte_fallback=False, fuse_unk=True)
+    tok = Tokenizer.from_str(json.dumps(spec))
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                         unk_token="<unk>").save_pretrained(out)
+
+
 def mistral(out, llama):
     tok = Tokenizer.from_str(llama.backend_tokenizer.to_str())
     tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
@@ -186,6 +222,9 @@ def hostile_texts():
         "hello[MASK]world  [SEP]  spaced", "<s>hello</s> <unk> < s >", "<|endoftext|>text<|endoftext|> again",
         "<|begin_of_text|>hi<|end_of_text|> <|eot_id|>", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>",
         "▁already ▁metaspace▁ chars", "ĠĊ byte-level-looking chars ĉ",
+        "v \x0b\x0b w \x85\x85 z\x0b \u2028 y \x0c\x0c", "İstanbul İI ıi",
+        "New York City and New York <mask>  end", "a  <mask>  b<mask>c", "dog dogs hotdog dog. _dog",
+        "cafe\u0301 café CAFÉ",
         "a" * 10000, "".join(rng.choice(letters) for _ in range(10000)),
         "".join(rng.choice("0123456789") for _ in range(10000)),
         "".join(chr(rng.randrange(0x4E00, 0x9FA5)) for _ in range(3000)),
@@ -202,7 +241,18 @@ def item_text(item):
     return item["text"] if "text" in item else bytes.fromhex(item["hex"]).decode("utf-8", errors="replace")
 
 
-def expected(folder, data, hostile):
+def decode_checks(tok, name):
+    """decode() of random id lists (special and byte tokens included), both ways."""
+    rng = random.Random(name)
+    size = tok.get_vocab_size(with_added_tokens=True)
+    out = []
+    for _ in range(30):
+        ids = [rng.randrange(size) for _ in range(rng.randrange(1, 13))]
+        out.append([ids, tok.decode(ids, skip_special_tokens=True), tok.decode(ids, skip_special_tokens=False)])
+    return out
+
+
+def expected(folder, data, hostile, corpora=True):
     tok = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
     empty_with = tok.encode("", add_special_tokens=True).ids
     probe = tok.encode("a", add_special_tokens=False).ids
@@ -227,13 +277,29 @@ def expected(folder, data, hostile):
         return {"ids": ids, "with": withs, "decoded": dec, "decoded_keep": keep}
 
     sets = {}
-    for lang, path in SETS.items():
+    for lang, path in (SETS.items() if corpora else ()):
         lines = open(os.path.join(data, path), encoding="utf-8").read().split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         sets[lang] = dict(file=path, lines=len(lines), **run(lines, False))
     sets["hostile"] = dict(file="hostile.json", lines=len(hostile), **run([item_text(h) for h in hostile], True))
-    return {"prefix": prefix, "suffix": suffix, "sets": sets}
+    return {"prefix": prefix, "suffix": suffix, "sets": sets, "decode": decode_checks(tok, os.path.basename(folder)),
+            "pre_tokenized": pre_tokenized(tok, [item_text(h) for h in hostile])}
+
+
+def pre_tokenized(tok, texts):
+    """The pre-tokenizer's pieces of each normalized hostile text under 1000 characters (null
+    for the others and for a tokenizer without pre-tokenizer)."""
+    if tok.pre_tokenizer is None:
+        return None
+    out = []
+    for text in texts:
+        if len(text) >= 1000:
+            out.append(None)
+            continue
+        normalized = tok.normalizer.normalize_str(text) if tok.normalizer else text
+        out.append([piece for piece, _ in tok.pre_tokenizer.pre_tokenize_str(normalized)])
+    return out
 
 
 def same_as(doc, base, base_name):
@@ -262,23 +328,30 @@ def main():
     hostile = hostile_texts()
     with gzip.GzipFile(os.path.join(args.out, "hostile.json.gz"), "wb", mtime=0) as f:
         f.write(json.dumps(hostile, ensure_ascii=False, indent=0).encode("utf-8"))
-    with tempfile.TemporaryDirectory() as work:
-        builders = {
-            "bert-uncased": lambda o: bert(o, train, True),
-            "bert-cased": lambda o: bert(o, train, False),
-            "gpt2": lambda o: gpt2(o, train),
-            "llama3": lambda o: llama3(o, train),
-            "qwen2": lambda o: qwen2(o, train),
-        }
-        for name, build in builders.items():
-            build(os.path.join(args.out, name))
-        llama = llama2(os.path.join(args.out, "llama2"), args.data, work)
-        mistral(os.path.join(args.out, "mistral"), llama)
+    builders = {
+        "bert-uncased": lambda o: bert(o, train, True),
+        "bert-cased": lambda o: bert(o, train, False),
+        "gpt2": lambda o: gpt2(o, train),
+        "llama3": lambda o: llama3(o, train),
+        "qwen2": lambda o: qwen2(o, train),
+    }
+    for name, build in builders.items():
+        build(os.path.join(args.out, name))
+    # A fixed folder: the SentencePiece model records its training file's path.
+    work = os.path.join(tempfile.gettempdir(), "make_tokenizer_fixtures")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    llama = llama2(os.path.join(args.out, "llama2"), args.data, work)
+    shutil.rmtree(work)
+    mistral(os.path.join(args.out, "mistral"), llama)
+    bert_keep_accents(os.path.join(args.out, "bert-keep-accents"), os.path.join(args.out, "bert-uncased"))
+    qwen2_added(os.path.join(args.out, "qwen2-added"), os.path.join(args.out, "qwen2"))
+    llama2_unk(os.path.join(args.out, "llama2-unk"), llama)
     docs = {}
-    for name in list(builders) + ["llama2", "mistral"]:
+    for name in list(builders) + ["llama2", "mistral"] + HOSTILE_ONLY:
         folder = os.path.join(args.out, name)
         check_transformers_agrees(folder, name, args.data)
-        doc = docs[name] = expected(folder, args.data, hostile)
+        doc = docs[name] = expected(folder, args.data, hostile, name not in HOSTILE_ONLY)
         if name == "mistral":  # the same model as llama2's: only the ids that differ are stored
             doc = same_as(doc, docs["llama2"], "llama2")
         with gzip.GzipFile(os.path.join(folder, "expected.json.gz"), "wb", mtime=0) as f:

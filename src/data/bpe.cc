@@ -63,7 +63,8 @@ class Bpe : public Model {
       i += n;
       if (i >= word.size()) s += o_.suffix;
       const int32_t id = vocab_.find(s);
-      if (id >= 0 || (o_.byte_fallback && add_bytes(s, out, pending_unk))) {
+      // Byte tokens do not flush a pending unknown token: the library adds it after them.
+      if (id >= 0 || (o_.byte_fallback && add_bytes(s, out))) {
         if (id >= 0) {
           if (pending_unk) out.push_back(need_unk());
           pending_unk = false;
@@ -80,7 +81,7 @@ class Bpe : public Model {
   }
 
   // <0xNN> for each byte of `s` when the vocabulary has them all.
-  bool add_bytes(const std::string& s, std::vector<int32_t>& out, bool& pending_unk) const {
+  bool add_bytes(const std::string& s, std::vector<int32_t>& out) const {
     std::vector<int32_t> bytes;
     static const char* hex = "0123456789ABCDEF";
     for (unsigned char b : s) {
@@ -88,9 +89,7 @@ class Bpe : public Model {
       if (id < 0) return false;
       bytes.push_back(id);
     }
-    // Byte tokens do not flush a pending unknown token: the library adds it after them.
     out.insert(out.end(), bytes.begin(), bytes.end());
-    (void)pending_unk;
     return true;
   }
 

@@ -82,7 +82,7 @@ class ByteLevelPreTokenizer : public PreTokenizer {
   std::vector<Piece> pre_tokenize(std::vector<Piece> pieces) const override {
     std::vector<Piece> out;
     for (auto& p : pieces) {
-      if (prefix_space_ && (p.text.empty() || p.text[0] != ' ')) p.text.insert(0, " ");
+      if (prefix_space_ && (p.text.empty() || p.text[0] != ' ')) p.text = " " + p.text;
       if (!regex_) {
         out.push_back(std::move(p));
         continue;

@@ -142,8 +142,12 @@ std::string HfTokenizer::decode(const std::vector<int32_t>& ids, bool skip_speci
   std::vector<std::string> tokens;
   for (int32_t id : ids) {
     TFM_CHECK(id >= 0 && id < size(), "decode: id ", id, " is out of range (the tokenizer has ", size(), " ids)");
-    std::string token = id_to_token(id);
-    if (token.empty() && !impl_->added.count(id)) continue;  // no token has the id: the library drops it
+    // An added token found in normalized text is decoded in its normalized form, as the library does.
+    const auto added = impl_->added.find(id);
+    std::string token = added == impl_->added.end() ? id_to_token(id)
+                        : added->second.normalized ? added->second.pattern
+                                                   : added->second.content;
+    if (token.empty() && added == impl_->added.end()) continue;  // no token has the id: the library drops it
     if (skip_special_tokens && impl_->special_contents.count(token)) continue;
     tokens.push_back(std::move(token));
   }

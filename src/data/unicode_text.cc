@@ -118,27 +118,6 @@ bool is_word(char32_t c) {
          u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_JOIN_CONTROL);
 }
 
-// Oniguruma's \s is White_Space; ICU's is [\t\n\f\r\p{Z}] (no U+000B, U+0085).
-static std::string oniguruma_to_icu(std::string_view pattern) {
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '\\' && i + 1 < pattern.size()) {
-      const char next = pattern[++i];
-      if (next == 's') {
-        out += "\\p{White_Space}";
-      } else if (next == 'S') {
-        out += "\\P{White_Space}";
-      } else {
-        out += '\\';
-        out += next;
-      }
-    } else {
-      out += pattern[i];
-    }
-  }
-  return out;
-}
-
 std::string escape_regex(std::string_view literal) {
   // \Q...\E quotes everything but "\E" itself, which is written as \\E.
   std::string out = "\\Q";
@@ -158,7 +137,9 @@ struct Regex::Impl {
 };
 
 Regex::Regex(std::string_view pattern, const std::string& what) : impl_(std::make_unique<Impl>()) {
-  const std::string icu_pattern = oniguruma_to_icu(pattern);
+  // ICU's \s is White_Space, as Oniguruma's (U+000B, U+0085 and U+2028 included): patterns need no
+  // translation.
+  const std::string_view icu_pattern = pattern;
   UErrorCode status = U_ZERO_ERROR;
   UParseError where{};
   impl_->pattern.reset(icu::RegexPattern::compile(

@@ -1,7 +1,7 @@
 #pragma once
 // Unicode for the Hugging Face tokenizers, through ICU: UTF-8 repair and code points, the four
 // normalization forms, full lowercasing of one character, the character classes Rust's char and
-// regex crates define, and regular expressions with Oniguruma's meaning of \s.
+// regex crates define, and regular expressions.
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -35,8 +35,9 @@ bool is_mark_nonspacing(char32_t c);  // Mn
 bool is_numeric(char32_t c);       // general category N (Rust's char::is_numeric)
 bool is_word(char32_t c);          // regex \w: alphabetic, M, Nd, Pc, joiners
 
-// A regular expression as Oniguruma (the tokenizers library's engine) reads it, run by ICU:
-// \s and \S mean White_Space as Oniguruma's do. Matches are byte offsets into UTF-8.
+// A regular expression of tokenizer.json (written for Oniguruma, the tokenizers library's engine),
+// run by ICU, whose syntax and classes (\p{L}, \s as White_Space, (?i:...), lookahead) agree for
+// these patterns. Matches are byte offsets into UTF-8.
 class Regex {
  public:
   // Throws naming `what` and the pattern when ICU cannot compile it.

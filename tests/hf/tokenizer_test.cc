@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "data/hf_components.h"
 #include "data/hf_tokenizer.h"
 
 namespace tfm {
@@ -134,7 +135,10 @@ void check_set(const HfTokenizer& tok, const std::string& name, const std::strin
   }
 }
 
+// The tokenizers checked on Multi30k and the hostile texts, and the variants checked on the latter.
 const std::vector<std::string> kNames = {"bert-uncased", "bert-cased", "gpt2", "llama3", "qwen2", "llama2", "mistral"};
+const std::vector<std::string> kAllNames = {"bert-uncased", "bert-cased", "gpt2",    "llama3",           "qwen2",
+                                            "llama2",       "mistral",    "qwen2-added", "bert-keep-accents", "llama2-unk"};
 
 class HfTokenizerFixture : public ::testing::TestWithParam<std::string> {
  protected:
@@ -153,15 +157,54 @@ class HfTokenizerFixture : public ::testing::TestWithParam<std::string> {
   }
 };
 
-TEST_P(HfTokenizerFixture, HostileTextsAsHuggingFace) { check_all(load(GetParam()), GetParam(), false); }
-TEST_P(HfTokenizerFixture, Multi30kAsHuggingFace) { check_all(load(GetParam()), GetParam(), true); }
+std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return n;
+}
 
-INSTANTIATE_TEST_SUITE_P(All, HfTokenizerFixture, ::testing::ValuesIn(kNames),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return n;
-                         });
+TEST_P(HfTokenizerFixture, HostileTextsAsHuggingFace) { check_all(load(GetParam()), GetParam(), false); }
+
+// Random id lists (special and byte tokens among them) decoded both ways.
+TEST_P(HfTokenizerFixture, DecodeAsHuggingFace) {
+  const HfTokenizer tok = load(GetParam());
+  const json doc = expected(GetParam());
+  ASSERT_FALSE(doc["decode"].empty());
+  for (const auto& c : doc["decode"]) {
+    const auto ids = c[0].get<std::vector<int32_t>>();
+    EXPECT_EQ(tok.decode(ids, true), c[1].get<std::string>()) << GetParam() << " " << show(ids) << " skipping specials";
+    EXPECT_EQ(tok.decode(ids, false), c[2].get<std::string>()) << GetParam() << " " << show(ids);
+  }
+}
+
+// The normalizer and pre-tokenizer alone: the pieces of each hostile text, where the regexes'
+// splits show even when the model's merges would hide a difference.
+TEST_P(HfTokenizerFixture, PreTokenizerAsHuggingFace) {
+  const json doc = expected(GetParam());
+  const json spec = json::parse(read_file(kDir / GetParam() / "tokenizer.json"));
+  const hf::Where where{GetParam(), ""};
+  const auto normalizer = hf::make_normalizer(spec["normalizer"], where);
+  const auto pre_tokenizer = hf::make_pre_tokenizer(spec["pre_tokenizer"], where);
+  ASSERT_EQ(doc["pre_tokenized"].is_null(), pre_tokenizer == nullptr);
+  if (!pre_tokenizer) return;
+  const Texts texts = hostile_texts();
+  for (size_t i = 0; i < texts.reference.size(); ++i) {
+    if (doc["pre_tokenized"][i].is_null()) continue;
+    const std::string text = normalizer ? normalizer->normalize(texts.reference[i]) : texts.reference[i];
+    // Encoding never pre-tokenizes empty text (pre_tokenize_str("") differs: Metaspace gives "▁").
+    if (text.empty()) continue;
+    std::vector<std::string> got;
+    for (const auto& p : pre_tokenizer->pre_tokenize({{text, true}})) got.push_back(p.text);
+    ASSERT_EQ(got, doc["pre_tokenized"][i].get<std::vector<std::string>>())
+        << GetParam() << " hostile line " << i + 1 << " '" << printable(texts.input[i]) << "'";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, HfTokenizerFixture, ::testing::ValuesIn(kAllNames), test_name);
+
+class HfTokenizerCorpus : public HfTokenizerFixture {};
+TEST_P(HfTokenizerCorpus, Multi30kAsHuggingFace) { check_all(load(GetParam()), GetParam(), true); }
+INSTANTIATE_TEST_SUITE_P(All, HfTokenizerCorpus, ::testing::ValuesIn(kNames), test_name);
 
 // BERT's slow-tokenizer folder (vocab.txt and tokenizer_config.json's options) tokenizes as the
 // fast tokenizer that transformers converts it to.
@@ -178,10 +221,25 @@ HfTokenizer load_vocab_txt(const std::string& name) {
 TEST_P(WordPieceVocabFixture, HostileTextsAsTheFastTokenizer) {
   check_all(load_vocab_txt(GetParam()), GetParam(), false);
 }
-TEST_P(WordPieceVocabFixture, Multi30kAsTheFastTokenizer) { check_all(load_vocab_txt(GetParam()), GetParam(), true); }
 
-INSTANTIATE_TEST_SUITE_P(Bert, WordPieceVocabFixture, ::testing::Values("bert-uncased", "bert-cased"),
-                         [](const auto& info) { return info.param == "bert-cased" ? "cased" : "uncased"; });
+
+TEST_P(WordPieceVocabFixture, DecodeAsTheFastTokenizer) {
+  const HfTokenizer tok = load_vocab_txt(GetParam());
+  const json doc = expected(GetParam());
+  ASSERT_FALSE(doc["decode"].empty());
+  for (const auto& c : doc["decode"]) {
+    const auto ids = c[0].get<std::vector<int32_t>>();
+    EXPECT_EQ(tok.decode(ids, true), c[1].get<std::string>()) << GetParam() << " " << show(ids) << " skipping specials";
+    EXPECT_EQ(tok.decode(ids, false), c[2].get<std::string>()) << GetParam() << " " << show(ids);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Bert, WordPieceVocabFixture,
+                         ::testing::Values("bert-uncased", "bert-cased", "bert-keep-accents"), test_name);
+
+class WordPieceVocabCorpus : public HfTokenizerFixture {};
+TEST_P(WordPieceVocabCorpus, Multi30kAsTheFastTokenizer) { check_all(load_vocab_txt(GetParam()), GetParam(), true); }
+INSTANTIATE_TEST_SUITE_P(Bert, WordPieceVocabCorpus, ::testing::Values("bert-uncased", "bert-cased"), test_name);
 
 }  // namespace
 }  // namespace tfm
