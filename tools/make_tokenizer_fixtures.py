@@ -24,6 +24,9 @@ the transformers class a real checkpoint uses, into OUT/NAME/:
   qwen2-added   qwen2 with added tokens that exercise their matching (normalized, overlapping,
                 single_word, lstrip/rstrip)
   llama2-unk    llama2 without byte fallback: <unk> for unknown characters, fused
+  wordpiece-mix, bpe-mix  the bert-uncased and llama2 models behind the remaining components:
+                normalizers, pre-tokenizers and split behaviors, post-processors and decoders
+                that no checkpoint above uses
 
 OUT/hostile.json.gz is a list of hostile texts (combining marks, emoji with ZWJ and skin tones,
 RTL, CJK, NUL and controls, runs of spaces, 10,000-character words, special-token strings, invalid
@@ -33,7 +36,7 @@ Tokenizer (loaded from the saved tokenizer.json) computes for every line of the 
 tokens; with them, when they differ from the constant prefix + ids + suffix; and
 decode(ids with special tokens, skip_special_tokens=True) when it differs from the text, and for the
 hostile texts skip_special_tokens=False too, when it differs from that.
-The last three are checked on the hostile texts only. Each file also holds "decode": random id lists
+The last five are checked on the hostile texts only. Each file also holds "decode": random id lists
 (special and byte tokens included) with decode(ids, skip_special_tokens=True) and (=False); and
 "pre_tokenized": the pre-tokenizer's pieces of each normalized hostile text (the regexes' splits).
 mistral's file says `"same_as": "llama2"` and has null for the ids equal to llama2's.
@@ -58,7 +61,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 SETS = {lang: f"multi30k/raw/test_2016_flickr.{lang}" for lang in ("en", "de", "fr", "cs")}
 TRAIN = ["multi30k/raw/train.en", "multi30k/raw/train.de"]
 VOCAB = 1000
-HOSTILE_ONLY = ["bert-keep-accents", "qwen2-added", "llama2-unk"]  # variants checked on the hostile texts alone
+HOSTILE_ONLY = ["bert-keep-accents", "qwen2-added", "llama2-unk", "wordpiece-mix", "bpe-mix"]  # variants checked on the hostile texts alone
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -186,6 +189,40 @@ def llama2_unk(out, llama):
     spec = json.loads(llama.backend_tokenizer.to_str())
     spec["model"].update(unk_token="<unk>", byte_fallback=False, fuse_unk=True)
     tok = Tokenizer.from_str(json.dumps(spec))
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                         unk_token="<unk>").save_pretrained(out)
+
+
+def wordpiece_mix(out, bert_folder):
+    """bert-uncased's pieces behind the components no checkpoint above has: NFKD, StripAccents,
+    Lowercase, Replace (Regex), Strip, NFKC; Whitespace, Punctuation, Digits; BertProcessing."""
+    tok = Tokenizer.from_file(os.path.join(bert_folder, "tokenizer.json"))
+    tok.normalizer = normalizers.Sequence([
+        normalizers.NFKD(), normalizers.StripAccents(), normalizers.Lowercase(),
+        normalizers.Replace(Regex(r"[0-9]{2,}"), "#"), normalizers.Strip(left=True, right=True), normalizers.NFKC()])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Whitespace(), pre_tokenizers.Punctuation(behavior="contiguous"),
+        pre_tokenizers.Digits(individual_digits=True)])
+    tok.post_processor = processors.BertProcessing(("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]")))
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(out)
+
+
+def bpe_mix(out, llama):
+    """llama2's model behind the other split behaviors, invert, WhitespaceSplit, NFD, Metaspace
+    (always, split), RobertaProcessing and the Metaspace, Replace (Regex) and BPEDecoder decoders."""
+    tok = Tokenizer.from_str(llama.backend_tokenizer.to_str())
+    tok.normalizer = normalizers.NFD()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"[.,!?]"), behavior="merged_with_previous"),
+        pre_tokenizers.Split("-", behavior="merged_with_next"),
+        pre_tokenizers.Split(Regex(r"[0-9]"), behavior="contiguous"),
+        pre_tokenizers.Split(Regex(r"[^()\[\]]+"), behavior="removed", invert=True),
+        pre_tokenizers.WhitespaceSplit(),
+        pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)])
+    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 1))
+    tok.decoder = decoders.Sequence([decoders.Metaspace(replacement="▁", prepend_scheme="always"),
+                                     decoders.Replace(Regex(r"e+"), "E"), decoders.BPEDecoder(suffix="s")])
     transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
                                          unk_token="<unk>").save_pretrained(out)
 
@@ -347,6 +384,8 @@ def main():
     bert_keep_accents(os.path.join(args.out, "bert-keep-accents"), os.path.join(args.out, "bert-uncased"))
     qwen2_added(os.path.join(args.out, "qwen2-added"), os.path.join(args.out, "qwen2"))
     llama2_unk(os.path.join(args.out, "llama2-unk"), llama)
+    wordpiece_mix(os.path.join(args.out, "wordpiece-mix"), os.path.join(args.out, "bert-uncased"))
+    bpe_mix(os.path.join(args.out, "bpe-mix"), llama)
     docs = {}
     for name in list(builders) + ["llama2", "mistral"] + HOSTILE_ONLY:
         folder = os.path.join(args.out, name)

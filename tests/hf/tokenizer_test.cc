@@ -138,7 +138,8 @@ void check_set(const HfTokenizer& tok, const std::string& name, const std::strin
 // The tokenizers checked on Multi30k and the hostile texts, and the variants checked on the latter.
 const std::vector<std::string> kNames = {"bert-uncased", "bert-cased", "gpt2", "llama3", "qwen2", "llama2", "mistral"};
 const std::vector<std::string> kAllNames = {"bert-uncased", "bert-cased", "gpt2",    "llama3",           "qwen2",
-                                            "llama2",       "mistral",    "qwen2-added", "bert-keep-accents", "llama2-unk"};
+                                            "llama2",       "mistral",    "qwen2-added", "bert-keep-accents", "llama2-unk",
+                                            "wordpiece-mix", "bpe-mix"};
 
 class HfTokenizerFixture : public ::testing::TestWithParam<std::string> {
  protected:
