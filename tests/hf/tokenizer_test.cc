@@ -34,7 +34,7 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
-json read_gzip_json(const fs::path& path) {
+std::string read_gzip(const fs::path& path) {
   const std::string packed = read_file(path);
   z_stream z{};
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) throw Error("inflateInit2 failed");
@@ -51,13 +51,18 @@ json read_gzip_json(const fs::path& path) {
   }
   inflateEnd(&z);
   if (rc != Z_STREAM_END) throw Error(cat(path.string(), ": not gzip'd data"));
-  return json::parse(out);
+  return out;
 }
 
-HfTokenizer load(const std::string& name) {
+json read_gzip_json(const fs::path& path) { return json::parse(read_gzip(path)); }
+
+// A fixture's tokenizer.json, or the variants' tokenizer.json.gz.
+std::string tokenizer_json(const std::string& name) {
   const fs::path file = kDir / name / "tokenizer.json";
-  return HfTokenizer::from_json(read_file(file), "'" + file.string() + "'");
+  return fs::exists(file) ? read_file(file) : read_gzip(file.string() + ".gz");
 }
+
+HfTokenizer load(const std::string& name) { return HfTokenizer::from_json(tokenizer_json(name), name + "/tokenizer.json"); }
 
 // The Multi30k data: TFM_SHARED_DATA, else the folder beside the repository.
 fs::path shared_data() {
@@ -182,7 +187,7 @@ TEST_P(HfTokenizerFixture, DecodeAsHuggingFace) {
 // splits show even when the model's merges would hide a difference.
 TEST_P(HfTokenizerFixture, PreTokenizerAsHuggingFace) {
   const json doc = expected(GetParam());
-  const json spec = json::parse(read_file(kDir / GetParam() / "tokenizer.json"));
+  const json spec = json::parse(tokenizer_json(GetParam()));
   const hf::Where where{GetParam(), ""};
   const auto normalizer = hf::make_normalizer(spec["normalizer"], where);
   const auto pre_tokenizer = hf::make_pre_tokenizer(spec["pre_tokenizer"], where);
