@@ -25,6 +25,7 @@ packages=(
   libcli11-dev                # command line
   libzip-dev                  # .npz archives: Marian (OPUS-MT) models, for `transformer import marian`
   libyaml-cpp-dev             # Marian's YAML vocabularies and model configuration (yaml-cpp, as Marian writes them)
+  libicu-dev                  # Unicode for Hugging Face tokenizers: normalization, categories, case, regexes (ICU)
   libcpp-httplib-dev          # `transformer serve` (HTTP server)
   zlib1g-dev                  # gzip bodies in the server's tests (tests/serve/http_limits_test.cc)
   libopenmpi-dev openmpi-bin  # data-parallel training over several processes (mpirun; docs/training.md)
@@ -47,6 +48,7 @@ for arg in "$@"; do
         libc6:arm64                              # /lib/ld-linux-aarch64.so.1: qemu-aarch64 runs with it
         libopenblas-openmp-dev:arm64
         libxxhash-dev:arm64
+        libicu-dev:arm64
         libzip-dev:arm64
         libgomp1:arm64                           # for libdnnl2:arm64, which is unpacked (below)
         libgtest-dev:arm64 libgmock-dev:arm64 libbenchmark-dev:arm64

@@ -27,9 +27,11 @@ class HfTokenizer {
   ~HfTokenizer();
 
   // The ids of a text (UTF-8), with or without the post-processor's special tokens
-  // (tokenizer.encode(text, add_special_tokens=...).ids).
+  // (tokenizer.encode(text, add_special_tokens=...).ids). Ill-formed UTF-8 is read as Python's
+  // bytes.decode(errors="replace") reads it: each maximal ill-formed part is one U+FFFD. NUL is text.
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;
-  // tokenizer.decode(ids, skip_special_tokens=...); throws naming an id out of range.
+  // The tokenizers library's Tokenizer.decode(ids, skip_special_tokens=...) (not transformers'
+  // decode, which may add clean_up_tokenization_spaces); throws naming an id out of range.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const;
   // The ids the post-processor puts before and after one sequence (BERT: [CLS] and [SEP];
   // Llama 2: <s> and none; GPT-2: none and none).
