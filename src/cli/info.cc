@@ -42,11 +42,13 @@ std::optional<int> vocabulary_info(const std::string& path, bool json) {
   } catch (const Error&) {
     return std::nullopt;  // not a vocabulary after all: model_info says what it is not
   }
-  const char* kind = vocab.has_piece_table() ? "a piece vocabulary (an imported model's) with its SentencePiece models"
-                                             : "a SentencePiece model";
+  const bool hf = vocab.hf_tokenizer() != nullptr;
+  const char* kind = hf                       ? "a Hugging Face tokenizer (an imported model's)"
+                     : vocab.has_piece_table() ? "a piece vocabulary (an imported model's) with its SentencePiece models"
+                                               : "a SentencePiece model";
   if (json) {
     const nlohmann::ordered_json j = {{"vocabulary", path},
-                                      {"kind", vocab.has_piece_table() ? "pieces" : "sentencepiece"},
+                                      {"kind", hf ? "huggingface" : vocab.has_piece_table() ? "pieces" : "sentencepiece"},
                                       {"size", vocab.size()},
                                       {"fingerprint", vocab.fingerprint()}};
     std::printf("%s\n", j.dump(2).c_str());

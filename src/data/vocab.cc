@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/json_text.h"
+#include "data/vocab_hf.h"
 #include "io/atomic_file.h"
 
 namespace tfm {
@@ -131,6 +132,7 @@ Vocab Vocab::from_pieces(std::vector<std::string> pieces, const std::string& sou
 }
 
 void Vocab::save_pieces(const std::string& dir) const {
+  if (hf_) return save_hf(dir);
   TFM_CHECK(has_piece_table(), "save_pieces: not a piece vocabulary");
   namespace fs = std::filesystem;
   auto write = [&](const std::string& name, const std::string& bytes) {
@@ -159,6 +161,7 @@ Vocab Vocab::load(const std::string& path) {
       TFM_CHECK(j.is_object() && j.contains(key), "'", path, "' is not a piece vocabulary: it has no '", key, "'");
       return j[key];
     };
+    if (field("format") == kHfTokenizerFormat) return load_hf(path, v.serialized_);
     TFM_CHECK(field("format") == kPieceFormat, "'", path, "': format ", json_quote(field("format")), ", expected \"",
               kPieceFormat, "\"");
     TFM_CHECK(field("version") == 1, "'", path, "': version ", json_quote(field("version")), " is not supported (1 is)");
@@ -199,11 +202,12 @@ Vocab Vocab::from_serialized(std::string bytes, const std::string& what) {
 }
 
 void Vocab::save(const std::string& path) const {
-  TFM_CHECK(!has_piece_table(), "'", path, "': a piece vocabulary is saved with its SentencePiece models (save_pieces)");
+  TFM_CHECK(!has_piece_table() && !hf_, "'", path, "': a piece vocabulary is saved with its SentencePiece models (save_pieces)");
   write_file_atomic(path, [&](std::ostream& out) { out.write(serialized_.data(), static_cast<std::streamsize>(serialized_.size())); });
 }
 
 std::vector<int32_t> Vocab::encode(const std::string& text, Side side) const {
+  if (hf_) return hf_encode(*hf_, text);
   if (has_piece_table()) {
     std::vector<int32_t> ids;
     std::string_view rest = text;
@@ -232,6 +236,7 @@ std::vector<int32_t> Vocab::encode(const std::string& text, Side side) const {
 }
 
 std::string Vocab::decode(const std::vector<int32_t>& ids) const {
+  if (hf_) return hf_decode(*hf_, ids);
   if (has_piece_table()) {
     std::vector<std::string> pieces;
     for (int32_t id : ids)
@@ -256,10 +261,12 @@ std::string Vocab::decode(const std::vector<int32_t>& ids) const {
 
 std::string Vocab::piece(int32_t id) const {
   TFM_CHECK(id >= 0 && id < size(), "token id ", id, " is outside the vocabulary [0, ", size(), ")");
+  if (hf_) return hf_piece(*hf_, id);
   return has_piece_table() ? pieces_[static_cast<size_t>(id)] : sp_->IdToPiece(id);
 }
 
 int32_t Vocab::piece_id(const std::string& piece) const {
+  if (hf_) return hf_piece_id(*hf_, piece);
   if (has_piece_table()) {
     const auto it = piece_ids_.find(piece);
     return it == piece_ids_.end() ? -1 : it->second;
@@ -270,6 +277,7 @@ int32_t Vocab::piece_id(const std::string& piece) const {
 }
 
 int64_t Vocab::size() const {
+  if (hf_) return hf_files_.size;
   return has_piece_table() ? static_cast<int64_t>(pieces_.size()) : sp_->GetPieceSize();
 }
 
@@ -286,6 +294,7 @@ std::string Vocab::fingerprint() const {
     }
   };
   add(serialized_);
+  if (hf_) add(hf_fingerprint_text(hf_files_));
   if (has_piece_table()) {  // then the target's model, and the table: each piece and a newline, the ids
     add(target_serialized_);
     for (const std::string& p : pieces_) add(p + "\n");

@@ -8,6 +8,11 @@
 // model that only segment text into pieces, and a table of pieces whose order gives the ids, as
 // Marian's vocab.yml and Hugging Face's vocab.json. A piece the table lacks becomes <unk>; decoding
 // joins the target pieces through the target SentencePiece model.
+//
+// An imported Hugging Face model keeps its own tokenizer (data/hf_tokenizer.h: tokenizer.json, or
+// BERT's vocab.txt), in `vocabulary.json` of format "huggingface-tokenizer" naming the file beside
+// it: its ids, without the special tokens its post-processor adds (the model's bos and eos ids add
+// them), and decoding as Hugging Face's, skipping special tokens.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,6 +26,19 @@ class SentencePieceProcessor;
 }
 
 namespace tfm {
+
+class HfTokenizer;
+
+// What defines a Hugging Face tokenizer: tokenizer.json's text, or BERT's vocab.txt with the
+// options of its tokenizer_config.json.
+struct HfTokenizerFiles {
+  std::string tokenizer_json;  // "" for a WordPiece vocab.txt
+  std::string wordpiece_vocab;
+  bool lowercase = true;
+  int strip_accents = -1;      // -1: as lowercase (null in tokenizer_config.json), 0 or 1
+  bool chinese_chars = true;
+  int64_t size = 0;            // the ids the model has: at least the tokenizer's (embeddings are often padded)
+};
 
 using transformer::VocabOptions;  // include/transformer/vocab_options.h
 
@@ -53,14 +71,17 @@ class Vocab {
                            const std::string& target_spm, int32_t unk_id, const std::vector<int32_t>& skipped,
                            const std::string& source_name = "the source SentencePiece model",
                            const std::string& target_name = "the target SentencePiece model");
+  // A Hugging Face tokenizer; `what` names its files in errors.
+  static Vocab from_hf_tokenizer(HfTokenizerFiles files, const std::string& what);
+  const HfTokenizer* hf_tokenizer() const { return hf_.get(); }  // null unless from_hf_tokenizer
   // A SentencePiece model from its bytes (what save writes); `what` names them in errors.
   static Vocab from_serialized(std::string bytes, const std::string& what);
   // The SentencePiece model's bytes (the source's, for a piece vocabulary).
   const std::string& serialized() const { return serialized_; }
   // Writes the .model file atomically (a SentencePiece vocabulary only).
   void save(const std::string& path) const;
-  // Writes a piece vocabulary as `dir`/vocabulary.json with its two SentencePiece models beside it,
-  // each file atomically.
+  // Writes a piece vocabulary as `dir`/vocabulary.json with its two SentencePiece models beside it
+  // (a Hugging Face tokenizer: with tokenizer.json or vocab.txt), each file atomically.
   void save_pieces(const std::string& dir) const;
   bool has_piece_table() const { return !pieces_.empty(); }
 
@@ -84,6 +105,12 @@ class Vocab {
   std::unordered_map<std::string, int32_t> piece_ids_;
   int32_t unk_id_ = 1;
   std::vector<bool> skipped_;  // by id: ids decoding drops
+  // Hugging Face tokenizers only:
+  std::unique_ptr<HfTokenizer> hf_;
+  HfTokenizerFiles hf_files_;
+
+  void save_hf(const std::string& dir) const;
+  static Vocab load_hf(const std::string& path, const std::string& text);
 };
 
 }  // namespace tfm
