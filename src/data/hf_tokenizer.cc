@@ -217,21 +217,14 @@ AddedToken read_added_token(const nlohmann::json& j, const Where& where) {
   return t;
 }
 
-// Fields that change ids and are not implemented: refused when set.
-void refuse_set(const nlohmann::json& root, const char* key, const Where& where) {
-  if (root.contains(key) && !root[key].is_null()) {
-    where[key].fail(cat("is not supported (only null), got ", json_quote(root[key])));
-  }
-}
-
 }  // namespace
 
 HfTokenizer HfTokenizer::from_json(const std::string& json_text, const std::string& what) {
   const nlohmann::json root = parse_json(json_text, what);
   const Where where{what, ""};
   if (!root.is_object()) where.fail("must be a JSON object");
-  refuse_set(root, "truncation", where);
-  refuse_set(root, "padding", where);
+  // "truncation" and "padding" are settings of batch encoding that transformers' tokenizers
+  // override on every call (off unless the call asks for them): a text's ids never depend on them.
   auto impl = std::make_unique<Impl>();
   impl->normalizer = hf::make_normalizer(root.value("normalizer", nlohmann::json()), where["normalizer"]);
   impl->pre_tokenizer = hf::make_pre_tokenizer(root.value("pre_tokenizer", nlohmann::json()), where["pre_tokenizer"]);

@@ -61,14 +61,23 @@ TEST(HfTokenizerRefusals, SettingsThatChangeIdsAreRefused) {
   j["model"]["dropout"] = 0.1;
   EXPECT_THAT(load_error(j), HasSubstr("model.dropout: BPE dropout 0.1 is not supported"));
   j = fixture_json("gpt2");
-  j["truncation"] = {{"max_length", 8}};
-  EXPECT_THAT(load_error(j), HasSubstr("truncation: is not supported"));
-  j = fixture_json("gpt2");
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Sideways"}};
   EXPECT_THAT(load_error(j), HasSubstr("pre_tokenizer.behavior: unknown split behavior \"Sideways\""));
   j = fixture_json("llama2");
   j["pre_tokenizer"]["prepend_scheme"] = "sometimes";
   EXPECT_THAT(load_error(j), HasSubstr("pre_tokenizer.prepend_scheme: must be always, first or never"));
+}
+
+// Truncation and padding in tokenizer.json are batch settings that transformers overrides per call:
+// a long text keeps all its ids, as transformers' tokenizer(text) gives them.
+TEST(HfTokenizerRefusals, TruncationAndPaddingSettingsDoNotCutATextsIds) {
+  json j = fixture_json("gpt2");
+  const std::string text = "a man in a blue shirt is standing on a ladder cleaning windows .";
+  const std::vector<int32_t> full = HfTokenizer::from_json(j.dump(), "gpt2").encode(text, true);
+  ASSERT_GT(full.size(), 8u);
+  j["truncation"] = {{"max_length", 8}, {"strategy", "LongestFirst"}, {"stride", 0}, {"direction", "Right"}};
+  j["padding"] = {{"strategy", {{"Fixed", 32}}}, {"pad_id", 0}, {"pad_token", "<pad>"}, {"direction", "Right"}};
+  EXPECT_EQ(HfTokenizer::from_json(j.dump(), "gpt2").encode(text, true), full);
 }
 
 TEST(HfTokenizerRefusals, MalformedFilesAreNamed) {
