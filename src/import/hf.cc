@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "import/hf_common.h"
+#include "import/hf_m2m100.h"
 
 namespace tfm {
 
@@ -24,6 +25,7 @@ struct Architecture {
 const std::vector<Architecture>& architectures() {
   static const std::vector<Architecture> table = {
       {"marian", {"MarianMTModel"}, import_hf_marian, true},
+      {"m2m_100", {"M2M100ForConditionalGeneration"}, import_hf_m2m100, true},
   };
   return table;
 }
