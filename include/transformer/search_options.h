@@ -4,6 +4,8 @@
 // which throws transformer::Error naming the option and its value.
 #include <cstdint>
 
+#include "transformer/language_options.h"
+
 namespace transformer {
 
 // The documented maxima of the options below.
@@ -87,6 +89,8 @@ struct TranslateOptions {
   // at least two batches per thread, else 1; 1: one batch at a time, each operation on every thread.
   // More batches in flight hold more decoding caches in memory.
   int64_t parallel_batches = 0;
+  // A multilingual model's source and target languages (transformer/language_options.h).
+  LanguageOptions languages;
 
   // Throws Error naming the first option out of range.
   void validate() const;
