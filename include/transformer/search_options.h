@@ -68,6 +68,10 @@ struct SearchOptions {
   // as for search.)
   uint64_t seed = 0;
   bool sampling() const { return sampling_topk != 0; }
+  // The first n tokens of each target prefix are forced without their log-probabilities (0 each,
+  // as Hugging Face's forced_bos_token_id): the Translator forces a multilingual model's target
+  // language token so (LanguageOptions::target), which then counts in the length but not the score.
+  int64_t unscored_prefix = 0;
 
   // Throws Error naming the first option out of range.
   void validate() const;

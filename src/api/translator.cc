@@ -163,7 +163,9 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& l
   }
   const api::LanguageTokens languages = api::language_tokens(&vocab, options.languages, true);
   api::add_language_tokens(languages, sources, prefixes, options.max_input_tokens, &cut);
-  std::vector<Translation> out = impl_->translate(sources, options, true, prefixes);
+  TranslateOptions o = options;
+  if (languages.target >= 0) o.search.unscored_prefix = 1;
+  std::vector<Translation> out = impl_->translate(sources, o, true, prefixes);
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].truncated = out[i].truncated || cut[i];
     out[i].repairs = repairs[i];
@@ -184,7 +186,9 @@ std::vector<Translation> Translator::translate_ids(const std::vector<std::vector
   if (languages.target < 0) return impl_->translate(sources, options, false, target_prefixes);
   std::vector<std::vector<int32_t>> given = sources, prefixes = target_prefixes;
   api::add_language_tokens(languages, given, prefixes, options.max_input_tokens, nullptr);
-  return impl_->translate(given, options, false, prefixes);
+  TranslateOptions o = options;
+  o.search.unscored_prefix = 1;
+  return impl_->translate(given, o, false, prefixes);
 }
 
 std::vector<Score> Translator::score(const std::vector<std::string>& sources, const std::vector<std::string>& targets,

@@ -159,7 +159,9 @@ void BeamSearch::gather_row(const BeamStep& s, int64_t b, int32_t r, bool last) 
   const bool in_prefix = forced(b, s.t);
   if (in_prefix || last || s.top.id(r, 0) < 0) {
     const int32_t y = in_prefix ? prefix_of(prefixes_, static_cast<size_t>(b))[static_cast<size_t>(s.t)] : c_.eos_id;
-    cands_.push_back({score_[r] + logit_at(s.logits.host(), cols_, r, y) - s.top.lse.data<double>()[r], r, y});
+    const bool unscored = in_prefix && s.t < o_.unscored_prefix;
+    cands_.push_back(
+        {score_[r] + (unscored ? 0.0 : logit_at(s.logits.host(), cols_, r, y) - s.top.lse.data<double>()[r]), r, y});
     return;
   }
   for (int64_t j = 0; j < 2 * K_; ++j)

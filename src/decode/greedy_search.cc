@@ -155,6 +155,8 @@ void GreedySearch::choose_row(GreedyStep& s, int64_t r, SampleScratch& scratch) 
 // Row r's score with `token` appended; without scores NaN throughout, whichever way each step chose.
 double GreedySearch::score_of(const GreedyStep& s, int64_t r, int32_t token) const {
   if (!o_.return_scores) return std::numeric_limits<double>::quiet_NaN();
+  if (s.t < o_.unscored_prefix && s.t < static_cast<int64_t>(prefix_of(prefixes_, static_cast<size_t>(rows_[r])).size()))
+    return score_[r];  // a forced token without its log-probability
   return s.choice[r] >= 0 ? score_[r] + (logit_at(s.logits.host(), cols_, r, token) - s.top.lse.data<double>()[r])
                           : score_[r] + s.top.at(r, 0);
 }
