@@ -88,7 +88,8 @@ class Translator {
                                          const TranslateOptions& options = {},
                                          const std::vector<std::vector<int32_t>>& target_prefixes = {}) const;
 
-  // log p(targets[i] | sources[i]) for each pair, by the model's teacher-forced forward pass: it
+  // log p(targets[i] | sources[i]) for each pair, by the model's teacher-forced forward pass (text:
+  // refused for a multilingual model, whose sides need their language tokens; score_ids them): it
   // needs the weights as trained (TranslatorOptions::Weights::kPlain, or kBf16 for bfloat16
   // products); other translators refuse.
   std::vector<Score> score(const std::vector<std::string>& sources, const std::vector<std::string>& targets,

@@ -197,6 +197,8 @@ std::vector<Score> Translator::score(const std::vector<std::string>& sources, co
   TFM_CHECK(sources.size() == targets.size(), "there are ", sources.size(), " sources but ", targets.size(),
             " targets");
   const tfm::Vocab& vocab = impl_->need_vocab();
+  TFM_CHECK(vocab.languages().empty(), "scoring text with a multilingual model is not supported (its sides need "
+            "their language tokens): score token ids, each side's language token first");
   std::vector<std::vector<int32_t>> src, tgt;
   std::vector<Repairs> src_repairs, tgt_repairs;
   std::vector<bool> cut;

@@ -129,7 +129,9 @@ TEST_P(M2M100, GreedyAndBeamMatchGenerate) {
       EXPECT_EQ(out[i].best().ids, want) << key << " sentence " << i;
       EXPECT_EQ(out[i].best().ids.front(), ref()["target_lang_id"].get<int32_t>());
       // The text leaves out the language token (M2M100Tokenizer's decode keeps its __de__).
-      if (complete) EXPECT_EQ(out[i].best().text, hf["text_after_language"].get<std::string>()) << key << " " << i;
+      if (complete) {
+        EXPECT_EQ(out[i].best().text, hf["text_after_language"].get<std::string>()) << key << " " << i;
+      }
     }
   }
   EXPECT_GE(compared_beams, 3) << "too few beam outputs end before the limit to compare";
