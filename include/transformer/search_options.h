@@ -72,6 +72,11 @@ struct SearchOptions {
   // as Hugging Face's forced_bos_token_id): the Translator forces a multilingual model's target
   // language token so (LanguageOptions::target), which then counts in the length but not the score.
   int64_t unscored_prefix = 0;
+  // How a hypothesis that reaches the maximum length ends. false: with an end of sentence, scored
+  // (fairseq, CTranslate2); true: with the token chosen there and no end of sentence, as Hugging
+  // Face's generate() stops at max_new_tokens (beam search then ends the K best continuations of
+  // that step, whatever their tokens).
+  bool limit_without_eos = false;
 
   // Throws Error naming the first option out of range.
   void validate() const;

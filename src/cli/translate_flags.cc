@@ -42,6 +42,9 @@ void add_search_flags(CLI::App& cmd, transformer::SearchOptions& s) {
                   "force a length with --min-length = max length); where a sentence's maximum length is shorter, "
                   "the maximum wins")
       ->capture_default_str();
+  cmd.add_flag("--limit-without-eos", s.limit_without_eos,
+                "a translation that reaches the maximum length ends with its last token, without an end of "
+                "sentence, as Hugging Face generate()'s max_new_tokens (default: one is appended and scored)");
   cmd.add_option("--n-best", s.n_best, "print this many hypotheses per line: 'i ||| text ||| score'")->capture_default_str();
 }
 

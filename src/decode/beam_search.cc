@@ -157,7 +157,7 @@ void BeamSearch::gather_row(const BeamStep& s, int64_t b, int32_t r, bool last) 
   // no token allowed at all (a shortlist whose selection is banned, e.g. only EOS before the
   // minimum length), only EOS may follow, as in greedy search.
   const bool in_prefix = forced(b, s.t);
-  if (in_prefix || last || s.top.id(r, 0) < 0) {
+  if (in_prefix || (last && !o_.limit_without_eos) || s.top.id(r, 0) < 0) {
     const int32_t y = in_prefix ? prefix_of(prefixes_, static_cast<size_t>(b))[static_cast<size_t>(s.t)] : c_.eos_id;
     const bool unscored = in_prefix && s.t < o_.unscored_prefix;
     cands_.push_back(
@@ -181,7 +181,12 @@ void BeamSearch::rank(int64_t t, int64_t b, bool last) {
   auto& done = finished_[b];
   for (size_t rank = 0; rank < top; ++rank) {
     const Candidate& cand = cands_[rank];
-    if (cand.token == c_.eos_id) {
+    if (last && o_.limit_without_eos) {  // the K best end here, as generate()'s at max_new_tokens
+      if (rank >= static_cast<size_t>(K_)) break;
+      Hypothesis h = backtrack(steps_, t, cand.row, cand.score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
+      if (cand.token != c_.eos_id) h.tokens.push_back(cand.token);
+      add_ended(done, std::move(h));
+    } else if (cand.token == c_.eos_id) {
       // As fairseq: an ending counts only among the best K, so beam 1 is greedy search.
       if (rank < static_cast<size_t>(K_) || last)
         add_ended(done, backtrack(steps_, t, cand.row, cand.score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads));

@@ -140,7 +140,7 @@ void GreedySearch::choose_row(GreedyStep& s, int64_t r, SampleScratch& scratch) 
   const std::vector<int32_t>& prefix = prefix_of(prefixes_, static_cast<size_t>(b));
   if (s.t < static_cast<int64_t>(prefix.size())) {
     s.choice[r] = prefix[s.t];
-  } else if (s.t + 1 >= e_.max_length[b] || best_of(s, r) < 0) {
+  } else if ((s.t + 1 >= e_.max_length[b] && !o_.limit_without_eos) || best_of(s, r) < 0) {
     s.choice[r] = c_.eos_id;
   } else if (sampling_) {
     const double u = streams_[b].uniform_double(static_cast<uint64_t>(s.t));
@@ -170,8 +170,13 @@ bool GreedySearch::advance(const GreedyStep& s) {
     const auto ri = static_cast<int64_t>(r);
     const int32_t best = s.choice[r] >= 0 ? s.choice[r] : best_of(s, ri);
     const double score = score_of(s, ri, best);
-    if (best == c_.eos_id) {
+    const bool at_limit = o_.limit_without_eos && s.t + 1 >= e_.max_length[b];
+    if (best == c_.eos_id || at_limit) {
       out_[b] = backtrack(steps_, s.t, static_cast<int32_t>(r), score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
+      if (best != c_.eos_id) {  // ends with its last token, no end of sentence
+        if (e_.on_token) e_.on_token(b, best);
+        out_[b].tokens.push_back(best);
+      }
     } else {
       if (e_.on_token && s.t >= static_cast<int64_t>(prefix_of(prefixes_, static_cast<size_t>(b)).size()))
         e_.on_token(b, best);
