@@ -40,6 +40,7 @@ struct Table {
   std::vector<std::string> pieces;
   Vocab::Languages languages;
   std::vector<int32_t> special;  // ids decoding skips besides the languages
+  size_t optional_tail = 0;      // last pieces that need no row of the embedding (M2M-100's madeupwords)
   json tokenizer_config;         // tokenizer_config.json, or an empty object
   fs::path config_path;
 };
@@ -130,6 +131,7 @@ void m2m100_table(const HfFolderInfo& f, Table& t) {
     t.special.push_back(static_cast<int32_t>(t.pieces.size()));
     place(t, static_cast<int64_t>(t.pieces.size()), name, path);
   }
+  t.optional_tail = static_cast<size_t>(madeup);  // no token names them: an embedding may lack their rows
   const json listed = t.tokenizer_config.value("added_tokens_decoder", json::object());
   for (const auto& [id, token] : listed.items()) {
     const std::string content = token.is_object() ? token.value("content", std::string()) : std::string();
@@ -146,6 +148,10 @@ void m2m100_table(const HfFolderInfo& f, Table& t) {
 // The table has one piece per id of the embedding: a gap is refused, and ids past the tokenizer's
 // (rows no token names, as NLLB-200's last two) get placeholder pieces decoding skips.
 void fill(Table& t, const ModelConfig& c, const fs::path& dir, std::vector<std::string>& notes) {
+  for (; t.optional_tail > 0 && static_cast<int64_t>(t.pieces.size()) > c.vocab_size; --t.optional_tail) {
+    t.pieces.pop_back();
+    t.special.pop_back();
+  }
   const auto n = static_cast<int64_t>(t.pieces.size());
   TFM_CHECK(n <= c.vocab_size, "import hf: the tokenizer in ", dir.string(), " has ", n,
             " ids but config.json's vocab_size is ", c.vocab_size);

@@ -203,7 +203,7 @@ TEST(M2M100Import, UnsupportedValuesAreRefusedNamingThem) {
   refused(edited("m2m100", "tokenizer_config.json", [](json& c) { c["language_codes"] = "m2m200"; }),
           {"language_codes 'm2m200'"});
   refused(edited("m2m100", "config.json", [](json& c) { c["vocab_size"] = 500; }),
-          {"has 517 ids but config.json's vocab_size is 500"});
+          {"has 509 ids but config.json's vocab_size is 500"});
 }
 
 TEST(M2M100Import, ScaleEmbeddingIsHonoured) {
