@@ -23,7 +23,7 @@ LAYERS = {
 }
 # The public headers' layers: where what they declare is implemented.
 PUBLIC = {
-    "error.h": "core", "text.h": "core", "search_options.h": "core", "translation.h": "core",
+    "error.h": "core", "text.h": "core", "search_options.h": "core", "language_options.h": "core", "translation.h": "core",
     "train_options.h": "core", "model_config.h": "core", "vocab_options.h": "core",
     "shortlist.h": "core", "embed_options.h": "core", "encoder.h": "api", "bleu.h": "eval", "chrf.h": "eval", "metrics.h": "eval",
     "trainer.h": "train", "translator.h": "api", "generator.h": "api", "model.h": "api", "attention_svg.h": "api",

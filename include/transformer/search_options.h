@@ -4,6 +4,8 @@
 // which throws transformer::Error naming the option and its value.
 #include <cstdint>
 
+#include "transformer/language_options.h"
+
 namespace transformer {
 
 // The documented maxima of the options below.
@@ -66,6 +68,15 @@ struct SearchOptions {
   // as for search.)
   uint64_t seed = 0;
   bool sampling() const { return sampling_topk != 0; }
+  // The first n tokens of each target prefix are forced without their log-probabilities (0 each,
+  // as Hugging Face's forced_bos_token_id): the Translator forces a multilingual model's target
+  // language token so (LanguageOptions::target), which then counts in the length but not the score.
+  int64_t unscored_prefix = 0;
+  // How a hypothesis that reaches the maximum length ends. false: with an end of sentence, scored
+  // (fairseq, CTranslate2); true: with the token chosen there and no end of sentence, as Hugging
+  // Face's generate() stops at max_new_tokens (beam search then ends the K best continuations of
+  // that step, whatever their tokens).
+  bool limit_without_eos = false;
 
   // Throws Error naming the first option out of range.
   void validate() const;
@@ -87,6 +98,8 @@ struct TranslateOptions {
   // at least two batches per thread, else 1; 1: one batch at a time, each operation on every thread.
   // More batches in flight hold more decoding caches in memory.
   int64_t parallel_batches = 0;
+  // A multilingual model's source and target languages (transformer/language_options.h).
+  LanguageOptions languages;
 
   // Throws Error naming the first option out of range.
   void validate() const;

@@ -88,7 +88,8 @@ class Translator {
                                          const TranslateOptions& options = {},
                                          const std::vector<std::vector<int32_t>>& target_prefixes = {}) const;
 
-  // log p(targets[i] | sources[i]) for each pair, by the model's teacher-forced forward pass: it
+  // log p(targets[i] | sources[i]) for each pair, by the model's teacher-forced forward pass (text:
+  // refused for a multilingual model, whose sides need their language tokens; score_ids them): it
   // needs the weights as trained (TranslatorOptions::Weights::kPlain, or kBf16 for bfloat16
   // products); other translators refuse.
   std::vector<Score> score(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
@@ -99,6 +100,9 @@ class Translator {
   // The vocabulary (throws Error when the translator was loaded without one). encode cleans the
   // text first (clean_input), as translate and score do: it gives the ids they would translate.
   std::vector<int32_t> encode(std::string_view text) const;
+  // The source ids translate gives the model for `text`: encode's, after the source language's
+  // token for a multilingual model (refused as translate refuses the languages given).
+  std::vector<int32_t> encode_source(std::string_view text, const LanguageOptions& languages) const;
   std::string decode(const std::vector<int32_t>& ids) const;  // an id outside [0, vocab_size()) is an Error
   std::string piece(int32_t id) const;  // one token's piece, as the vocabulary spells it
   bool has_vocab() const;

@@ -114,7 +114,8 @@ void def_translate(py::class_<Translator>& c, const char* name, const char* argu
                double max_length_a, double max_length_b, int64_t min_length, bool attention, int64_t batch_size,
                int64_t max_input_tokens, std::optional<int64_t> max_memory, int64_t parallel_batches,
                int64_t sampling_topk, double sampling_topp, double sampling_temperature, uint64_t seed,
-               const std::optional<Sources>& target_prefixes, bool return_scores) {
+               const std::optional<Sources>& target_prefixes, bool return_scores, const std::string& source_lang,
+               const std::string& target_lang) {
         TranslateOptions o;
         o.search.beam_size = beam;
         o.search.n_best = n_best;
@@ -132,6 +133,7 @@ void def_translate(py::class_<Translator>& c, const char* name, const char* argu
         o.search.sampling_temperature = sampling_temperature;
         o.search.seed = seed;
         o.search.return_scores = return_scores;
+        o.languages = {source_lang, target_lang};
         const Sources prefixes = target_prefixes.value_or(Sources{});
         py::gil_scoped_release release;
         return (t.*method)(sources, o, prefixes);
@@ -144,7 +146,7 @@ void def_translate(py::class_<Translator>& c, const char* name, const char* argu
       py::arg("parallel_batches") = defaults.parallel_batches, py::arg("sampling_topk") = search.sampling_topk,
       py::arg("sampling_topp") = search.sampling_topp, py::arg("sampling_temperature") = search.sampling_temperature,
       py::arg("seed") = search.seed, py::arg("target_prefixes") = py::none(),
-      py::arg("return_scores") = search.return_scores, doc);
+      py::arg("return_scores") = search.return_scores, py::arg("source_lang") = "", py::arg("target_lang") = "", doc);
 }
 
 template <class Sources>
@@ -177,10 +179,12 @@ void bind_translate_and_score(py::class_<Translator>& c) {
       "sampling_topk (0: search; -1: the whole vocabulary; k: the k most probable), sampling_topp, "
       "sampling_temperature and seed sample instead of searching (beam=1); target_prefixes (one per line, \"\" "
       "for none) force the start of each translation. return_scores=False: scores are NaN, and greedy search "
-      "(beam=1) is faster.");
+      "(beam=1) is faster. source_lang and target_lang: a multilingual model's language codes (NLLB's eng_Latn, "
+      "M2M-100's en): the source's token starts each line, the target's is forced first.");
   def_translate<Ids>(c, "translate_ids", "sources", &Translator::translate_ids,
                      "Token-id lists (without end of sentence) → Translations whose hypotheses have ids only (text "
-                     "\"\").");
+                     "\"\"). The ids are taken as given (a multilingual model's source-language token included); "
+                     "target_lang forces the target language's token first.");
   def_score<Lines>(c, "score", &Translator::score,
                    "log p(targets[i] | sources[i]) by teacher forcing; needs weights=\"plain\". A list of Score.");
   def_score<Ids>(c, "score_ids", &Translator::score_ids, "score, for token-id lists.");

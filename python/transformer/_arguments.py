@@ -20,6 +20,8 @@ _OTHER_NAMES = {
     "max_batch_size": "batch_size",
     "max_input_length": "max_input_tokens",
     "return_score": "return_scores",
+    "src_lang": "source_lang",
+    "tgt_lang": "target_lang",
 }
 
 _LIST = re.compile(r"(?:List|list|Sequence)\[(.*)\]")

@@ -121,6 +121,8 @@ class Translator:
         seed: int = 0,
         target_prefixes: Optional[Sequence[_Text]] = None,
         return_scores: bool = True,
+        source_lang: str = "",
+        target_lang: str = "",
     ) -> list[Translation]: ...
     def translate_ids(
         self,
@@ -143,6 +145,8 @@ class Translator:
         seed: int = 0,
         target_prefixes: Optional[Sequence[Sequence[int]]] = None,
         return_scores: bool = True,
+        source_lang: str = "",
+        target_lang: str = "",
     ) -> list[Translation]: ...
     def score(
         self, sources: Sequence[_Text], targets: Sequence[_Text], *, batch_size: int = 64, max_input_tokens: int = 1024

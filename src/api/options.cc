@@ -17,6 +17,7 @@ void SearchOptions::validate() const {
                 max_length_a + max_length_b >= 1,
             "the maximum output length a * source + b needs finite a, b >= 0 and a + b >= 1, got a = ", max_length_a,
             ", b = ", max_length_b);
+  TFM_CHECK(unscored_prefix >= 0, "the unscored prefix must be >= 0 tokens, got ", unscored_prefix);
   TFM_CHECK(sampling_topk >= -1,
             "sampling top-k must be -1 (the whole vocabulary), 0 (no sampling) or a number of tokens >= 1, got ",
             sampling_topk);

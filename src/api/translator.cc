@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "api/languages.h"
 #include "api/loading.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -160,7 +161,11 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& l
                                    kBytesPerToken * kMaxGrowth, " bytes a token)"));
     prefix_repairs.push_back(clean.repairs);
   }
-  std::vector<Translation> out = impl_->translate(sources, options, true, prefixes);
+  const api::LanguageTokens languages = api::language_tokens(&vocab, options.languages, true);
+  api::add_language_tokens(languages, sources, prefixes, options.max_input_tokens, &cut);
+  TranslateOptions o = options;
+  if (languages.target >= 0) o.search.unscored_prefix = 1;
+  std::vector<Translation> out = impl_->translate(sources, o, true, prefixes);
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].truncated = out[i].truncated || cut[i];
     out[i].repairs = repairs[i];
@@ -176,7 +181,14 @@ std::vector<Translation> Translator::translate_ids(const std::vector<std::vector
   impl_->check_prefix_count(sources.size(), target_prefixes.size());
   for (size_t i = 0; i < sources.size(); ++i) impl_->check_ids(sources[i], i);
   for (size_t i = 0; i < target_prefixes.size(); ++i) impl_->check_ids(target_prefixes[i], i, "target prefix");
-  return impl_->translate(sources, options, false, target_prefixes);
+  const api::LanguageTokens languages =
+      api::language_tokens(impl_->has_vocab ? &impl_->vocab : nullptr, options.languages, false);
+  if (languages.target < 0) return impl_->translate(sources, options, false, target_prefixes);
+  std::vector<std::vector<int32_t>> given = sources, prefixes = target_prefixes;
+  api::add_language_tokens(languages, given, prefixes, options.max_input_tokens, nullptr);
+  TranslateOptions o = options;
+  o.search.unscored_prefix = 1;
+  return impl_->translate(given, o, false, prefixes);
 }
 
 std::vector<Score> Translator::score(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
@@ -185,6 +197,8 @@ std::vector<Score> Translator::score(const std::vector<std::string>& sources, co
   TFM_CHECK(sources.size() == targets.size(), "there are ", sources.size(), " sources but ", targets.size(),
             " targets");
   const tfm::Vocab& vocab = impl_->need_vocab();
+  TFM_CHECK(vocab.languages().empty(), "scoring text with a multilingual model is not supported (its sides need "
+            "their language tokens): score token ids, each side's language token first");
   std::vector<std::vector<int32_t>> src, tgt;
   std::vector<Repairs> src_repairs, tgt_repairs;
   std::vector<bool> cut;
@@ -248,6 +262,13 @@ std::vector<Score> Translator::score_ids(const std::vector<std::vector<int32_t>>
 std::vector<int32_t> Translator::encode(std::string_view text) const {
   return impl_->need_vocab().encode(clean_input(text).text);  // as translate() encodes a line
 }
+std::vector<int32_t> Translator::encode_source(std::string_view text, const LanguageOptions& languages) const {
+  std::vector<std::vector<int32_t>> ids{encode(text)}, no_prefixes;
+  api::add_language_tokens({api::language_tokens(&impl_->need_vocab(), languages, true).source, -1}, ids, no_prefixes,
+                           kMaxInputTokens, nullptr);
+  return ids[0];
+}
+
 std::string Translator::decode(const std::vector<int32_t>& ids) const {
   const tfm::Vocab& vocab = impl_->need_vocab();
   for (size_t i = 0; i < ids.size(); ++i)

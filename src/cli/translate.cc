@@ -43,7 +43,7 @@ transformer::TranslateOptions translate_options(const TranslateFlags& o) {
 transformer::TranslatorOptions translator_options(const TranslateFlags& o) {
   transformer::TranslatorOptions lo;
   lo.vocab = o.paths.vocab;
-  lo.need_vocab = !o.ids;
+  lo.need_vocab = !o.ids || !o.translate.languages.empty();  // the language codes are in the vocabulary
   lo.verify = !o.paths.no_verify;
   TFM_CHECK(o.packed || (!o.int8 && !o.bf16), "--no-packed-weights is about float32 weights; ",
             o.int8 ? "--int8" : "--bf16", " holds its own (leave out one of the two)");

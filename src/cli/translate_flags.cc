@@ -42,6 +42,9 @@ void add_search_flags(CLI::App& cmd, transformer::SearchOptions& s) {
                   "force a length with --min-length = max length); where a sentence's maximum length is shorter, "
                   "the maximum wins")
       ->capture_default_str();
+  cmd.add_flag("--limit-without-eos", s.limit_without_eos,
+                "a translation that reaches the maximum length ends with its last token, without an end of "
+                "sentence, as Hugging Face generate()'s max_new_tokens (default: one is appended and scored)");
   cmd.add_option("--n-best", s.n_best, "print this many hypotheses per line: 'i ||| text ||| score'")->capture_default_str();
 }
 
@@ -53,6 +56,12 @@ void add_file_flags(CLI::App& cmd, TranslateFlags& o) {
                   "and the search continues from it");
   cmd.add_flag("--scores", o.scores, "append each translation's normalized log-probability after a tab");
   cmd.add_flag("--ids", o.ids, "read and write space-separated token ids instead of text");
+  cmd.add_option("--source-lang", o.translate.languages.source,
+                  "a multilingual model's source language (its code, e.g. eng_Latn for NLLB, en for M2M-100): its "
+                  "token starts each source, as the model's tokenizer puts it (not with --ids: ids are taken as given)");
+  cmd.add_option("--target-lang", o.translate.languages.target,
+                  "a multilingual model's target language (e.g. deu_Latn, de): its token is forced as the first "
+                  "output token and left out of the text");
   cmd.add_flag("--stats", o.stats, "print sentences, output tokens and seconds of translation to stderr");
 }
 

@@ -1,5 +1,6 @@
 #include "data/vocab.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string_view>
@@ -7,6 +8,7 @@
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -145,6 +147,7 @@ void Vocab::save_pieces(const std::string& dir) const {
   for (size_t i = 0; i < skipped_.size(); ++i)
     if (skipped_[i]) skipped.push_back(static_cast<int32_t>(i));
   j["skipped_ids"] = skipped;
+  if (!languages_.empty()) j["languages"] = languages_;  // [[code, id], ...]
   j["pieces"] = pieces_;
   write("source.spm", serialized_);
   write("target.spm", target_serialized_);
@@ -169,7 +172,9 @@ Vocab Vocab::load(const std::string& path) {
     std::vector<int32_t> skipped;
     int32_t unk = 0;
     std::string source, target;
+    Languages languages;
     try {
+      if (j.contains("languages")) languages = j["languages"].get<Languages>();
       pieces = field("pieces").get<std::vector<std::string>>();
       skipped = field("skipped_ids").get<std::vector<int32_t>>();
       unk = field("unk_id").get<int32_t>();
@@ -180,8 +185,11 @@ Vocab Vocab::load(const std::string& path) {
     }
     const std::filesystem::path dir = std::filesystem::path(path).parent_path();
     try {
-      return from_pieces(std::move(pieces), read_file((dir / source).string()), read_file((dir / target).string()),
-                         unk, skipped, cat("'", (dir / source).string(), "'"), cat("'", (dir / target).string(), "'"));
+      Vocab loaded = from_pieces(std::move(pieces), read_file((dir / source).string()),
+                                 read_file((dir / target).string()), unk, skipped,
+                                 cat("'", (dir / source).string(), "'"), cat("'", (dir / target).string(), "'"));
+      loaded.set_languages(std::move(languages));
+      return loaded;
     } catch (const Error& e) {
       throw Error(cat("'", path, "': ", e.what()));
     }
@@ -259,6 +267,24 @@ std::string Vocab::decode(const std::vector<int32_t>& ids) const {
   return text;
 }
 
+void Vocab::set_languages(Languages languages) {
+  TFM_CHECK(languages.empty() || has_piece_table(), "language codes need a piece vocabulary");
+  for (const auto& [code, id] : languages) {
+    TFM_CHECK(id >= 0 && id < size(), "the token of language '", code, "' is id ", id, ", outside the vocabulary [0, ",
+              size(), ")");
+    TFM_CHECK(std::count_if(languages.begin(), languages.end(), [&](const auto& l) { return l.first == code; }) == 1,
+              "the language code '", code, "' is given twice");
+    skipped_[static_cast<size_t>(id)] = true;
+  }
+  languages_ = std::move(languages);
+}
+
+int32_t Vocab::language_id(const std::string& code) const {
+  for (const auto& [c, id] : languages_)
+    if (c == code) return id;
+  return -1;
+}
+
 std::string Vocab::piece(int32_t id) const {
   TFM_CHECK(id >= 0 && id < size(), "token id ", id, " is outside the vocabulary [0, ", size(), ")");
   if (hf_) return hf_piece(*hf_, id);
@@ -301,6 +327,7 @@ std::string Vocab::fingerprint() const {
     add(cat("unk ", unk_id_, "\n"));
     for (size_t i = 0; i < skipped_.size(); ++i)
       if (skipped_[i]) add(cat("skip ", i, "\n"));
+    for (const auto& [code, id] : languages_) add(cat("language ", code, " ", id, "\n"));
   }
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));

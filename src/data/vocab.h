@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "transformer/vocab_options.h"
@@ -84,6 +85,14 @@ class Vocab {
   // (a Hugging Face tokenizer: with tokenizer.json or vocab.txt), each file atomically.
   void save_pieces(const std::string& dir) const;
   bool has_piece_table() const { return !pieces_.empty(); }
+  // A multilingual translator's language codes (M2M-100's "de", NLLB's "deu_Latn") and the ids of
+  // their tokens, in the tokenizer's order; a piece vocabulary only. Setting them makes decoding
+  // skip those ids. Empty for a model of one language pair.
+  using Languages = std::vector<std::pair<std::string, int32_t>>;
+  void set_languages(Languages languages);
+  const Languages& languages() const { return languages_; }
+  // The id of a language code's token; -1 when the vocabulary has no such code.
+  int32_t language_id(const std::string& code) const;
 
   std::vector<int32_t> encode(const std::string& text, Side side = Side::kSource) const;
   std::string decode(const std::vector<int32_t>& ids) const;  // stops at nothing; skips specials
@@ -105,6 +114,7 @@ class Vocab {
   std::unordered_map<std::string, int32_t> piece_ids_;
   int32_t unk_id_ = 1;
   std::vector<bool> skipped_;  // by id: ids decoding drops
+  Languages languages_;
   // Hugging Face tokenizers only:
   std::unique_ptr<HfTokenizer> hf_;
   HfTokenizerFiles hf_files_;

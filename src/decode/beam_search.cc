@@ -39,7 +39,7 @@ class BeamSearch {
   void extend(BeamStep& s, size_t i);
   void gather(const BeamStep& s, size_t i, int64_t b, bool last);
   void gather_row(const BeamStep& s, int64_t b, int32_t r, bool last);
-  void rank(int64_t t, int64_t b, bool last, bool at_limit);
+  void rank(int64_t t, int64_t b, bool last);
   void add_ended(std::vector<Hypothesis>& done, Hypothesis h) const;
   bool sentence_done(int64_t t, int64_t b, bool last) const;
   double live_bound(int64_t t, int64_t b) const;
@@ -128,12 +128,10 @@ int64_t BeamSearch::next_width(int64_t t) const {
 // its best live ones to the next step's rows.
 void BeamSearch::extend(BeamStep& s, size_t i) {
   const int64_t b = active_[i];
-  const bool last = s.t + 1 >= e_.max_length[b];  // only EOS may follow
-  // The last token generation allows: the best K continuations end here, EOS or not.
-  const bool at_limit = e_.ends_at_limit && e_.max_length[b] >= 2 && s.t + 2 >= e_.max_length[b];
+  const bool last = s.t + 1 >= e_.max_length[b];  // only EOS may follow (unless limit_without_eos)
   gather(s, i, b, last);
-  rank(s.t, b, last, at_limit);
-  if (sentence_done(s.t, b, last || at_limit)) return;
+  rank(s.t, b, last);
+  if (sentence_done(s.t, b, last)) return;
   s.next_active.push_back(static_cast<int32_t>(b));
   for (int64_t k = 0; k < s.next_width; ++k) {
     const bool real = k < static_cast<int64_t>(live_.size());
@@ -159,9 +157,11 @@ void BeamSearch::gather_row(const BeamStep& s, int64_t b, int32_t r, bool last) 
   // no token allowed at all (a shortlist whose selection is banned, e.g. only EOS before the
   // minimum length), only EOS may follow, as in greedy search.
   const bool in_prefix = forced(b, s.t);
-  if (in_prefix || last || s.top.id(r, 0) < 0) {
+  if (in_prefix || (last && !o_.limit_without_eos) || s.top.id(r, 0) < 0) {
     const int32_t y = in_prefix ? prefix_of(prefixes_, static_cast<size_t>(b))[static_cast<size_t>(s.t)] : c_.eos_id;
-    cands_.push_back({score_[r] + logit_at(s.logits.host(), cols_, r, y) - s.top.lse.data<double>()[r], r, y});
+    const bool unscored = in_prefix && s.t < o_.unscored_prefix;
+    cands_.push_back(
+        {score_[r] + (unscored ? 0.0 : logit_at(s.logits.host(), cols_, r, y) - s.top.lse.data<double>()[r]), r, y});
     return;
   }
   for (int64_t j = 0; j < 2 * K_; ++j)
@@ -169,9 +169,9 @@ void BeamSearch::gather_row(const BeamStep& s, int64_t b, int32_t r, bool last) 
 }
 
 // Sorts sentence b's best 2K continuations (enough to refill K live beams even if K of them end
-// here): the endings among them join its ended hypotheses, the best K others are live_. At
-// generation's limit (at_limit) the best K end there whatever their token.
-void BeamSearch::rank(int64_t t, int64_t b, bool last, bool at_limit) {
+// here): the endings among them join its ended hypotheses, the best K others are live_. At the
+// limit with limit_without_eos the best K end there whatever their token.
+void BeamSearch::rank(int64_t t, int64_t b, bool last) {
   const size_t top = std::min(cands_.size(), static_cast<size_t>(2 * K_));
   std::partial_sort(cands_.begin(), cands_.begin() + static_cast<std::ptrdiff_t>(top), cands_.end(),
                     [](const Candidate& x, const Candidate& y) {
@@ -182,15 +182,15 @@ void BeamSearch::rank(int64_t t, int64_t b, bool last, bool at_limit) {
   auto& done = finished_[b];
   for (size_t rank = 0; rank < top; ++rank) {
     const Candidate& cand = cands_[rank];
-    if (cand.token == c_.eos_id) {
+    if (last && o_.limit_without_eos) {  // the K best end here, as generate()'s at max_new_tokens
+      if (rank >= static_cast<size_t>(K_)) break;
+      Hypothesis h = backtrack(steps_, t, cand.row, cand.score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
+      if (cand.token != c_.eos_id) h.tokens.push_back(cand.token);
+      add_ended(done, std::move(h));
+    } else if (cand.token == c_.eos_id) {
       // As fairseq: an ending counts only among the best K, so beam 1 is greedy search.
       if (rank < static_cast<size_t>(K_) || last)
         add_ended(done, backtrack(steps_, t, cand.row, cand.score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads));
-    } else if (at_limit && rank < static_cast<size_t>(K_)) {
-      // Ends with its token, t + 1 of them: backtrack's length, as it counts an EOS, is generate()'s.
-      Hypothesis h = backtrack(steps_, t, cand.row, cand.score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
-      h.tokens.push_back(cand.token);
-      add_ended(done, std::move(h));
     } else if (static_cast<int64_t>(live_.size()) < K_) {
       live_.push_back(cand);
     }

@@ -32,8 +32,8 @@ Start start_generation(const Transformer& model, const Context& ctx, const Sente
   const auto P = static_cast<int64_t>(prompts[0].size());
   Start s;
   s.src_lengths = Tensor::zeros({B}, DType::I32);
-  s.max_length.assign(static_cast<size_t>(B), max_new + 1);
-  s.ends_at_limit = true;
+  // max_new tokens, the last of them ending the continuation (limit_without_eos); none: only EOS.
+  s.max_length.assign(static_cast<size_t>(B), max_new > 0 ? max_new : 1);
   s.state = model.start_decoding(ctx, B, P + max_new, hypotheses);
   if (P > 1) {
     std::vector<int32_t> head;  // [B, P − 1]
@@ -75,6 +75,9 @@ std::vector<std::vector<Hypothesis>> generate_search(const Transformer& model, c
             "beam size ", options.beam_size);
   SearchOptions o = options;
   o.min_length = min_new_tokens + 1;  // min_length counts the end of sentence
+  // As Hugging Face's generate() stops at max_new_tokens: a continuation that reaches the limit ends
+  // with its last token, scored and length-normalized without an end of sentence after it.
+  o.limit_without_eos = max_new_tokens > 0;
   std::map<size_t, std::vector<size_t>> by_length;  // prompt length → the prompts' indices
   for (size_t i = 0; i < prompts.size(); ++i) by_length[prompts[i].size()].push_back(i);
   std::vector<std::vector<Hypothesis>> out(prompts.size());

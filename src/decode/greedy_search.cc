@@ -140,7 +140,7 @@ void GreedySearch::choose_row(GreedyStep& s, int64_t r, SampleScratch& scratch) 
   const std::vector<int32_t>& prefix = prefix_of(prefixes_, static_cast<size_t>(b));
   if (s.t < static_cast<int64_t>(prefix.size())) {
     s.choice[r] = prefix[s.t];
-  } else if (s.t + 1 >= e_.max_length[b] || best_of(s, r) < 0) {
+  } else if ((s.t + 1 >= e_.max_length[b] && !o_.limit_without_eos) || best_of(s, r) < 0) {
     s.choice[r] = c_.eos_id;
   } else if (sampling_) {
     const double u = streams_[b].uniform_double(static_cast<uint64_t>(s.t));
@@ -155,6 +155,8 @@ void GreedySearch::choose_row(GreedyStep& s, int64_t r, SampleScratch& scratch) 
 // Row r's score with `token` appended; without scores NaN throughout, whichever way each step chose.
 double GreedySearch::score_of(const GreedyStep& s, int64_t r, int32_t token) const {
   if (!o_.return_scores) return std::numeric_limits<double>::quiet_NaN();
+  if (s.t < o_.unscored_prefix && s.t < static_cast<int64_t>(prefix_of(prefixes_, static_cast<size_t>(rows_[r])).size()))
+    return score_[r];  // a forced token without its log-probability
   return s.choice[r] >= 0 ? score_[r] + (logit_at(s.logits.host(), cols_, r, token) - s.top.lse.data<double>()[r])
                           : score_[r] + s.top.at(r, 0);
 }
@@ -168,18 +170,16 @@ bool GreedySearch::advance(const GreedyStep& s) {
     const auto ri = static_cast<int64_t>(r);
     const int32_t best = s.choice[r] >= 0 ? s.choice[r] : best_of(s, ri);
     const double score = score_of(s, ri, best);
-    // Generation's last token allowed ends the hypothesis with it, as beam search's (Start::ends_at_limit).
-    const bool at_limit = e_.ends_at_limit && e_.max_length[b] >= 2 && s.t + 2 >= e_.max_length[b];
-    if (best == c_.eos_id) {
+    const bool at_limit = o_.limit_without_eos && s.t + 1 >= e_.max_length[b];
+    if (best == c_.eos_id || at_limit) {
       out_[b] = backtrack(steps_, s.t, static_cast<int32_t>(r), score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
-      continue;
-    }
-    if (e_.on_token && s.t >= static_cast<int64_t>(prefix_of(prefixes_, static_cast<size_t>(b)).size()))
-      e_.on_token(b, best);
-    if (at_limit) {
-      out_[b] = backtrack(steps_, s.t, static_cast<int32_t>(r), score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
-      out_[b].tokens.push_back(best);
+      if (best != c_.eos_id) {  // ends with its last token, no end of sentence
+        if (e_.on_token) e_.on_token(b, best);
+        out_[b].tokens.push_back(best);
+      }
     } else {
+      if (e_.on_token && s.t >= static_cast<int64_t>(prefix_of(prefixes_, static_cast<size_t>(b)).size()))
+        e_.on_token(b, best);
       keep.push_back(static_cast<int32_t>(r));
       next_rows.push_back(static_cast<int32_t>(b));
       next_token.push_back(best);

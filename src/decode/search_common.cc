@@ -108,7 +108,8 @@ double logit_at(const Tensor& logits, const Columns& cols, int64_t r, int32_t v)
 
 std::vector<int32_t> banned_columns(const Columns& cols, const ModelConfig& c, int64_t t, const SearchOptions& o) {
   std::vector<int32_t> banned;
-  for (int32_t id : {c.pad_id, c.bos_id, t + 1 < o.min_length ? c.eos_id : -1})
+  // A decoder that starts from end of sentence (bos_id = eos_id) may still end with it.
+  for (int32_t id : {c.pad_id, c.bos_id == c.eos_id ? -1 : c.bos_id, t + 1 < o.min_length ? c.eos_id : -1})
     if (id >= 0 && cols.column_of(id) >= 0) banned.push_back(cols.column_of(id));
   return banned;
 }

@@ -32,10 +32,6 @@ struct Start {
   // Called with (sentence, token) for each token greedy search outputs, as it outputs it
   // (streaming); not for the end of sentence, nor a prefix's tokens.
   TokenCallback on_token;
-  // Generation as Hugging Face's generate() ends it: beam search's hypotheses that reach the last
-  // token allowed (max_length − 1 output tokens) end with that token, scored and length-normalized
-  // without an end of sentence after it, instead of going on to a forced one.
-  bool ends_at_limit = false;
 };
 
 // Validates the options and prefixes, encodes the batch and starts decoding it, `hypotheses` rows

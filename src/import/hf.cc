@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "import/hf_common.h"
+#include "import/hf_m2m100.h"
 
 namespace tfm {
 
@@ -29,6 +30,7 @@ const std::vector<Architecture>& architectures() {
       {"qwen2", {"Qwen2ForCausalLM"}, import_hf_llama, false},
       {"mistral", {"MistralForCausalLM"}, import_hf_llama, false},
       {"bert", {"BertModel", "BertForMaskedLM"}, import_hf_bert, false},
+      {"m2m_100", {"M2M100ForConditionalGeneration"}, import_hf_m2m100, true},
   };
   return table;
 }

@@ -49,7 +49,8 @@ void check_special_ids(const ModelConfig& c) {
                                                  {"eos_id", c.eos_id}};
   for (size_t a = 0; a < 4; ++a)
     for (size_t b = a + 1; b < 4; ++b) {
-      const bool allowed = ids[a].second == -1 || (a == 0 && b == 2);  // none, or the decoder starts from pad
+      // none, or the decoder starts from pad (Marian) or from end of sentence (fairseq's M2M-100)
+      const bool allowed = ids[a].second == -1 || (a == 0 && b == 2) || (a == 2 && b == 3);
       TFM_CHECK(allowed || ids[a].second != ids[b].second, "model: ", ids[a].first, " and ", ids[b].first,
                 " must differ, both are ", ids[a].second);
     }

@@ -24,14 +24,17 @@ void Server::Impl::enqueue(const std::shared_ptr<Job>& job) {
 }
 
 json Server::Impl::translate(const httplib::Request& req) {
-  const Fields f(req.body, {"text", "model", "beam", "n_best", "length_penalty", "scores", "attention"});
+  const Fields f(req.body, {"text", "model", "beam", "n_best", "length_penalty", "scores", "attention", "source_lang",
+                         "target_lang"});
   LoadedModel& m = models.find(f.string("model"));
   const transformer::Translator& translator = m.translation("/v1/translate");
   const std::vector<std::string> texts = f.texts("text", options.max_sentences);
   const TranslateRequest request = translate_request(f, options);
   TranslateInputs in = translate_inputs(m, texts, request.options, options);
-  auto job = std::make_shared<TranslateJob>(translate_key(m.spec.name, request.options.search), std::move(in.costs),
-                                            translator, request.options, std::move(in.sources));
+  transformer::TranslateOptions job_options = request.options;
+  job_options.languages.source.clear();  // the sources hold its token: ids are translated as given
+  auto job = std::make_shared<TranslateJob>(translate_key(m.spec.name, request.options), std::move(in.costs),
+                                            translator, job_options, std::move(in.sources));
   submit(job);
   json out = json::array();
   int64_t source_tokens = 0, target_tokens = 0;

@@ -8,13 +8,14 @@
 
 namespace tfm::serve {
 
-std::string translate_key(const std::string& model, const transformer::SearchOptions& search) {
+std::string translate_key(const std::string& model, const transformer::TranslateOptions& options) {
+  const transformer::SearchOptions& search = options.search;
   // The length penalty by its exact bits (printed with 6 digits, 0.1234561 and 0.1234564 were one
   // key and decoded alike).
   uint64_t penalty_bits = 0;
   std::memcpy(&penalty_bits, &search.length_penalty, sizeof penalty_bits);
   return cat(model, "\ttranslate\t", search.beam_size, "\t", search.n_best, "\t", penalty_bits, "\t",
-             search.record_attention, "\t", search.return_scores);
+             search.record_attention, "\t", search.return_scores, "\t", options.languages.target);
 }
 
 std::string score_key(const std::string& model) { return cat(model, "\tscore"); }

@@ -12,7 +12,7 @@
 namespace tfm::serve {
 
 // The key of a translate job: requests share batches only with the same model and equal options.
-std::string translate_key(const std::string& model, const transformer::SearchOptions& search);
+std::string translate_key(const std::string& model, const transformer::TranslateOptions& options);
 // The key of a score job: every score request of a model may share batches.
 std::string score_key(const std::string& model);
 // The key of an embed job: requests share batches with the same model, pooling and normalization.

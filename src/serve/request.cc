@@ -107,6 +107,7 @@ TranslateRequest translate_request(const Fields& f, const ServerOptions& limits)
   s.length_penalty = f.number("length_penalty", defaults.length_penalty, 0, kMaxLengthPenalty);
   s.record_attention = f.boolean("attention", defaults.record_attention);
   r.options.max_input_tokens = limits.max_input_tokens;
+  r.options.languages = {f.string("source_lang"), f.string("target_lang")};
   r.scores = f.boolean("scores", false);
   // Computed only where returned: greedy search is faster without (SearchOptions::return_scores).
   s.return_scores = r.scores || s.n_best > 1 || s.record_attention;
@@ -131,9 +132,17 @@ namespace {
 // A text cleaned, checked and encoded; one the vocabulary turns into no tokens at all (only
 // zero-width or ideographic spaces, say) is refused like an empty one. A target to score may be
 // empty, as with `transformer score`: its score is the end of sentence's.
+// A text to translate gets a multilingual model's source-language token first (`languages`).
 std::vector<int32_t> encode(const LoadedModel& m, const std::string& text, const TextRule& rule,
-                            int64_t max_text_length, std::vector<std::string>& warnings) {
-  std::vector<int32_t> ids = m.translator->encode(clean_text(text, rule, max_text_length, warnings));
+                            int64_t max_text_length, std::vector<std::string>& warnings,
+                            const transformer::LanguageOptions* languages = nullptr) {
+  const std::string clean = clean_text(text, rule, max_text_length, warnings);
+  std::vector<int32_t> ids;
+  try {
+    ids = languages ? m.translator->encode_source(clean, *languages) : m.translator->encode(clean);
+  } catch (const Error& e) {  // a language the model does not have, or none given to one that needs it
+    throw HttpError{400, e.what()};
+  }
   if (ids.empty() && !rule.may_be_empty)
     throw HttpError{400, cat(rule.what, " has no tokens: the vocabulary drops every character of it")};
   return ids;
@@ -147,7 +156,8 @@ TranslateInputs translate_inputs(const LoadedModel& m, const std::vector<std::st
   in.warnings.resize(texts.size());
   int64_t attention_values = 0;  // at most, were every output as long as allowed
   for (size_t i = 0; i < texts.size(); ++i) {
-    in.sources.push_back(encode(m, texts[i], {cat("text[", i, "]")}, limits.max_text_length, in.warnings[i]));
+    in.sources.push_back(
+        encode(m, texts[i], {cat("text[", i, "]")}, limits.max_text_length, in.warnings[i], &o.languages));
     const int64_t length = std::min<int64_t>(static_cast<int64_t>(in.sources.back().size()), limits.max_input_tokens);
     in.costs.push_back(length + 1);
     const auto max_output = static_cast<int64_t>(o.search.max_length_a * static_cast<double>(length) + o.search.max_length_b);

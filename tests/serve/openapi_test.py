@@ -131,6 +131,9 @@ def generated_bodies(schema, spec, rng, count, model="tiny"):
     for name in ("model",):
         if name in choices:
             choices[name] = [(model, True), ("no-such-model", False), (3, False)]
+    for name in ("source_lang", "target_lang"):  # the tiny model has no language codes: only "" is valid
+        if name in choices:
+            choices[name] = [("", True), ("de", False), (3, False)]
     bodies = []
     for _ in range(count):
         body = {}
