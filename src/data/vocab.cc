@@ -13,7 +13,6 @@
 
 #include "core/error.h"
 #include "core/json_text.h"
-#include "data/vocab_hf.h"
 #include "io/atomic_file.h"
 
 namespace tfm {
@@ -134,7 +133,7 @@ Vocab Vocab::from_pieces(std::vector<std::string> pieces, const std::string& sou
 }
 
 void Vocab::save_pieces(const std::string& dir) const {
-  if (hf_) return save_hf(dir);
+  if (hf_) return save_hf_tokenizer(hf_files_, dir, kPieceVocabFile);
   TFM_CHECK(has_piece_table(), "save_pieces: not a piece vocabulary");
   namespace fs = std::filesystem;
   auto write = [&](const std::string& name, const std::string& bytes) {
@@ -164,7 +163,8 @@ Vocab Vocab::load(const std::string& path) {
       TFM_CHECK(j.is_object() && j.contains(key), "'", path, "' is not a piece vocabulary: it has no '", key, "'");
       return j[key];
     };
-    if (field("format") == kHfTokenizerFormat) return load_hf(path, v.serialized_);
+    if (field("format") == kHfTokenizerFormat)  // errors name the vocabulary.json
+      return from_hf_tokenizer(load_hf_tokenizer_files(path, v.serialized_), cat("'", path, "'"));
     TFM_CHECK(field("format") == kPieceFormat, "'", path, "': format ", json_quote(field("format")), ", expected \"",
               kPieceFormat, "\"");
     TFM_CHECK(field("version") == 1, "'", path, "': version ", json_quote(field("version")), " is not supported (1 is)");
@@ -195,6 +195,14 @@ Vocab Vocab::load(const std::string& path) {
     }
   }
   return from_serialized(std::move(v.serialized_), cat("'", path, "'"));
+}
+
+Vocab Vocab::from_hf_tokenizer(HfTokenizerFiles files, const std::string& what) {
+  Vocab v;
+  v.hf_ = std::make_unique<HfTokenizer>(build_hf_tokenizer(files, what));
+  v.serialized_ = files.tokenizer_json.empty() ? files.wordpiece_vocab : files.tokenizer_json;
+  v.hf_files_ = std::move(files);
+  return v;
 }
 
 Vocab Vocab::from_serialized(std::string bytes, const std::string& what) {

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "data/vocab_hf.h"
 #include "transformer/vocab_options.h"
 
 namespace sentencepiece {
@@ -27,19 +28,6 @@ class SentencePieceProcessor;
 }
 
 namespace tfm {
-
-class HfTokenizer;
-
-// What defines a Hugging Face tokenizer: tokenizer.json's text, or BERT's vocab.txt with the
-// options of its tokenizer_config.json.
-struct HfTokenizerFiles {
-  std::string tokenizer_json;  // "" for a WordPiece vocab.txt
-  std::string wordpiece_vocab;
-  bool lowercase = true;
-  int strip_accents = -1;      // -1: as lowercase (null in tokenizer_config.json), 0 or 1
-  bool chinese_chars = true;
-  int64_t size = 0;            // the ids the model has: at least the tokenizer's (embeddings are often padded)
-};
 
 using transformer::VocabOptions;  // include/transformer/vocab_options.h
 
@@ -118,9 +106,6 @@ class Vocab {
   // Hugging Face tokenizers only:
   std::unique_ptr<HfTokenizer> hf_;
   HfTokenizerFiles hf_files_;
-
-  void save_hf(const std::string& dir) const;
-  static Vocab load_hf(const std::string& path, const std::string& text);
 };
 
 }  // namespace tfm

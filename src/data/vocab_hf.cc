@@ -34,26 +34,17 @@ std::string hf_fingerprint_text(const HfTokenizerFiles& f) {
              " strip_accents ", f.strip_accents, " chinese ", f.chinese_chars, " size ", f.size, "\n");
 }
 
-namespace {
-HfTokenizer build(const HfTokenizerFiles& f, const std::string& what) {
-  if (!f.tokenizer_json.empty()) return HfTokenizer::from_json(f.tokenizer_json, what);
+HfTokenizer build_hf_tokenizer(const HfTokenizerFiles& f, const std::string& what) {
   const std::optional<bool> strip = f.strip_accents < 0 ? std::nullopt : std::optional<bool>(f.strip_accents == 1);
-  return HfTokenizer::from_wordpiece_vocab(f.wordpiece_vocab, f.lowercase, strip, f.chinese_chars, what);
-}
-}  // namespace
-
-Vocab Vocab::from_hf_tokenizer(HfTokenizerFiles files, const std::string& what) {
-  Vocab v;
-  v.hf_ = std::make_unique<HfTokenizer>(build(files, what));
-  TFM_CHECK(files.size >= v.hf_->size(), what, ": the tokenizer has ", v.hf_->size(),
-            " ids but the vocabulary is to have ", files.size, "; the model's vocabulary must hold all of them");
-  v.serialized_ = files.tokenizer_json.empty() ? files.wordpiece_vocab : files.tokenizer_json;
-  v.hf_files_ = std::move(files);
-  return v;
+  HfTokenizer t = !f.tokenizer_json.empty()
+                      ? HfTokenizer::from_json(f.tokenizer_json, what)
+                      : HfTokenizer::from_wordpiece_vocab(f.wordpiece_vocab, f.lowercase, strip, f.chinese_chars, what);
+  TFM_CHECK(f.size >= t.size(), what, ": the tokenizer has ", t.size(), " ids but the vocabulary is to have ", f.size,
+            "; the model's vocabulary must hold all of them");
+  return t;
 }
 
-void Vocab::save_hf(const std::string& dir) const {
-  const HfTokenizerFiles& f = hf_files_;
+void save_hf_tokenizer(const HfTokenizerFiles& f, const std::string& dir, const std::string& vocabulary_file) {
   const bool wordpiece = f.tokenizer_json.empty();
   json j = {{"format", kHfTokenizerFormat}, {"version", 1}, {"size", f.size}};
   if (wordpiece) {
@@ -67,7 +58,7 @@ void Vocab::save_hf(const std::string& dir) const {
   const std::string& bytes = wordpiece ? f.wordpiece_vocab : f.tokenizer_json;
   write_file_atomic((fs::path(dir) / (wordpiece ? "vocab.txt" : "tokenizer.json")).string(),
                     [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
-  write_file_atomic((fs::path(dir) / kPieceVocabFile).string(),
+  write_file_atomic((fs::path(dir) / vocabulary_file).string(),
                     [&](std::ostream& out) { out << j.dump(1) << "\n"; });
 }
 
@@ -82,7 +73,7 @@ const json& vocab_field(const json& j, const char* key, json::value_t type, cons
 }
 }  // namespace
 
-Vocab Vocab::load_hf(const std::string& path, const std::string& text) {
+HfTokenizerFiles load_hf_tokenizer_files(const std::string& path, const std::string& text) {
   const json j = parse_json(text, cat("'", path, "'"));
   TFM_CHECK(j.value("version", json()) == 1, "'", path, "': version ", json_quote(j.value("version", json())),
             " is not supported (1 is)");
@@ -103,11 +94,7 @@ Vocab Vocab::load_hf(const std::string& path, const std::string& text) {
               json_quote(strip));
     f.strip_accents = strip.is_null() ? -1 : strip.get<bool>() ? 1 : 0;
   }
-  try {
-    return from_hf_tokenizer(std::move(f), cat("'", (dir / file).string(), "'"));
-  } catch (const Error& e) {
-    throw Error(cat("'", path, "': ", e.what()));
-  }
+  return f;
 }
 
 }  // namespace tfm
