@@ -88,7 +88,7 @@ def ct2_worker(spec):
     import ctranslate2
     import numpy as np
 
-    path = os.path.join(spec["model"])
+    path = spec["model"]
     kind = ctranslate2.Generator if spec["task"] == "generate" else ctranslate2.Encoder
     engine = kind(path, device="cpu", compute_type=spec["dtype"], inter_threads=1, intra_threads=spec["threads"])
     info = {"version": ctranslate2.__version__, "compute_type": engine.compute_type}
@@ -153,8 +153,8 @@ def random_ids(rng, rows, cols, low, high):
 
 
 def inputs_for(args, name, config):
-    """The same random ids for both engines: prompts for a decoder, sentences for an encoder (never
-    a special id: those start at 0 in every tokenizer of bench_family_models)."""
+    """The same random ids for both engines: prompts for a decoder, sentences for an encoder, never a
+    special id (bench_family_models puts them first, and GPT-2's end of text last)."""
     import numpy as np
 
     rng = np.random.default_rng(args.seed)
@@ -331,7 +331,7 @@ def parse_args():
     p.add_argument("--models", default="gpt2,llama,minilm")
     p.add_argument("--dtypes", default="float32,int8")
     p.add_argument("--isa", choices=sorted(CAPS), help="also run both engines capped at this level")
-    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)), help="default: nproc")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--rebuild", action="store_true", help="write the models and conversions anew")
