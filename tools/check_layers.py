@@ -27,7 +27,7 @@ PUBLIC = {
     "train_options.h": "core", "model_config.h": "core", "vocab_options.h": "core",
     "shortlist.h": "core", "embed_options.h": "core", "encoder.h": "api", "bleu.h": "eval", "chrf.h": "eval", "metrics.h": "eval",
     "trainer.h": "train", "translator.h": "api", "generator.h": "api", "model.h": "api", "attention_svg.h": "api",
-    "system.h": "api", "demo.h": "api",
+    "system.h": "api", "demo.h": "api", "import.h": "import",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

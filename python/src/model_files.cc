@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "module.h"
+#include "transformer/import.h"
 #include "transformer/model.h"
 #include "transformer/translator.h"
 
@@ -65,6 +66,24 @@ void bind_model_files(py::module_& m) {
       py::arg("inputs"), py::arg("output"), py::kw_only(), py::arg("verify") = true,
       "The element-wise mean of the parameters of several model or checkpoint files of one configuration, "
       "written atomically to `output`. Returns the loader's LoadNotes.");
+  m.def(
+      "import_hf",
+      [](const py::object& folder, const py::object& output) {
+        const std::string in = fspath(folder), out = fspath(output);
+        ImportResult r;
+        {
+          py::gil_scoped_release release;
+          r = import_huggingface(in, out);
+        }
+        const py::object warn = py::module_::import("warnings").attr("warn");
+        for (const std::string& note : r.notes) warn(note, py::module_::import("builtins").attr("UserWarning"), 2);
+        return r.model_path;
+      },
+      py::arg("folder"), py::arg("output"),
+      "Imports a folder written by Hugging Face transformers' save_pretrained (MarianMT, M2M-100/NLLB-200, "
+      "GPT-2, Llama, Qwen2, Mistral, BERT; a sentence-transformers folder) into `output`: model.safetensors and "
+      "its vocabulary, as `transformer import hf`. Returns the model file's path; the import's notes are "
+      "UserWarnings. Raises transformer.Error naming what cannot be imported.");
 }
 
 }  // namespace transformer::python

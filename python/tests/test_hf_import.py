@@ -4,6 +4,7 @@ them: the tokenizer's ids, the greedy continuation decoded to text (tools/make_h
 and sentence-transformers' embeddings, through the Python Generator and Encoder and the command."""
 
 import json
+import pathlib
 import subprocess
 
 import numpy as np
@@ -46,9 +47,23 @@ def test_decoder_continues_text_as_transformers(cli, tmp_path_factory, name):
         assert out.split("\n")[:-1] == [c["continuation"] for c in ref["cases"]]
 
 
-def test_sentence_transformers_embeds_text_as_sentence_transformers(cli, tmp_path_factory):
+def test_import_hf_from_python_writes_what_the_command_writes(cli, tmp_path_factory):
+    by_command = imported(cli, tmp_path_factory, "qwen2")
+    out = tmp_path_factory.mktemp("qwen2_python")
+    with pytest.warns(UserWarning, match="no BOS"):  # the import's notes
+        assert transformer.import_hf(HF / "qwen2", out) == str(out / "model.safetensors")
+    for name in ["model.safetensors", "vocabulary.json", "tokenizer.json"]:
+        assert (out / name).read_bytes() == (pathlib.Path(by_command).parent / name).read_bytes(), name
+    with pytest.raises(transformer.Error, match="is the input folder"):
+        transformer.import_hf(HF / "qwen2", HF / "qwen2")
+    with pytest.raises(transformer.Error, match="config.json' does not exist"):
+        transformer.import_hf(out, tmp_path_factory.mktemp("nothing"))
+
+
+def test_sentence_transformers_embeds_text_as_sentence_transformers(tmp_path_factory):
     ref = json.loads((HF / "minilm" / "reference.json").read_text(encoding="utf-8"))
-    model = imported(cli, tmp_path_factory, "minilm")
+    with pytest.warns(UserWarning):  # the import's notes (what the pooling and normalization default to)
+        model = transformer.import_hf(HF / "minilm", tmp_path_factory.mktemp("minilm"))
     enc = transformer.Encoder(model, threads=1)
     for sentence, ids in zip(ref["sentences"], ref["ids"]):
         assert list(enc.encode(sentence)) == ids, sentence

@@ -43,6 +43,7 @@ from ._transformer import (
     chrf,
     clean_input,
     exact_match,
+    import_hf,
     model_info,
     plot_training,
     repair_warnings,
@@ -109,8 +110,8 @@ for _name, _function in _arguments.wrap_module(
     _transformer,
     (BleuScore, ChrfScore, CleanText, Encoder, ExactMatch, Hypothesis, LoadNotes, MetricsRecord, ModelInfo, Progress, Repairs,
      Score, StepResult, Trainer, TrainResult, Translation, Translator, ValidationResult, Generation, Generator),
-    ("average_checkpoints", "bleu", "chrf", "exact_match", "model_info", "plot_training", "repair_warnings",
-     "write_demo_data"),
+    ("average_checkpoints", "bleu", "chrf", "exact_match", "import_hf", "model_info", "plot_training",
+     "repair_warnings", "write_demo_data"),
 ).items():
     globals()[_name] = _function
 clean_input = _arguments.pythonic(clean_input, "clean_input()")
@@ -169,6 +170,7 @@ __all__ = [
     "chrf",
     "clean_input",
     "exact_match",
+    "import_hf",
     "model_info",
     "plot_training",
     "repair_warnings",

@@ -8,17 +8,12 @@
 #include "cli/model_io.h"
 #include "core/error.h"
 #include "import/import.h"
+#include "transformer/import.h"
 
 namespace tfm::cli {
 
 namespace {
 namespace fs = std::filesystem;
-
-void refuse_same_folder(const std::string& input, const std::string& output) {
-  std::error_code ec;
-  TFM_CHECK(!fs::equivalent(input, output, ec), "import: the output folder '", output, "' is the input folder; ",
-            "write the imported model to another one (its model.safetensors would replace the original's)");
-}
 
 int finish(const ImportedModel& m, const std::string& output) {
   for (const std::string& note : m.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
@@ -55,8 +50,10 @@ Action add_import(CLI::App& app) {
     if (!*cmd) return -1;
     if (*marian) return finish(import_marian(o->marian), o->output);
     if (*hf) {
-      refuse_same_folder(o->hf_dir, o->output);
-      return finish(import_hf(o->hf_dir), o->output);
+      const transformer::ImportResult r = transformer::import_huggingface(o->hf_dir, o->output);
+      for (const std::string& note : r.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+      std::printf("%s\n", r.model_path.c_str());
+      return 0;
     }
     return -1;
   };
