@@ -1,8 +1,9 @@
 // Generation with a decoder-only model (decode/generation.cc): greedy generation against the argmax
 // of full teacher-forced forward passes recomputed step by step, beam search of width 1 against
 // greedy search, sampling reproducible from its seed, streamed tokens against the result, and the
-// errors of bad prompts and models; scoring with a decoder-only model (transformer::Generator::score)
-// against the scores generation gives its own tokens.
+// errors of bad prompts and models; stop ids ending hypotheses as the end of sequence does; scoring
+// with a decoder-only model (transformer::Generator::score) against the scores generation gives its
+// own tokens.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -198,6 +199,24 @@ TEST_F(Generation, AStopIdEndsAHypothesisAsEosDoes) {
       generate_search(*stops, ps, o, 8, min_new, [&](int64_t i, int32_t id) { streamed[i].push_back(id); });
       for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(streamed[i], a[i][0].tokens) << what;
     }
+}
+
+// Translation searches the same way: a forced target prefix may not hold a stop id, as it may not
+// hold eos_id (it would end the hypothesis inside the prefix).
+TEST(StopIds, ATargetPrefixMayNotHoldOne) {
+  ModelConfig c = tiny_lm();
+  c.architecture = "encoder-decoder";
+  c.encoder_layers = 1;
+  c.stop_ids = {5};
+  Transformer m(c);
+  m.init_parameters(1);
+  try {
+    greedy_search(m, {{4, 6}}, greedy(), nullptr, {{7, 5}});
+    ADD_FAILURE() << "a prefix with a stop id was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("target prefix token id 5"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(greedy_search(m, {{4, 6}}, greedy(), nullptr, {{7, 6}}));
 }
 
 TEST_F(Generation, BadInputIsRefusedByName) {
