@@ -1,8 +1,9 @@
 // Generation with a decoder-only model (decode/generation.cc): greedy generation against the argmax
 // of full teacher-forced forward passes recomputed step by step, beam search of width 1 against
 // greedy search, sampling reproducible from its seed, streamed tokens against the result, and the
-// errors of bad prompts and models; scoring with a decoder-only model (transformer::Generator::score)
-// against the scores generation gives its own tokens.
+// errors of bad prompts and models; stop ids ending hypotheses as the end of sequence does; scoring
+// with a decoder-only model (transformer::Generator::score) against the scores generation gives its
+// own tokens.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -129,6 +130,93 @@ TEST_F(Generation, StreamedTokensAreTheResult) {
     const auto out = generate_search(model_, ps, o, 7, 0, [&](int64_t i, int32_t id) { streamed[i].push_back(id); });
     for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(streamed[i], out[i][0].tokens) << "prompt " << i;
   }
+}
+
+// The weights of `base` times `scale` with other end ids: eos_id `eos`, stop_ids `stops`.
+std::unique_ptr<Transformer> with_ends(const Transformer& base, int32_t eos, std::vector<int32_t> stops,
+                                       float scale = 1) {
+  ModelConfig c = base.config();
+  c.eos_id = eos;
+  c.stop_ids = std::move(stops);
+  auto m = std::make_unique<Transformer>(c);
+  for (int id = 0; id < base.params().size(); ++id) {
+    Tensor v = m->params().value(id);
+    v.copy_from(base.params().value(id));
+    for (float* x = v.data<float>(), *end = x + v.numel(); x != end; ++x) *x *= scale;
+  }
+  return m;
+}
+
+// A token of some best continuation, at index `from` or later, that no special id is.
+int32_t token_to_stop_at(const std::vector<std::vector<Hypothesis>>& out, int64_t from) {
+  for (const auto& n_best : out) {
+    const std::vector<int32_t>& y = n_best[0].tokens;
+    for (size_t i = static_cast<size_t>(from); i < y.size(); ++i)
+      if (y[i] > 3) return y[i];
+  }
+  return -1;
+}
+
+// A stop id ends a hypothesis exactly as eos_id does, in greedy search, beam search and sampling:
+// the weights with eos_id 3 and stop id s generate what they generate with eos_id s and stop id 3
+// (tokens, scores; neither id in the output, neither before min_new_tokens), and s ends
+// continuations that eos_id 3 alone does not.
+TEST_F(Generation, AStopIdEndsAHypothesisAsEosDoes) {
+  const auto ps = prompts(model_.config());
+  SearchOptions beam;
+  beam.beam_size = 4;
+  beam.n_best = 2;
+  SearchOptions sampled = greedy();
+  sampled.sampling_topk = -1;
+  sampled.seed = 5;
+  const auto peaked = with_ends(model_, 3, {}, 2);  // sharper distributions: longer, varied outputs
+  for (SearchOptions o : {greedy(), beam, sampled})
+    for (const int64_t min_new : {0, 3}) {
+      o.return_scores = true;
+      const auto base = generate_search(*peaked, ps, o, 8, min_new);
+      const std::string what = cat("beam ", o.beam_size, ", top-k ", o.sampling_topk, ", min_new ", min_new);
+      const int32_t s = token_to_stop_at(base, min_new);
+      ASSERT_GE(s, 4) << what << ": no continuation has a token to stop at";
+      const auto stops = with_ends(*peaked, 3, {s}), swapped = with_ends(*peaked, s, {3});
+      const auto a = generate_search(*stops, ps, o, 8, min_new), b = generate_search(*swapped, ps, o, 8, min_new);
+      bool shorter = false;
+      for (size_t i = 0; i < ps.size(); ++i) {
+        ASSERT_EQ(a[i].size(), b[i].size()) << what;
+        for (size_t k = 0; k < a[i].size(); ++k) {
+          const std::vector<int32_t>& y = a[i][k].tokens;
+          EXPECT_EQ(y, b[i][k].tokens) << what << ", prompt " << i;
+          EXPECT_EQ(a[i][k].score, b[i][k].score) << what << ", prompt " << i;
+          EXPECT_EQ(a[i][k].normalized, b[i][k].normalized) << what << ", prompt " << i;
+          EXPECT_GE(static_cast<int64_t>(y.size()), min_new) << what;
+          EXPECT_EQ(std::count(y.begin(), y.end(), s) + std::count(y.begin(), y.end(), 3), 0) << what;
+        }
+        shorter = shorter || a[i][0].tokens.size() < base[i][0].tokens.size();
+      }
+      EXPECT_TRUE(shorter) << what << ": stop id " << s << " ended no continuation";
+      if (o.beam_size > 1) continue;
+      // Streaming reports the tokens, not the stop id that ends them.
+      std::vector<std::vector<int32_t>> streamed(ps.size());
+      generate_search(*stops, ps, o, 8, min_new, [&](int64_t i, int32_t id) { streamed[i].push_back(id); });
+      for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(streamed[i], a[i][0].tokens) << what;
+    }
+}
+
+// Translation searches the same way: a forced target prefix may not hold a stop id, as it may not
+// hold eos_id (it would end the hypothesis inside the prefix).
+TEST(StopIds, ATargetPrefixMayNotHoldOne) {
+  ModelConfig c = tiny_lm();
+  c.architecture = "encoder-decoder";
+  c.encoder_layers = 1;
+  c.stop_ids = {5};
+  Transformer m(c);
+  m.init_parameters(1);
+  try {
+    greedy_search(m, {{4, 6}}, greedy(), nullptr, {{7, 5}});
+    ADD_FAILURE() << "a prefix with a stop id was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("target prefix token id 5"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(greedy_search(m, {{4, 6}}, greedy(), nullptr, {{7, 6}}));
 }
 
 TEST_F(Generation, BadInputIsRefusedByName) {

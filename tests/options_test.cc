@@ -124,5 +124,33 @@ TEST(Options, SpecialIdsMustDiffer) {
   EXPECT_NE(error_of([&] { c.validate(); }).find("pad_id and unk_id must differ, both are 1"), std::string::npos);
 }
 
+// Further end-of-sequence ids: read from JSON as a list of ids, recorded in a model file only when
+// there are some, and validated naming the field and the id at fault.
+TEST(Options, StopIdsAreAListOfFurtherEndIds) {
+  ModelConfig c = model_preset("tiny");  // pad 0, unk 1, bos 2, eos 3, 8000 ids
+  EXPECT_FALSE(model_config_for_file(c).contains("stop_ids"));
+  from_json(nlohmann::json{{"stop_ids", {7, 9}}}, c);
+  EXPECT_EQ(c.stop_ids, (std::vector<int32_t>{7, 9}));
+  EXPECT_EQ(model_config_for_file(c)["stop_ids"], nlohmann::json({7, 9}));
+  c.validate();
+  EXPECT_NE(error_of([&] { from_json(nlohmann::json{{"stop_ids", 7}}, c); }).find("'stop_ids' must be a list, got 7"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { from_json(nlohmann::json{{"stop_ids", {7, 1.5}}}, c); })
+                .find("'stop_ids[1]' must be an integer, got 1.5"),
+            std::string::npos);
+  const auto invalid = [&](std::vector<int32_t> ids) {
+    ModelConfig d = model_preset("tiny");
+    d.stop_ids = std::move(ids);
+    return error_of([&] { d.validate(); });
+  };
+  EXPECT_EQ(invalid({4, 7999}), "");
+  EXPECT_NE(invalid({4, 8000}).find("stop_ids: id 8000 is outside the vocabulary [0, 8000)"), std::string::npos);
+  EXPECT_NE(invalid({-1}).find("stop_ids: id -1 is outside"), std::string::npos);
+  EXPECT_NE(invalid({5, 3}).find("stop_ids: id 3 is the model's eos_id"), std::string::npos);
+  EXPECT_NE(invalid({0}).find("stop_ids: id 0 is the model's pad_id"), std::string::npos);
+  EXPECT_NE(invalid({2}).find("stop_ids: id 2 is the model's bos_id"), std::string::npos);
+  EXPECT_NE(invalid({9, 5, 9}).find("stop_ids lists id 9 twice"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tfm

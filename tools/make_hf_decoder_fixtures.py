@@ -13,8 +13,13 @@ with reference.json beside the files: the prompts' ids, their teacher-forced log
 generate()'s greedy and beam-4 continuations (do_sample False, max_new_tokens 12, length_penalty
 1.0, early_stopping False). The Llama model is also written in float16 (llama_f16/) and bfloat16
 (llama_bf16/), whose reference.json holds the logits of that folder loaded in float32,
-and in shards (llama_sharded/, model.safetensors.index.json). A rerun with the same versions writes
-the same files.
+and in shards (llama_sharded/, model.safetensors.index.json). llama_stops/ is the Llama model whose
+generation_config.json lists three end-of-sequence ids, as instruct checkpoints do ([2, a, b]:
+</s> and two ids chosen among the tokens the model predicts early, so that generate()'s greedy and
+beam-4 continuations of every prompt end at a or b); its reference.json also records, under
+"ends", the id each continuation ended at (null: at max_new_tokens). A rerun with the same
+versions writes the same files. Names as arguments (gpt2 llama qwen2 mistral llama_stops) make
+only those folders.
 """
 import copy
 import json
@@ -164,6 +169,71 @@ def llama():
         (folder / "reference.json").write_text(json.dumps(out, separators=(",", ":")) + "\n")
 
 
+def continuation(model, ids, beams, eos):
+    """generate()'s continuation of one prompt (do_sample False, as reference()), up to and with
+    its end: (tokens before the end, the end's id or None at max_new_tokens)."""
+    x = torch.tensor([ids])
+    kwargs = {} if eos is None else {"eos_token_id": eos}
+    with torch.no_grad():
+        y = model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, num_beams=beams,
+                           max_new_tokens=MAX_NEW, length_penalty=1.0, early_stopping=False, pad_token_id=2,
+                           **kwargs)[0, len(ids):].tolist()
+    ends = set(model.generation_config.eos_token_id if eos is None else eos)
+    for i, v in enumerate(y):
+        if v in ends:
+            return y[:i], v
+    return y, None
+
+
+def pick_stops(model, prompts):
+    """Two ids besides </s> at which generate()'s greedy and beam-4 continuations of every prompt
+    end: the first pair, in a fixed order, of tokens the model predicts early (the first 4 tokens
+    of each continuation ended by </s> alone) that ends them all."""
+    early = []
+    for ids in prompts:
+        for beams in (1, 4):
+            for v in continuation(model, ids, beams, [2])[0][1:4]:
+                if v > 2 and v not in early:
+                    early.append(v)
+    for i, a in enumerate(early):
+        for b in early[i + 1:]:
+            ends = [continuation(model, ids, beams, [2, a, b])[1] for ids in prompts for beams in (1, 4)]
+            if all(e in (a, b) for e in ends):
+                return [a, b]
+    raise AssertionError(f"no pair of {early} ends every greedy and beam-4 continuation")
+
+
+def llama_stops():
+    tok, t = llama_tokenizer()
+    model = llama_model(tok)
+    prompts = [t(p)["input_ids"] for p in PROMPTS]
+    stops = pick_stops(model, prompts)
+    model.generation_config = transformers.GenerationConfig(bos_token_id=1, eos_token_id=[2] + stops)
+    folder = OUT / "llama_stops"
+    shutil.rmtree(folder, ignore_errors=True)
+    model.save_pretrained(folder)
+    t.save_pretrained(folder)
+    # The folder as a user loads it: generate() ends where its generation_config.json says.
+    loaded = transformers.LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    assert loaded.generation_config.eos_token_id == [2] + stops, loaded.generation_config.eos_token_id
+    assert json.loads((folder / "config.json").read_text())["eos_token_id"] == 2, "config.json names one id"
+    ref = {"prompts": prompts, "logits": [], "greedy": [], "beam4": [], "max_new_tokens": MAX_NEW,
+           "eos_token_id": [2] + stops, "ends": {"greedy": [], "beam4": []}}
+    with torch.no_grad():
+        for ids in prompts:
+            logits = loaded(torch.tensor([ids])).logits[0]
+            ref["logits"].append([[round(float(v), 5) for v in row] for row in logits])
+            for key, beams in (("greedy", 1), ("beam4", 4)):
+                y, end = continuation(loaded, ids, beams, None)
+                assert end in stops, f"{key} of {ids} ended at {end}, not at a further end-of-sequence id"
+                ref[key].append(y)
+                ref["ends"][key].append(end)
+    ref["transformers"] = transformers.__version__
+    ref["torch"] = torch.__version__.split("+")[0]
+    (folder / "reference.json").write_text(json.dumps(ref, separators=(",", ":")) + "\n")
+    return ref
+
+
 def qwen2():
     tok = byte_bpe(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], 280)
     eos = tok.token_to_id("<|endoftext|>")
@@ -196,7 +266,11 @@ def mistral():
 def main():
     torch.set_num_threads(1)
     OUT.mkdir(parents=True, exist_ok=True)
-    for make in (gpt2, llama, qwen2, mistral):
+    makers = {f.__name__: f for f in (gpt2, llama, qwen2, mistral, llama_stops)}
+    unknown = [n for n in sys.argv[1:] if n not in makers]
+    assert not unknown, f"unknown fixtures {unknown}; known: {list(makers)}"
+    for name in sys.argv[1:] or makers:
+        make = makers[name]
         ref = make()
         if ref is not None:
             print(make.__name__, "greedy", ref["greedy"], "beam4", ref["beam4"], file=sys.stderr)

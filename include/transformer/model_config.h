@@ -33,6 +33,10 @@ struct ModelConfig {
   int32_t bos_id = 2;           //   bos_id is the decoder's first input; −1: a zero vector instead of
   int32_t eos_id = 3;           //   a token's embedding (Marian). bos_id may equal pad_id (Hugging Face
                                 //   Marian models start from the padding token).
+  std::vector<int32_t> stop_ids;  // further end-of-sequence ids: a hypothesis that chooses one ends there
+                                  //   exactly as at eos_id (instruct models list several: Llama 3's
+                                  //   <|eot_id|>, <|eom_id|>). In the vocabulary, none twice, none eos_id,
+                                  //   pad_id or bos_id; empty: eos_id alone ends a hypothesis
 
   // How published models (OPUS-MT / Marian, Hugging Face; `transformer import`) differ from the
   // paper, as configuration. The defaults are the paper's; docs/checkpoint-format.md has the details.
@@ -104,6 +108,7 @@ struct ModelOverrides {
   std::optional<bool> rope_interleaved, gated;
   std::optional<std::string> pooling;
   std::optional<bool> normalize_embeddings;
+  std::optional<std::vector<int32_t>> stop_ids;
 
   // `base` with the fields set here replaced (not validated).
   ModelConfig apply_to(ModelConfig base) const;

@@ -21,8 +21,9 @@ struct SearchOptions {
   double max_length_a = 1.0;    // at most a · (source tokens) + b output tokens, end of sentence included
   double max_length_b = 50.0;   //   (a target prefix counts; one that reaches the limit is followed by EOS)
   int64_t n_best = 1;           // hypotheses returned per sentence (≤ beam_size)
-  int64_t min_length = 0;       // no end of sentence before this many output tokens (it included);
-                                //   benchmarks force a fixed length with min_length = max length
+  int64_t min_length = 0;       // no end of sentence (eos_id, nor a ModelConfig::stop_ids id) before this
+                                //   many output tokens (it included); benchmarks force a fixed length
+                                //   with min_length = max length
   bool record_attention = false;  // return the encoder-decoder attention of every output token
   // false: the hypotheses' score and normalized are NaN, not computed (CTranslate2's return_scores).
   // Greedy search then chooses each token from an int8 screen of the output projection and float32

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,12 @@
 #include "core/json_text.h"
 
 namespace tfm {
+
+// Whether T is a std::vector: a list field, each item read as its type.
+template <class T>
+struct IsVector : std::false_type {};
+template <class T, class A>
+struct IsVector<std::vector<T, A>> : std::true_type {};
 
 // The message reads "WHAT 'KEY' must be ..., got VALUE"; `what` says what kind of field it is.
 template <class T>
@@ -43,6 +50,15 @@ void read_json_field(const nlohmann::json& value, T& out, std::string_view what,
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (!value.is_string()) throw wrong("a string");
     out = value.get<std::string>();
+  } else if constexpr (IsVector<T>::value) {
+    if (!value.is_array()) throw wrong("a list");
+    T items;
+    for (size_t i = 0; i < value.size(); ++i) {
+      typename T::value_type item{};
+      read_json_field(value[i], item, what, cat(key, "[", i, "]"));
+      items.push_back(std::move(item));
+    }
+    out = std::move(items);
   } else {
     static_assert(sizeof(T) == 0, "read_json_field: unsupported field type");
   }

@@ -185,9 +185,9 @@ void BeamSearch::rank(int64_t t, int64_t b, bool last) {
     if (last && o_.limit_without_eos) {  // the K best end here, as generate()'s at max_new_tokens
       if (rank >= static_cast<size_t>(K_)) break;
       Hypothesis h = backtrack(steps_, t, cand.row, cand.score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
-      if (cand.token != c_.eos_id) h.tokens.push_back(cand.token);
+      if (!ends_hypothesis(c_, cand.token)) h.tokens.push_back(cand.token);
       add_ended(done, std::move(h));
-    } else if (cand.token == c_.eos_id) {
+    } else if (ends_hypothesis(c_, cand.token)) {  // EOS or a stop id
       // As fairseq: an ending counts only among the best K, so beam 1 is greedy search.
       if (rank < static_cast<size_t>(K_) || last)
         add_ended(done, backtrack(steps_, t, cand.row, cand.score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads));

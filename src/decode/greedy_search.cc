@@ -161,7 +161,7 @@ double GreedySearch::score_of(const GreedyStep& s, int64_t r, int32_t token) con
                           : score_[r] + s.top.at(r, 0);
 }
 
-// Ends the rows that chose EOS and keeps the others for the next step; false when none is left.
+// Ends the rows that chose EOS or a stop id and keeps the others for the next step; false when none is left.
 bool GreedySearch::advance(const GreedyStep& s) {
   std::vector<int32_t> keep, next_rows, next_token;  // [R'']
   std::vector<double> next_score;                    // [R'']
@@ -171,9 +171,10 @@ bool GreedySearch::advance(const GreedyStep& s) {
     const int32_t best = s.choice[r] >= 0 ? s.choice[r] : best_of(s, ri);
     const double score = score_of(s, ri, best);
     const bool at_limit = o_.limit_without_eos && s.t + 1 >= e_.max_length[b];
-    if (best == c_.eos_id || at_limit) {
+    const bool end = ends_hypothesis(c_, best);  // EOS or a stop id
+    if (end || at_limit) {
       out_[b] = backtrack(steps_, s.t, static_cast<int32_t>(r), score, o_, e_.src_lengths.data<int32_t>()[b], c_.heads);
-      if (best != c_.eos_id) {  // ends with its last token, no end of sentence
+      if (!end) {  // ends with its last token, no end of sentence
         if (e_.on_token) e_.on_token(b, best);
         out_[b].tokens.push_back(best);
       }

@@ -28,9 +28,9 @@ void check_prefixes(const ModelConfig& c, const Sentences& sources, const Senten
             prefixes.size(), " target prefixes");
   for (size_t b = 0; b < prefixes.size(); ++b)
     for (int32_t v : prefixes[b])
-      TFM_CHECK(v >= 0 && v < c.vocab_size && v != c.pad_id && v != c.bos_id && v != c.eos_id, "sentence ", b,
-                ": target prefix token id ", v,
-                " is not a token the output may contain (outside the vocabulary, or padding, BOS or EOS)");
+      TFM_CHECK(v >= 0 && v < c.vocab_size && v != c.pad_id && v != c.bos_id && !ends_hypothesis(c, v), "sentence ",
+                b, ": target prefix token id ", v,
+                " is not a token the output may contain (outside the vocabulary, or padding, BOS, EOS or a stop id)");
 }
 
 // Each sentence's output length limit (EOS included) and the largest.
@@ -93,6 +93,7 @@ Columns restrict_output(const Transformer& model, const Context& ctx, DecodeStat
   const ModelConfig& c = model.config();
   shortlist->check_vocabulary(c.vocab_size, "", "being decoded");
   std::vector<int32_t> always = {c.eos_id};
+  always.insert(always.end(), c.stop_ids.begin(), c.stop_ids.end());
   for (const auto& p : prefixes) always.insert(always.end(), p.begin(), p.end());
   cols.token = shortlist->select(sources, always);
   model.restrict_output(ctx, state, cols.token);
@@ -106,11 +107,21 @@ double logit_at(const Tensor& logits, const Columns& cols, int64_t r, int32_t v)
   return logits.dtype() == DType::F64 ? logits.data<double>()[r * V + j] : logits.data<float>()[r * V + j];
 }
 
+bool ends_hypothesis(const ModelConfig& c, int32_t token) {
+  return token == c.eos_id || std::find(c.stop_ids.begin(), c.stop_ids.end(), token) != c.stop_ids.end();
+}
+
 std::vector<int32_t> banned_columns(const Columns& cols, const ModelConfig& c, int64_t t, const SearchOptions& o) {
   std::vector<int32_t> banned;
-  // A decoder that starts from end of sentence (bos_id = eos_id) may still end with it.
-  for (int32_t id : {c.pad_id, c.bos_id == c.eos_id ? -1 : c.bos_id, t + 1 < o.min_length ? c.eos_id : -1})
+  auto ban = [&](int32_t id) {
     if (id >= 0 && cols.column_of(id) >= 0) banned.push_back(cols.column_of(id));
+  };
+  // A decoder that starts from end of sentence (bos_id = eos_id) may still end with it.
+  for (int32_t id : {c.pad_id, c.bos_id == c.eos_id ? -1 : c.bos_id}) ban(id);
+  if (t + 1 < o.min_length) {  // nothing ends a hypothesis before its minimum length
+    ban(c.eos_id);
+    for (int32_t id : c.stop_ids) ban(id);
+  }
   return banned;
 }
 

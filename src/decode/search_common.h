@@ -76,8 +76,8 @@ struct Columns {
   int32_t column_of(int32_t id) const { return column.empty() ? id : column[id]; }
 };
 
-// With a shortlist, restricts the state's output to the batch's selection (which always holds EOS
-// and the prefixes' tokens).
+// With a shortlist, restricts the state's output to the batch's selection (which always holds EOS,
+// the stop ids and the prefixes' tokens).
 Columns restrict_output(const Transformer& model, const Context& ctx, DecodeState& state, const Sentences& sources,
                         const Shortlist* shortlist, const Sentences& prefixes);
 
@@ -93,8 +93,12 @@ struct TopK {
   int32_t id(int64_t r, int64_t j) const { return ids.data<int32_t>()[r * ids.size(1) + j]; }
 };
 
-// Tokens a hypothesis may not produce at step t (its (t+1)-th token): padding, BOS, and EOS before
-// the minimum length; as columns of the logits.
+// Whether `token` ends a hypothesis: eos_id, or one of the model's further stop_ids. Either ends it
+// the same way: scored, and not part of its tokens.
+bool ends_hypothesis(const ModelConfig& c, int32_t token);
+
+// Tokens a hypothesis may not produce at step t (its (t+1)-th token): padding, BOS, and before the
+// minimum length EOS and the stop ids; as columns of the logits.
 std::vector<int32_t> banned_columns(const Columns& cols, const ModelConfig& c, int64_t t, const SearchOptions& o);
 
 // The top k of every row of logits [R, V or V'], on the host, as token ids.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 namespace tfm {
 
@@ -10,43 +11,64 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// eos_token_id of `config` (file `where`): an id, a list of one id, or −1 when absent or null; a
-// longer list is refused, naming it.
-int32_t end_id(const json& config, const fs::path& where) {
+// eos_token_id of `config` (file `where`): its ids in order (one id or a list), none when absent or
+// null; each an integer.
+std::vector<int32_t> end_ids(const json& config, const fs::path& where) {
   const auto it = config.find("eos_token_id");
-  if (it == config.end() || it->is_null()) return -1;
-  if (it->is_array()) {
-    TFM_CHECK(it->size() == 1, "import hf: ", where.string(), ": 'eos_token_id' lists several ids, ", json_quote(*it),
-              "; generation stops at one end-of-sequence id: give one");
+  if (it == config.end() || it->is_null()) return {};
+  const json list = it->is_array() ? *it : json::array({*it});
+  std::vector<int32_t> ids;
+  for (const json& v : list) {
+    TFM_CHECK(!v.is_null(), "import hf: ", where.string(), ": 'eos_token_id' lists null, ", json_quote(*it));
     json one = json::object();
-    one["eos_token_id"] = (*it)[0];
-    return hf_field<int32_t>(one, "eos_token_id", -1, where);
+    one["eos_token_id"] = v;
+    ids.push_back(hf_field<int32_t>(one, "eos_token_id", -1, where));
   }
-  return hf_field<int32_t>(config, "eos_token_id", -1, where);
+  return ids;
+}
+
+// The ids generation ends at: generation_config.json's eos_token_id when it has one (generate()
+// reads it), else config.json's; at least one. The first is eos_id, the others stop_ids (each once).
+void set_end_ids(const HfFolderInfo& f, ModelConfig& c, std::vector<std::string>& notes) {
+  std::vector<int32_t> ends = end_ids(f.config, f.config_path);
+  fs::path from = f.config_path;
+  const fs::path generation = f.dir / "generation_config.json";
+  if (fs::exists(generation)) {
+    std::vector<int32_t> listed = end_ids(read_hf_json(generation), generation);
+    if (!listed.empty()) ends = std::move(listed), from = generation;
+  }
+  TFM_CHECK(!ends.empty(), "import hf: ", f.config_path.string(),
+            ": eos_token_id is missing (nor in generation_config.json); generation needs an end-of-sequence id");
+  for (int32_t id : ends)
+    TFM_CHECK(id >= 0 && id < c.vocab_size, "import hf: ", from.string(), ": eos_token_id ", id,
+              " is outside the vocabulary (vocab_size ", c.vocab_size, "); generation needs an end-of-sequence id");
+  c.eos_id = ends[0];
+  c.stop_ids.clear();
+  std::set<int32_t> seen = {c.eos_id};
+  for (int32_t id : ends)
+    if (seen.insert(id).second) c.stop_ids.push_back(id);
+  if (ends.size() > 1)
+    notes.push_back(cat(from.filename().string(), "'s eos_token_id lists ", json(ends).dump(), ": eos_id ", c.eos_id,
+                        ", stop_ids ", json(c.stop_ids).dump(), " (generation ends at any of them)"));
 }
 }  // namespace
 
 void hf_decoder_special_ids(const HfFolderInfo& f, ModelConfig& c, std::vector<std::string>& notes) {
-  int32_t eos = end_id(f.config, f.config_path);
-  const fs::path generation = f.dir / "generation_config.json";
-  if (fs::exists(generation)) {
-    const int32_t generation_eos = end_id(read_hf_json(generation), generation);
-    if (generation_eos >= 0) eos = generation_eos;
-  }
-  TFM_CHECK(eos >= 0 && eos < c.vocab_size, "import hf: ", f.config_path.string(), ": eos_token_id ", eos,
-            eos < 0 ? " is missing" : " is outside the vocabulary", " (vocab_size ", c.vocab_size,
-            "); generation needs an end-of-sequence id");
-  c.eos_id = eos;
+  set_end_ids(f, c, notes);
   c.bos_id = hf_field<int32_t>(f.config, "bos_token_id", -1, f.config_path);
   TFM_CHECK(c.bos_id >= -1 && c.bos_id < c.vocab_size, "import hf: ", f.config_path.string(), ": bos_token_id ",
             c.bos_id, " is outside the vocabulary (vocab_size ", c.vocab_size, ")");
-  if (c.bos_id == c.eos_id) {
+  const bool ends = c.bos_id == c.eos_id ||
+                    std::find(c.stop_ids.begin(), c.stop_ids.end(), c.bos_id) != c.stop_ids.end();
+  if (c.bos_id >= 0 && ends) {
+    notes.push_back(cat("bos_token_id is an end-of-sequence id, ", c.bos_id, ": no BOS is put before prompts"));
     c.bos_id = -1;
-    notes.push_back(cat("bos_token_id is the end-of-sequence id ", eos, ": no BOS is put before prompts"));
   }
   c.pad_id = -1;
   int32_t unk = 0;
-  while (unk == c.bos_id || unk == c.eos_id) ++unk;
+  while (unk == c.bos_id || unk == c.eos_id ||
+         std::find(c.stop_ids.begin(), c.stop_ids.end(), unk) != c.stop_ids.end())
+    ++unk;
   c.unk_id = unk;
 }
 

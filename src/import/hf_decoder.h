@@ -8,10 +8,11 @@
 
 namespace tfm {
 
-// bos_id, eos_id, pad_id and a provisional unk_id from config.json's bos_token_id, eos_token_id
-// (generation_config.json's when it has one: generate() stops there) and pad_token_id. An
-// eos_token_id list of more than one id is refused (generation stops at one id). bos_id is −1 (no
-// BOS before a prompt) when config.json names none or the same id as the end; pad_id is always −1:
+// bos_id, eos_id, stop_ids, pad_id and a provisional unk_id from config.json's bos_token_id,
+// eos_token_id (generation_config.json's when it has one: generate() stops there) and pad_token_id.
+// An eos_token_id list (instruct models') gives eos_id its first id and stop_ids the others:
+// generation ends at any of them, as generate()'s. bos_id is −1 (no BOS before a prompt) when
+// config.json names none or an end-of-sequence id; pad_id is always −1:
 // batches are masked by length, and a padding id would be banned from the output, which
 // generate() does not do. unk_id is the first id that is none of them, until the tokenizer's
 // import sets it. Notes say what was chosen.

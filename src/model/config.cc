@@ -1,6 +1,8 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -54,6 +56,23 @@ void check_special_ids(const ModelConfig& c) {
       TFM_CHECK(allowed || ids[a].second != ids[b].second, "model: ", ids[a].first, " and ", ids[b].first,
                 " must differ, both are ", ids[a].second);
     }
+}
+
+// The further end-of-sequence ids: in the vocabulary, none twice, and none that is eos_id or that
+// the output may not contain (padding, BOS: banned from every hypothesis, so they could end none).
+void check_stop_ids(const ModelConfig& c) {
+  for (int32_t id : c.stop_ids) {
+    TFM_CHECK(id >= 0 && id < c.vocab_size, "model: stop_ids: id ", id, " is outside the vocabulary [0, ",
+              c.vocab_size, ")");
+    for (const auto& [name, other] : {std::pair{"eos_id", c.eos_id}, {"pad_id", c.pad_id}, {"bos_id", c.bos_id}})
+      TFM_CHECK(id != other, "model: stop_ids: id ", id, " is the model's ", name,
+                std::string_view(name) == "eos_id" ? " (list only the further end-of-sequence ids)"
+                                                   : ", which the output may not contain");
+  }
+  std::vector<int32_t> sorted = c.stop_ids;
+  std::sort(sorted.begin(), sorted.end());
+  const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+  TFM_CHECK(twice == sorted.end(), "model: stop_ids lists id ", twice == sorted.end() ? 0 : *twice, " twice");
 }
 
 void check_one_of(const char* field, const std::string& value, std::initializer_list<const char*> known) {
@@ -119,6 +138,7 @@ void ModelConfig::validate() const {
   check_sizes(*this);
   check_rates(*this);
   check_special_ids(*this);
+  check_stop_ids(*this);
   check_choices(*this);
   check_architecture(*this);
   check_attention(*this);
@@ -165,7 +185,8 @@ ModelConfig model_preset(const std::string& name) {
   X(activation) X(positions) X(position_frequencies) X(position_offset) X(scale_embeddings) X(tie_output) X(output_bias) \
   X(architecture) X(max_positions) X(final_norm) X(embedding_norm) X(attention_bias) X(ffn_bias) X(token_types)    \
   X(mlm_head) X(norm) X(rope_theta) X(rotary_dims) X(rope_interleaved) X(gated) X(kv_heads) X(attention_window)  \
-  X(pooling) X(normalize_embeddings)
+  X(pooling) X(normalize_embeddings) \
+  X(stop_ids)
 
 const std::vector<std::string>& model_config_fields() {
 #define TFM_NAME(f) #f,
@@ -202,7 +223,7 @@ nlohmann::json model_config_for_file(const ModelConfig& c) {
   for (const char* field : {"architecture", "max_positions", "final_norm", "embedding_norm", "attention_bias",
                             "ffn_bias", "token_types", "mlm_head", "norm", "rope_theta", "rotary_dims",
                             "rope_interleaved", "gated", "kv_heads", "attention_window", "pooling",
-                            "normalize_embeddings"})
+                            "normalize_embeddings", "stop_ids"})
     if (j[field] == defaults[field]) j.erase(field);
   return j;
 }

@@ -14,7 +14,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-for name in gpt2 llama qwen2 mistral; do
+for name in gpt2 llama qwen2 mistral llama_stops; do
   if ! "$bin" import hf "$fix/$name" -o "$work/$name" > "$work/path" 2> "$work/notes"; then
     if grep -q "tokenizer is not implemented" "$work/notes"; then
       echo "skipped: import hf cannot read these folders' tokenizers yet ($(cat "$work/notes"))"
