@@ -20,6 +20,16 @@ void refuse_same_folder(const std::string& input, const std::string& output) {
             "write the imported model to another one (its model.safetensors would replace the original's)");
 }
 
+// An import writes a new model: a folder that already holds one is refused, not overwritten (which
+// would lose that model, or leave its files beside the new one's).
+void refuse_existing_model(const std::string& output) {
+  for (const char* file : {"model.safetensors", "vocabulary.json"}) {
+    const fs::path path = fs::path(output) / file;
+    TFM_CHECK(!fs::exists(path), "import: the output folder '", output, "' already holds a model ('", path.string(),
+              "'); import into a new or empty folder, or remove that one first");
+  }
+}
+
 int finish(const ImportedModel& m, const std::string& output) {
   for (const std::string& note : m.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   const std::string path = write_imported(m, output);
@@ -53,11 +63,10 @@ Action add_import(CLI::App& app) {
   hf->add_option("-o,--output", o->output, "the folder to write model.safetensors, vocabulary.json, source.spm and target.spm into")->required();
   return [cmd, marian, hf, o] {
     if (!*cmd) return -1;
+    if (*hf) refuse_same_folder(o->hf_dir, o->output);
+    refuse_existing_model(o->output);  // before the work of converting
     if (*marian) return finish(import_marian(o->marian), o->output);
-    if (*hf) {
-      refuse_same_folder(o->hf_dir, o->output);
-      return finish(import_hf(o->hf_dir), o->output);
-    }
+    if (*hf) return finish(import_hf(o->hf_dir), o->output);
     return -1;
   };
 }

@@ -36,7 +36,7 @@ std::string hf_fingerprint_text(const HfTokenizerFiles& f) {
 
 namespace {
 HfTokenizer build(const HfTokenizerFiles& f, const std::string& what) {
-  if (!f.tokenizer_json.empty()) return HfTokenizer::from_json(f.tokenizer_json, what);
+  if (!f.tokenizer_json.empty()) return HfTokenizer::from_json(f.tokenizer_json, what, f.size);
   const std::optional<bool> strip = f.strip_accents < 0 ? std::nullopt : std::optional<bool>(f.strip_accents == 1);
   return HfTokenizer::from_wordpiece_vocab(f.wordpiece_vocab, f.lowercase, strip, f.chinese_chars, what);
 }

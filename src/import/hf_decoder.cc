@@ -28,6 +28,10 @@ int32_t end_id(const json& config, const fs::path& where) {
 
 void hf_decoder_special_ids(const HfFolderInfo& f, ModelConfig& c, std::vector<std::string>& notes) {
   int32_t eos = end_id(f.config, f.config_path);
+  // config.json's own, even where generation_config.json's is the one used: a wrong one is a
+  // broken config.json.
+  TFM_CHECK(eos < c.vocab_size, "import hf: ", f.config_path.string(), ": eos_token_id ", eos,
+            " is outside the vocabulary (vocab_size ", c.vocab_size, ")");
   const fs::path generation = f.dir / "generation_config.json";
   if (fs::exists(generation)) {
     const int32_t generation_eos = end_id(read_hf_json(generation), generation);
@@ -63,11 +67,11 @@ Tensor hf_transposed(const Tensor& t) {
 
 Tensor hf_rows(const Tensor& t, int64_t begin, int64_t count) { return t.rows(begin, count).clone(); }
 
-Tensor hf_stacked(const Tensor& a, const Tensor& b) {
-  TFM_CHECK(a.rank() == b.rank() && a.rank() >= 1 && a.dtype() == b.dtype(), "import hf: stacking ", a.shape(),
-            " on ", b.shape());
-  for (int i = 1; i < a.rank(); ++i)
-    TFM_CHECK(a.size(i) == b.size(i), "import hf: stacking ", a.shape(), " on ", b.shape());
+Tensor hf_stacked(const Tensor& a, const Tensor& b, const std::string& what) {
+  bool fits = a.rank() == b.rank() && a.rank() >= 1 && a.dtype() == b.dtype();
+  for (int i = 1; fits && i < a.rank(); ++i) fits = a.size(i) == b.size(i);
+  TFM_CHECK(fits, "import hf: ", what, ": shapes ", a.shape(), " and ", b.shape(),
+            " differ in width: are they of one model?");
   std::vector<int64_t> dims;
   for (int i = 0; i < a.rank(); ++i) dims.push_back(i == 0 ? a.size(0) + b.size(0) : a.size(i));
   Tensor out = Tensor::empty(Shape(dims), a.dtype());

@@ -21,7 +21,8 @@ void hf_decoder_special_ids(const HfFolderInfo& folder, ModelConfig& c, std::vec
 Tensor hf_transposed(const Tensor& t);
 // Rows [begin, begin + count) of a tensor, as a tensor of its own.
 Tensor hf_rows(const Tensor& t, int64_t begin, int64_t count);
-// a's rows, then b's (the gated feed-forward's fc1: the gate's rows first, then the up projection's).
-Tensor hf_stacked(const Tensor& a, const Tensor& b);
+// a's rows, then b's (the gated feed-forward's fc1: the gate's rows first, then the up projection's);
+// tensors of other widths are refused, the message beginning with `what` (the file and the names).
+Tensor hf_stacked(const Tensor& a, const Tensor& b, const std::string& what);
 
 }  // namespace tfm

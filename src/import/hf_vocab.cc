@@ -79,6 +79,7 @@ Vocab hf_vocabulary(const HfFolderInfo& folder, ModelConfig& config) {
   if (fs::exists(json_path)) {
     files.tokenizer_json = read_file(json_path.string());
     what = cat("'", json_path.string(), "'");
+    TFM_CHECK(!files.tokenizer_json.empty(), "import hf: ", what, " is empty (an interrupted download?)");
   } else {
     files = wordpiece_files(folder.dir);
     what = cat("'", wordpiece.string(), "'");
