@@ -54,8 +54,10 @@ void hf_decoder_special_ids(const HfFolderInfo& f, ModelConfig& c, std::vector<s
   c.unk_id = unk;
 }
 
-Tensor hf_transposed(const Tensor& t) {
-  TFM_CHECK(t.rank() == 2 && t.dtype() == DType::F32, "import hf: transposing a tensor of shape ", t.shape());
+Tensor hf_transposed(HfWeights& w, const std::string& name) {
+  const Tensor t = w.get(name);
+  TFM_CHECK(t.rank() == 2 && t.dtype() == DType::F32, "import hf: ", w.checkpoint().file_of(name), ": tensor '", name,
+            "' has shape ", t.shape(), ", not a matrix");
   const int64_t rows = t.size(0), cols = t.size(1);
   Tensor out = Tensor::empty({cols, rows});
   const float* src = t.data<float>();

@@ -127,7 +127,8 @@ TEST(HfHostileImport, IntegerBuffersArePassedOverAndIntegerWeightsRefused) {
   expect_error([&] { import_hf_without_vocabulary(weights.string()); }, {"embeddings.word_embeddings.weight", "int32"});
 }
 
-// A gated feed-forward's halves of different widths (one saved transposed) are refused naming them.
+// A gated feed-forward's halves of different widths (one saved transposed), or a flattened Conv1D
+// weight, are refused naming them.
 TEST(HfHostileImport, TransposedWeightIsRefusedNamingIt) {
   const fs::path dir = copy_of("llama", "transposed");
   RawSafetensors raw = read_raw(dir / "model.safetensors");
@@ -136,6 +137,13 @@ TEST(HfHostileImport, TransposedWeightIsRefusedNamingIt) {
   write_raw(dir / "model.safetensors", raw);
   expect_error([&] { import_hf_without_vocabulary(dir.string()); },
                {"model.safetensors", "model.layers.0.mlp.gate_proj", "[24, 48]"});
+  const fs::path gpt2 = copy_of("gpt2", "flat");
+  raw = read_raw(gpt2 / "model.safetensors");
+  json& conv = raw.header["transformer.h.0.mlp.c_fc.weight"]["shape"];
+  conv = {conv[0].get<int64_t>() * conv[1].get<int64_t>()};
+  write_raw(gpt2 / "model.safetensors", raw);
+  expect_error([&] { import_hf_without_vocabulary(gpt2.string()); },
+               {"model.safetensors", "'transformer.h.0.mlp.c_fc.weight' has shape [2304], not a matrix"});
 }
 
 // BERT's vocab.txt saved with Windows line ends has the same pieces (Python reads "\r\n" as "\n").
