@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "data/hf_tokenizer.h"
+#include "data/unicode_text.h"
 #include "import/hf_common.h"
 #include "io/atomic_file.h"
 #include "testing/errors.h"
@@ -202,6 +203,14 @@ TEST(HfHostileImport, EmptyTokenizerJsonIsSaidToBeEmpty) {
   const fs::path dir = copy_of("llama", "empty_tokenizer");
   std::ofstream(dir / "tokenizer.json", std::ios::trunc).flush();
   expect_error([&] { import_hf(dir.string()); }, {"tokenizer.json", "is empty"});
+}
+
+// A pre-tokenizer's pattern that backtracks without end on a text stops with an error naming it
+// (tokenizers' Oniguruma, as ICU without a limit, would search for years).
+TEST(HfHostileImport, CatastrophicBacktrackingPatternStopsNamingIt) {
+  const unicode::Regex regex("(a|aa)+$", "'t/tokenizer.json': pre_tokenizer.pattern");
+  expect_error([&] { regex.find_all(std::string(60, 'a') + "b"); },
+               {"'t/tokenizer.json': pre_tokenizer.pattern", "(a|aa)+$", "did not finish"});
 }
 
 // A NaN among the weights is refused naming the tensor (the checkpoint reader's check).
