@@ -198,6 +198,13 @@ TEST(HfHostileImport, BrokenShardIndexesNameTheIndexAndTheShard) {
   expect_error([&] { import_hf_without_vocabulary(empty); }, {"model.safetensors.index.json", "lists no tensors"});
 }
 
+// A post-processor adding an id beyond the vocabulary names tokenizer.json and the id.
+TEST(HfHostileImport, PostProcessorIdBeyondTheVocabularyNamesTheTokenizer) {
+  const fs::path dir = copy_of("llama", "post_processor");
+  edit_json(dir / "tokenizer.json", [](json& t) { t["post_processor"]["special_tokens"]["<s>"]["ids"] = {99999}; });
+  expect_error([&] { import_hf(dir.string()); }, {"tokenizer.json", "post_processor", "99999", "vocab_size 280"});
+}
+
 // An empty tokenizer.json (an interrupted download) is said to be one.
 TEST(HfHostileImport, EmptyTokenizerJsonIsSaidToBeEmpty) {
   const fs::path dir = copy_of("llama", "empty_tokenizer");
