@@ -143,7 +143,8 @@ std::set<fs::path> entries_of(const std::string& dir) {
 }
 
 // After a failed write: the folders the import made go, or in a folder that was there before, the
-// entries it did not have then (a vocabulary written before the model failed to be).
+// files it did not have then (a vocabulary written before the model failed to be; the import
+// makes no folders inside it).
 void undo_write(const std::string& dir, const fs::path& made, const std::set<fs::path>& before) {
   std::error_code ec;
   if (!made.empty()) {
@@ -151,7 +152,7 @@ void undo_write(const std::string& dir, const fs::path& made, const std::set<fs:
     return;
   }
   for (const fs::path& p : entries_of(dir))
-    if (!before.count(p)) fs::remove_all(p, ec);
+    if (!before.count(p) && fs::is_regular_file(p, ec)) fs::remove(p, ec);
 }
 }  // namespace
 
