@@ -55,6 +55,9 @@ HfFolderInfo read_folder(const std::string& dir_name, const Architecture*& chose
   f.config = read_hf_json(f.config_path);
   TFM_CHECK(f.config.is_object(), "import hf: ", f.config_path.string(), " is not a JSON object");
   f.model_type = hf_field<std::string>(f.config, "model_type", "", f.config_path);
+  hf_refuse_unless(f.config, "quantization_config", nullptr, f.config_path,
+                   "quantized weights (GPTQ, AWQ, bitsandbytes, FP8, ...) are not read; import the model's float32, "
+                   "float16 or bfloat16 checkpoint");
   if (f.config.contains("architectures") && f.config["architectures"].is_array() && !f.config["architectures"].empty()) {
     const json& first = f.config["architectures"][0];
     TFM_CHECK(first.is_string(), "import hf: ", f.config_path.string(), ": 'architectures' must list class names, got ",

@@ -162,7 +162,8 @@ TEST(HfHostileImport, VocabTxtWithWindowsLineEndsHasTheSamePieces) {
 }
 
 // ModelConfig's checks of what config.json describes name config.json; grouped-query heads that do
-// not divide the heads (or none) are refused naming num_key_value_heads.
+// not divide the heads (or none) are refused naming num_key_value_heads; so is a quantized
+// checkpoint's quantization_config (its weights would be missing under their float names).
 TEST(HfHostileImport, RefusedConfigurationsNameConfigJsonAndTheValue) {
   for (const int kv : {0, 3, -2}) {
     const fs::path dir = copy_of("llama", "kv_heads");
@@ -170,6 +171,10 @@ TEST(HfHostileImport, RefusedConfigurationsNameConfigJsonAndTheValue) {
     expect_error([&] { import_hf_without_vocabulary(dir.string()); },
                  {"config.json", cat("num_key_value_heads ", kv).c_str()});
   }
+  const fs::path quantized = copy_of("llama", "quantized");
+  edit_json(quantized / "config.json", [](json& c) { c["quantization_config"] = {{"quant_method", "gptq"}}; });
+  expect_error([&] { import_hf_without_vocabulary(quantized.string()); },
+               {"config.json", "quantization_config", "gptq", "not read"});
   const fs::path gpt2 = copy_of("gpt2", "n_head");
   edit_json(gpt2 / "config.json", [](json& c) { c["n_head"] = 5; });
   expect_error([&] { import_hf_without_vocabulary(gpt2.string()); }, {"config.json", "heads 5"});
