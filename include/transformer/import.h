@@ -14,7 +14,8 @@ struct ImportResult {
 };
 
 // A folder written by Hugging Face transformers' save_pretrained (or sentence-transformers' save):
-// MarianMT, M2M-100/NLLB-200, GPT-2, Llama, Qwen2, Mistral, BERT. output_dir must not be the folder.
+// MarianMT, M2M-100/NLLB-200, GPT-2, Llama, Qwen2, Mistral, BERT. output_dir must not be the folder
+// nor hold a model already (model.safetensors or vocabulary.json): an import never overwrites one.
 ImportResult import_huggingface(const std::string& folder, const std::string& output_dir);
 
 }  // namespace transformer

@@ -48,6 +48,7 @@ Action add_import(CLI::App& app) {
   hf->add_option("-o,--output", o->output, "the folder to write model.safetensors, vocabulary.json, source.spm and target.spm into")->required();
   return [cmd, marian, hf, o] {
     if (!*cmd) return -1;
+    refuse_existing_import(o->output);  // before the work of converting
     if (*marian) return finish(import_marian(o->marian), o->output);
     if (*hf) {
       const transformer::ImportResult r = transformer::import_huggingface(o->hf_dir, o->output);

@@ -217,12 +217,30 @@ AddedToken read_added_token(const nlohmann::json& j, const Where& where) {
   return t;
 }
 
+// model.vocab's ids below max_ids, checked before the model's table of max id + 1 entries is made.
+void check_model_ids(const nlohmann::json& root, const Where& where, int64_t max_ids) {
+  const auto model = root.find("model");
+  if (model == root.end() || !model->is_object()) return;
+  const auto vocab = model->find("vocab");
+  if (vocab == model->end() || !vocab->is_object()) return;
+  int64_t highest = -1;
+  std::string token;
+  for (const auto& [piece, id] : vocab->items()) {
+    if (id.is_number_integer() && id.get<int64_t>() > highest) highest = id.get<int64_t>(), token = piece;
+  }
+  if (highest >= max_ids) {
+    where["model"]["vocab"].fail(cat("'", token, "' has id ", highest, ", but the model's vocabulary has ", max_ids,
+                                     " ids (its vocab_size): the tokenizer has more ids than the model"));
+  }
+}
+
 }  // namespace
 
-HfTokenizer HfTokenizer::from_json(const std::string& json_text, const std::string& what) {
+HfTokenizer HfTokenizer::from_json(const std::string& json_text, const std::string& what, int64_t max_ids) {
   const nlohmann::json root = parse_json(json_text, what);
   const Where where{what, ""};
   if (!root.is_object()) where.fail("must be a JSON object");
+  check_model_ids(root, where, max_ids);
   // "truncation" and "padding" are settings of batch encoding that transformers' tokenizers
   // override on every call (off unless the call asks for them): a text's ids never depend on them.
   auto impl = std::make_unique<Impl>();
@@ -244,12 +262,14 @@ HfTokenizer HfTokenizer::from_json(const std::string& json_text, const std::stri
 HfTokenizer HfTokenizer::from_wordpiece_vocab(const std::string& vocab_txt, bool lowercase,
                                               std::optional<bool> strip_accents, bool chinese_chars,
                                               const std::string& what) {
+  // One piece a line, as BERT's load_vocab reads it: Python's text files end a line at "\n", "\r\n"
+  // or "\r" alike (a vocab.txt saved on Windows has the same pieces).
   std::vector<std::string> pieces;
   for (size_t b = 0; b < vocab_txt.size();) {
-    size_t e = vocab_txt.find('\n', b);
+    size_t e = vocab_txt.find_first_of("\r\n", b);
     if (e == std::string::npos) e = vocab_txt.size();
-    pieces.push_back(vocab_txt.substr(b, e - b));  // one piece a line, as BERT's load_vocab reads it
-    b = e + 1;
+    pieces.push_back(vocab_txt.substr(b, e - b));
+    b = e + (vocab_txt.compare(e, 2, "\r\n") == 0 ? 2 : 1);
   }
   const Where where{what, ""};
   auto impl = std::make_unique<Impl>();

@@ -4,6 +4,7 @@
 // decoder, computing the ids and text Hugging Face computes. A component this program does not
 // implement is refused when loading, naming its type; nothing is skipped silently.
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,8 +15,11 @@ namespace tfm {
 
 class HfTokenizer {
  public:
-  // tokenizer.json's text; `what` names it in errors ("'DIR/tokenizer.json'").
-  static HfTokenizer from_json(const std::string& json_text, const std::string& what);
+  // tokenizer.json's text; `what` names it in errors ("'DIR/tokenizer.json'"). An id of the model's
+  // vocabulary of max_ids or more (the model's embedding has fewer rows) is refused before a table
+  // of that many ids is made.
+  static HfTokenizer from_json(const std::string& json_text, const std::string& what,
+                               int64_t max_ids = std::numeric_limits<int32_t>::max());
   // BERT's vocab.txt (one piece per line, ids by line) with the BertTokenizer options of
   // tokenizer_config.json: what a folder without tokenizer.json holds.
   static HfTokenizer from_wordpiece_vocab(const std::string& vocab_txt, bool lowercase,

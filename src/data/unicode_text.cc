@@ -134,7 +134,14 @@ std::string escape_regex(std::string_view literal) {
 
 struct Regex::Impl {
   std::unique_ptr<icu::RegexPattern> pattern;
+  std::string description;  // what, and the pattern, for errors
 };
+
+// The work one search may take, in ICU's time-limit steps (10,000 operations of its match engine
+// each, so the limit does not depend on the machine's speed): the patterns of real tokenizers find
+// a match in a few steps even in a 10,000-character word, while one that backtracks
+// catastrophically ("(a|aa)+$") would otherwise never end.
+constexpr int32_t kRegexStepLimit = 1'000;
 
 Regex::Regex(std::string_view pattern, const std::string& what) : impl_(std::make_unique<Impl>()) {
   // ICU's \s is White_Space, as Oniguruma's (U+000B, U+0085 and U+2028 included): patterns need no
@@ -147,6 +154,7 @@ Regex::Regex(std::string_view pattern, const std::string& what) : impl_(std::mak
       where, status));
   TFM_CHECK(U_SUCCESS(status), what, ": regular expression ", printable(pattern), " is not supported (",
             u_errorName(status), " at offset ", where.offset, ")");
+  impl_->description = cat(what, ": regular expression ", printable(pattern));
 }
 
 Regex::Regex(Regex&&) noexcept = default;
@@ -158,12 +166,15 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view utf8) co
   UText* text = utext_openUTF8(nullptr, utf8.data(), static_cast<int64_t>(utf8.size()), &status);
   std::unique_ptr<icu::RegexMatcher> matcher(impl_->pattern->matcher(status));
   if (U_SUCCESS(status)) matcher->reset(text);
+  if (U_SUCCESS(status)) matcher->setTimeLimit(kRegexStepLimit, status);
   while (U_SUCCESS(status) && matcher->find(status)) {
     out.emplace_back(static_cast<size_t>(matcher->start64(status)), static_cast<size_t>(matcher->end64(status)));
   }
   matcher.reset();
   utext_close(text);
-  TFM_CHECK(U_SUCCESS(status), "regular expression search failed: ", u_errorName(status));
+  TFM_CHECK(status != U_REGEX_TIME_OUT, impl_->description, " did not finish a search in a text of ", utf8.size(),
+            " bytes (it backtracks without end on such a text)");
+  TFM_CHECK(U_SUCCESS(status), impl_->description, ": the search failed: ", u_errorName(status));
   return out;
 }
 

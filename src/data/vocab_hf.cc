@@ -37,7 +37,7 @@ std::string hf_fingerprint_text(const HfTokenizerFiles& f) {
 HfTokenizer build_hf_tokenizer(const HfTokenizerFiles& f, const std::string& what) {
   const std::optional<bool> strip = f.strip_accents < 0 ? std::nullopt : std::optional<bool>(f.strip_accents == 1);
   HfTokenizer t = !f.tokenizer_json.empty()
-                      ? HfTokenizer::from_json(f.tokenizer_json, what)
+                      ? HfTokenizer::from_json(f.tokenizer_json, what, f.size)
                       : HfTokenizer::from_wordpiece_vocab(f.wordpiece_vocab, f.lowercase, strip, f.chinese_chars, what);
   TFM_CHECK(f.size >= t.size(), what, ": the tokenizer has ", t.size(), " ids but the vocabulary is to have ", f.size,
             "; the model's vocabulary must hold all of them");

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <system_error>
 
 #include "import/import.h"
@@ -103,6 +104,26 @@ void fill_parameters(ParamStore& params, const std::vector<NamedTensor>& tensors
   }
 }
 
+// The number of values the configuration implies against the converted tensors, before the model
+// is allocated: a configuration of other sizes than its weights (a vocab_size or d_ff of another
+// model, or an absurd one) is refused here rather than after allocating what it describes.
+void check_size(const ImportedModel& m) {
+  const ModelConfig& c = m.config;
+  c.validate();
+  int64_t converted = 0;
+  std::string embedding;
+  for (const NamedTensor& t : m.tensors) {
+    converted += t.tensor.numel();
+    if (t.name.ends_with("embed.weight") && embedding.empty())
+      embedding = cat("; '", t.name, "' is ", t.tensor.shape());
+  }
+  const int64_t needed = parameter_count(c);
+  TFM_CHECK(converted == needed, "import: the configuration (vocab_size ", c.vocab_size, ", d_model ", c.d_model,
+            ", d_ff ", c.d_ff, ", heads ", c.heads, ", kv_heads ", c.kv_heads, ", layers ", c.encoder_layers, "+",
+            c.decoder_layers, ") needs ", needed, " parameter values, but the converted weights hold ", converted,
+            embedding, ": are the configuration and the weights of one model?");
+}
+
 // The outermost folder of `dir` that does not exist yet (what create_directories makes), or empty.
 fs::path first_missing_folder(const std::string& dir) {
   fs::path made;
@@ -112,11 +133,41 @@ fs::path first_missing_folder(const std::string& dir) {
   }
   return made;
 }
+
+// The entries of `dir` (none when it does not exist).
+std::set<fs::path> entries_of(const std::string& dir) {
+  std::set<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) out.insert(e.path());
+  return out;
+}
+
+// After a failed write: the folders the import made go, or in a folder that was there before, the
+// files it did not have then (a vocabulary written before the model failed to be; the import
+// makes no folders inside it).
+void undo_write(const std::string& dir, const fs::path& made, const std::set<fs::path>& before) {
+  std::error_code ec;
+  if (!made.empty()) {
+    fs::remove_all(made, ec);
+    return;
+  }
+  for (const fs::path& p : entries_of(dir))
+    if (!before.count(p) && fs::is_regular_file(p, ec)) fs::remove(p, ec);
+}
 }  // namespace
+
+void refuse_existing_import(const std::string& dir) {
+  for (const char* file : {"model.safetensors", kPieceVocabFile}) {
+    const std::filesystem::path path = std::filesystem::path(dir) / file;
+    TFM_CHECK(!std::filesystem::exists(path), "import: the output folder '", dir, "' already holds a model ('",
+              path.string(), "'); import into a new or empty folder, or remove that one first");
+  }
+}
 
 std::string write_imported(const ImportedModel& imported, const std::string& dir) {
   // Everything is checked before the first file is written: the configuration, and every parameter
   // present once with its shape.
+  check_size(imported);
   Transformer model(imported.config);
   fill_parameters(model.params(), imported.tensors);
   TFM_CHECK(imported.vocab.size() == imported.config.vocab_size, "import: the vocabulary has ", imported.vocab.size(),
@@ -124,6 +175,7 @@ std::string write_imported(const ImportedModel& imported, const std::string& dir
   // The folders this import makes go again when a write fails (a full disk between the vocabulary
   // and the model): no folder with a vocabulary but no model is left behind.
   const fs::path made = first_missing_folder(dir);
+  const std::set<fs::path> before = entries_of(dir);
   fs::create_directories(dir);
   const std::string path = (fs::path(dir) / "model.safetensors").string();
   try {
@@ -131,8 +183,7 @@ std::string write_imported(const ImportedModel& imported, const std::string& dir
     save_model(model, path,
                {{kVocabFingerprintKey, imported.vocab.fingerprint()}, {kImportedFromKey, imported.provenance.dump()}});
   } catch (...) {
-    std::error_code ec;
-    if (!made.empty()) fs::remove_all(made, ec);
+    undo_write(dir, made, before);
     throw;
   }
   return path;

@@ -55,6 +55,9 @@ HfFolderInfo read_folder(const std::string& dir_name, const Architecture*& chose
   f.config = read_hf_json(f.config_path);
   TFM_CHECK(f.config.is_object(), "import hf: ", f.config_path.string(), " is not a JSON object");
   f.model_type = hf_field<std::string>(f.config, "model_type", "", f.config_path);
+  hf_refuse_unless(f.config, "quantization_config", nullptr, f.config_path,
+                   "quantized weights (GPTQ, AWQ, bitsandbytes, FP8, ...) are not read; import the model's float32, "
+                   "float16 or bfloat16 checkpoint");
   if (f.config.contains("architectures") && f.config["architectures"].is_array() && !f.config["architectures"].empty()) {
     const json& first = f.config["architectures"][0];
     TFM_CHECK(first.is_string(), "import hf: ", f.config_path.string(), ": 'architectures' must list class names, got ",
@@ -76,12 +79,25 @@ HfFolderInfo read_folder(const std::string& dir_name, const Architecture*& chose
 }  // namespace
 
 namespace {
+// The architecture's importer; the checks of the model configuration it fills (ModelConfig's, whose
+// messages begin "model: ") are said to be about config.json.
+ImportedModel import_model(const Architecture& a, const HfFolderInfo& folder) {
+  try {
+    return a.import(folder);
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (!what.starts_with("model: ")) throw;
+    throw Error(cat("import hf: ", folder.config_path.string(), " describes a model this program refuses: ",
+                    what.substr(7)));
+  }
+}
+
 // The model and, with `vocabulary`, its vocabulary (the tokenizer's special ids then set the
 // model's bos and eos ids).
 ImportedModel import_folder(const std::string& dir, bool vocabulary) {
   const Architecture* chosen = nullptr;
   const HfFolderInfo folder = read_folder(dir, chosen);
-  ImportedModel m = chosen->import(folder);
+  ImportedModel m = import_model(*chosen, folder);
   if (!folder.sentence_transformers.empty()) apply_sentence_transformers(folder.sentence_transformers, m);
   if (vocabulary && !chosen->own_vocabulary) m.vocab = hf_vocabulary(folder, m.config);
   return m;

@@ -1,10 +1,12 @@
 // Hugging Face BERT folders (transformers' BertModel and BertForMaskedLM, and the Transformer module
 // of a sentence-transformers folder): config.json and the weights as an encoder-only model with
 // learned positions, token types, an embedding norm and post-norm layers; the masked-LM head.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "core/error.h"
@@ -82,11 +84,18 @@ int32_t piece_id(const fs::path& dir, const std::string& piece) {
       return t["model"]["vocab"][piece].get<int32_t>();
     return -1;
   }
+  // Lines end at "\n", "\r\n" or "\r", as Python's text files (and HfTokenizer) read them.
   std::ifstream vocab(dir / "vocab.txt");
   std::string line;
-  for (int32_t id = 0; std::getline(vocab, line); ++id) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line == piece) return id;
+  int32_t id = 0;
+  while (std::getline(vocab, line)) {
+    for (size_t b = 0; b <= line.size();) {
+      const size_t e = std::min(line.find('\r', b), line.size());
+      if (std::string_view(line).substr(b, e - b) == piece) return id;
+      ++id;
+      b = e + 1;
+      if (b == line.size() && e < line.size()) break;  // the "\r" of a "\r\n"
+    }
   }
   return -1;
 }

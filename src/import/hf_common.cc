@@ -65,7 +65,11 @@ HfCheckpoint HfCheckpoint::open(const fs::path& dir) {
   std::map<std::string, size_t> shard_index;
   for (const auto& [tensor, shard] : read_weight_map(index)) {
     auto [it, fresh] = shard_index.emplace(shard, c.files_.size());
-    if (fresh) c.files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::read((dir / shard).string())));
+    if (fresh) {
+      TFM_CHECK(fs::is_regular_file(dir / shard), "import hf: ", index.string(), " puts '", tensor, "' in ", shard,
+                ", which is not a file in ", dir.string());
+      c.files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::read((dir / shard).string())));
+    }
     TFM_CHECK(c.files_[it->second]->has(tensor), "import hf: ", index.string(), " puts '", tensor, "' in ", shard,
               ", which has no such tensor");
     c.where_[tensor] = it->second;
@@ -92,6 +96,11 @@ const std::string& HfCheckpoint::file_of(const std::string& name) const {
 DType HfCheckpoint::dtype(const std::string& name) const {
   file_of(name);
   return files_[where_.at(name)]->dtype(name);
+}
+
+Shape HfCheckpoint::shape(const std::string& name) const {
+  file_of(name);
+  return files_[where_.at(name)]->shape(name);
 }
 
 Tensor HfCheckpoint::tensor(const std::string& name) const {

@@ -76,6 +76,7 @@ class HfCheckpoint {
   bool has(const std::string& name) const { return where_.count(name) > 0; }
   std::vector<std::string> names() const;  // sorted
   DType dtype(const std::string& name) const;  // as read (F16 and BF16 read as F32)
+  Shape shape(const std::string& name) const;  // from the header, without reading the tensor
   Tensor tensor(const std::string& name) const;
   const std::string& source() const { return source_; }  // the file or the index, for messages
   const std::string& file_of(const std::string& name) const;

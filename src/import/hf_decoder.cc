@@ -31,6 +31,11 @@ std::vector<int32_t> end_ids(const json& config, const fs::path& where) {
 // reads it), else config.json's; at least one. The first is eos_id, the others stop_ids (each once).
 void set_end_ids(const HfFolderInfo& f, ModelConfig& c, std::vector<std::string>& notes) {
   std::vector<int32_t> ends = end_ids(f.config, f.config_path);
+  // config.json's own, even where generation_config.json's is the one used: a wrong one is a
+  // broken config.json.
+  for (int32_t id : ends)
+    TFM_CHECK(id < c.vocab_size, "import hf: ", f.config_path.string(), ": eos_token_id ", id,
+              " is outside the vocabulary (vocab_size ", c.vocab_size, ")");
   fs::path from = f.config_path;
   const fs::path generation = f.dir / "generation_config.json";
   if (fs::exists(generation)) {
@@ -72,8 +77,10 @@ void hf_decoder_special_ids(const HfFolderInfo& f, ModelConfig& c, std::vector<s
   c.unk_id = unk;
 }
 
-Tensor hf_transposed(const Tensor& t) {
-  TFM_CHECK(t.rank() == 2 && t.dtype() == DType::F32, "import hf: transposing a tensor of shape ", t.shape());
+Tensor hf_transposed(HfWeights& w, const std::string& name) {
+  const Tensor t = w.get(name);
+  TFM_CHECK(t.rank() == 2 && t.dtype() == DType::F32, "import hf: ", w.checkpoint().file_of(name), ": tensor '", name,
+            "' has shape ", t.shape(), ", not a matrix");
   const int64_t rows = t.size(0), cols = t.size(1);
   Tensor out = Tensor::empty({cols, rows});
   const float* src = t.data<float>();
@@ -85,11 +92,11 @@ Tensor hf_transposed(const Tensor& t) {
 
 Tensor hf_rows(const Tensor& t, int64_t begin, int64_t count) { return t.rows(begin, count).clone(); }
 
-Tensor hf_stacked(const Tensor& a, const Tensor& b) {
-  TFM_CHECK(a.rank() == b.rank() && a.rank() >= 1 && a.dtype() == b.dtype(), "import hf: stacking ", a.shape(),
-            " on ", b.shape());
-  for (int i = 1; i < a.rank(); ++i)
-    TFM_CHECK(a.size(i) == b.size(i), "import hf: stacking ", a.shape(), " on ", b.shape());
+Tensor hf_stacked(const Tensor& a, const Tensor& b, const std::string& what) {
+  bool fits = a.rank() == b.rank() && a.rank() >= 1 && a.dtype() == b.dtype();
+  for (int i = 1; fits && i < a.rank(); ++i) fits = a.size(i) == b.size(i);
+  TFM_CHECK(fits, "import hf: ", what, ": shapes ", a.shape(), " and ", b.shape(),
+            " differ in width: are they of one model?");
   std::vector<int64_t> dims;
   for (int i = 0; i < a.rank(); ++i) dims.push_back(i == 0 ? a.size(0) + b.size(0) : a.size(i));
   Tensor out = Tensor::empty(Shape(dims), a.dtype());

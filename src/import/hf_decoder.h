@@ -18,11 +18,13 @@ namespace tfm {
 // import sets it. Notes say what was chosen.
 void hf_decoder_special_ids(const HfFolderInfo& folder, ModelConfig& c, std::vector<std::string>& notes);
 
-// A 2-D tensor transposed (GPT-2's Conv1D weights are stored [in, out]).
-Tensor hf_transposed(const Tensor& t);
+// The checkpoint's 2-D tensor `name` read and transposed (GPT-2's Conv1D weights are stored
+// [in, out]); another rank is refused naming the file and the tensor.
+Tensor hf_transposed(HfWeights& w, const std::string& name);
 // Rows [begin, begin + count) of a tensor, as a tensor of its own.
 Tensor hf_rows(const Tensor& t, int64_t begin, int64_t count);
-// a's rows, then b's (the gated feed-forward's fc1: the gate's rows first, then the up projection's).
-Tensor hf_stacked(const Tensor& a, const Tensor& b);
+// a's rows, then b's (the gated feed-forward's fc1: the gate's rows first, then the up projection's);
+// tensors of other widths are refused, the message beginning with `what` (the file and the names).
+Tensor hf_stacked(const Tensor& a, const Tensor& b, const std::string& what);
 
 }  // namespace tfm

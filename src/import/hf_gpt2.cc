@@ -72,7 +72,7 @@ std::string prefix_of(const HfCheckpoint& file) {
 
 // Layer i: c_attn's [D, 3D] split into q, k, v; the Conv1D weights transposed to [out, in].
 void convert_layer(HfWeights& w, const std::string& p, const std::string& ours, int64_t D) {
-  const Tensor qkv = hf_transposed(w.get(p + "attn.c_attn.weight"));  // [3D, D]
+  const Tensor qkv = hf_transposed(w, p + "attn.c_attn.weight");  // [3D, D]
   const Tensor qkv_bias = w.get(p + "attn.c_attn.bias");              // [3D]
   TFM_CHECK(qkv.shape() == Shape({3 * D, D}) && qkv_bias.shape() == Shape({3 * D}), "import hf: ",
             w.checkpoint().file_of(p + "attn.c_attn.weight"), ": '", p, "attn.c_attn' has shape ", qkv.shape(),
@@ -82,11 +82,11 @@ void convert_layer(HfWeights& w, const std::string& p, const std::string& ours, 
     w.put(cat(ours, "self_attn.", parts[i], "_proj.weight"), hf_rows(qkv, i * D, D));
     w.put(cat(ours, "self_attn.", parts[i], "_proj.bias"), hf_rows(qkv_bias, i * D, D));
   }
-  w.put(ours + "self_attn.out_proj.weight", hf_transposed(w.get(p + "attn.c_proj.weight")));
+  w.put(ours + "self_attn.out_proj.weight", hf_transposed(w, p + "attn.c_proj.weight"));
   w.put(ours + "self_attn.out_proj.bias", w.get(p + "attn.c_proj.bias"));
-  w.put(ours + "ffn.fc1.weight", hf_transposed(w.get(p + "mlp.c_fc.weight")));
+  w.put(ours + "ffn.fc1.weight", hf_transposed(w, p + "mlp.c_fc.weight"));
   w.put(ours + "ffn.fc1.bias", w.get(p + "mlp.c_fc.bias"));
-  w.put(ours + "ffn.fc2.weight", hf_transposed(w.get(p + "mlp.c_proj.weight")));
+  w.put(ours + "ffn.fc2.weight", hf_transposed(w, p + "mlp.c_proj.weight"));
   w.put(ours + "ffn.fc2.bias", w.get(p + "mlp.c_proj.bias"));
   for (const auto& [theirs, mine] : {std::pair{"ln_1", "self_attn_norm"}, std::pair{"ln_2", "ffn_norm"}})
     for (const char* part : {".weight", ".bias"}) w.put(cat(ours, mine, part), w.get(cat(p, theirs, part)));

@@ -31,6 +31,8 @@ void read_sizes(const json& config, const fs::path& path, ModelConfig& c) {
   TFM_CHECK(c.heads > 0 && c.d_model % c.heads == 0, "import hf: ", path.string(), ": hidden_size ", c.d_model,
             " is not a multiple of num_attention_heads ", c.heads);
   const int64_t kv = hf_field<int64_t>(config, "num_key_value_heads", c.heads, path);
+  TFM_CHECK(kv >= 1 && kv <= c.heads && c.heads % kv == 0, "import hf: ", path.string(), ": num_key_value_heads ", kv,
+            " does not divide num_attention_heads ", c.heads, " (each key/value head serves as many query heads)");
   c.kv_heads = kv == c.heads ? 0 : kv;
   const int64_t head_dim = hf_field<int64_t>(config, "head_dim", c.d_model / c.heads, path);
   TFM_CHECK(head_dim == c.d_model / c.heads, "import hf: ", path.string(), ": head_dim ", head_dim,
@@ -130,10 +132,11 @@ void convert_layer(HfWeights& w, const Family& fam, const ModelConfig& c, const 
           fam.qkv_bias ? Tensor::zeros({c.d_model}) : w.get(p + "self_attn.o_proj.bias"));
   w.put(ours + "self_attn_norm.weight", w.get(p + "input_layernorm.weight"));
   w.put(ours + "ffn_norm.weight", w.get(p + "post_attention_layernorm.weight"));
-  w.put(ours + "ffn.fc1.weight", hf_stacked(w.get(p + "mlp.gate_proj.weight"), w.get(p + "mlp.up_proj.weight")));
+  const std::string mlp = cat(w.checkpoint().source(), ": '", p, "mlp.gate_proj' and 'up_proj'");
+  w.put(ours + "ffn.fc1.weight", hf_stacked(w.get(p + "mlp.gate_proj.weight"), w.get(p + "mlp.up_proj.weight"), mlp));
   w.put(ours + "ffn.fc2.weight", w.get(p + "mlp.down_proj.weight"));
   if (c.ffn_bias) {
-    w.put(ours + "ffn.fc1.bias", hf_stacked(w.get(p + "mlp.gate_proj.bias"), w.get(p + "mlp.up_proj.bias")));
+    w.put(ours + "ffn.fc1.bias", hf_stacked(w.get(p + "mlp.gate_proj.bias"), w.get(p + "mlp.up_proj.bias"), mlp));
     w.put(ours + "ffn.fc2.bias", w.get(p + "mlp.down_proj.bias"));
   }
   // The rotary frequencies older versions saved as a buffer: the model computes them from rope_theta.

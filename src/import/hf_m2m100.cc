@@ -135,6 +135,20 @@ bool holds_sinusoids(const Tensor& t, int64_t d_model, int64_t pad) {
   return true;
 }
 
+// vocab_size at most the shared embedding's rows, from the checkpoint's header, before the
+// vocabulary is filled up to vocab_size (an absurd one would take all memory).
+void check_vocab_size(const HfFolderInfo& f, const ModelConfig& c) {
+  const HfCheckpoint file = HfCheckpoint::open(f.dir);
+  for (const char* name : {"model.shared.weight", "model.encoder.embed_tokens.weight"}) {
+    if (!file.has(name)) continue;
+    const Shape shape = file.shape(name);
+    TFM_CHECK(shape.rank() == 2 && c.vocab_size <= shape[0], "import hf: ", file.file_of(name), ": tensor '", name,
+              "' has shape ", shape, " but config.json's vocab_size is ", c.vocab_size,
+              ": are config.json and the weights of one model?");
+    return;
+  }
+}
+
 // Every parameter from the checkpoint; copies of the shared embedding must equal it, a saved
 // position table must hold the sinusoids computed here, and any other tensor is refused.
 std::vector<NamedTensor> convert_weights(const HfFolderInfo& f, const ModelConfig& c) {
@@ -143,6 +157,10 @@ std::vector<NamedTensor> convert_weights(const HfFolderInfo& f, const ModelConfi
   w.put("embed.weight", w.first_of({"model.shared.weight", "model.encoder.embed_tokens.weight",
                                     "model.decoder.embed_tokens.weight"}));
   const Tensor& shared = w.converted("embed.weight");
+  TFM_CHECK(shared.shape() == Shape({c.vocab_size, c.d_model}), "import hf: ", file.source(),
+            ": the shared embedding has shape ", shared.shape(), " but config.json's vocab_size ", c.vocab_size,
+            " and d_model ", c.d_model, " need [", c.vocab_size, ", ", c.d_model,
+            "]: are config.json and the weights of one model?");
   for (const char* name : {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"}) {
     if (!w.has(name) || w.used(name)) continue;
     const Tensor copy = w.get(name);  // the stacks use model.shared whatever the file holds
@@ -171,6 +189,7 @@ std::vector<NamedTensor> convert_weights(const HfFolderInfo& f, const ModelConfi
 ImportedModel import_hf_m2m100(const HfFolderInfo& info) {
   ImportedModel m;
   m.config = model_config(info.config, info.config_path, m.notes);
+  check_vocab_size(info, m.config);
   m.vocab = m2m100_vocabulary(info, m.config, m.notes);
   m.config.validate();
   m.tensors = convert_weights(info, m.config);

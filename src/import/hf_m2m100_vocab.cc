@@ -35,6 +35,10 @@ const std::map<std::string, std::vector<std::string>>& m2m100_code_lists() {
   return lists;
 }
 
+// The most "madeupword" pieces fairseq's dictionary may end with (M2M-100's have 8); they may lie
+// past the embedding's rows.
+constexpr int64_t kMaxMadeupWords = 1000;
+
 // The pieces by id and what the tokenizer says of them.
 struct Table {
   std::vector<std::string> pieces;
@@ -42,6 +46,7 @@ struct Table {
   std::vector<int32_t> special;  // ids decoding skips besides the languages
   size_t optional_tail = 0;      // last pieces that need no row of the embedding (M2M-100's madeupwords)
   json tokenizer_config;         // tokenizer_config.json, or an empty object
+  int64_t max_ids = 0;           // ids beyond config.json's vocab_size and the madeupwords are refused
   fs::path config_path;
 };
 
@@ -58,7 +63,8 @@ std::string token_name(const Table& t, const char* key, const char* fallback) {
 
 // Places `piece` at `id`, which must not be taken.
 void place(Table& t, int64_t id, const std::string& piece, const fs::path& from) {
-  TFM_CHECK(id >= 0 && id < (int64_t{1} << 31), "import hf: ", from.string(), ": the id of '", piece, "' is ", id);
+  TFM_CHECK(id >= 0 && id < t.max_ids, "import hf: ", from.string(), ": the id of '", piece, "' is ", id,
+            ", outside the model's vocabulary (config.json's vocab_size ", t.max_ids - kMaxMadeupWords, ")");
   if (static_cast<int64_t>(t.pieces.size()) <= id) t.pieces.resize(static_cast<size_t>(id) + 1);
   std::string& slot = t.pieces[static_cast<size_t>(id)];
   TFM_CHECK(slot.empty() || slot == piece, "import hf: ", from.string(), ": id ", id, " is given to both '", slot,
@@ -123,8 +129,8 @@ void m2m100_table(const HfFolderInfo& f, Table& t) {
     t.languages.emplace_back(code, id);
   }
   const int64_t madeup = hf_field<int64_t>(t.tokenizer_config, "num_madeup_words", 8, t.config_path);
-  TFM_CHECK(madeup >= 0 && madeup < 1000, "import hf: ", t.config_path.string(), ": num_madeup_words ", madeup,
-            " is not in [0, 1000)");
+  TFM_CHECK(madeup >= 0 && madeup < kMaxMadeupWords, "import hf: ", t.config_path.string(), ": num_madeup_words ",
+            madeup, " is not in [0, ", kMaxMadeupWords, ")");
   for (int64_t i = 0; i < madeup; ++i) {
     char name[32];
     std::snprintf(name, sizeof name, "madeupword%04d", static_cast<int>(i));
@@ -176,6 +182,7 @@ int32_t special_id(const Table& t, const char* key, const char* fallback, const 
 
 Vocab m2m100_vocabulary(const HfFolderInfo& f, ModelConfig& c, std::vector<std::string>& notes) {
   Table t;
+  t.max_ids = c.vocab_size + kMaxMadeupWords;
   t.config_path = f.dir / "tokenizer_config.json";
   t.tokenizer_config = fs::exists(t.config_path) ? read_hf_json(t.config_path) : json::object();
   const std::string kind = hf_field<std::string>(t.tokenizer_config, "tokenizer_class", "", t.config_path);

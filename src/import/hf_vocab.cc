@@ -56,6 +56,11 @@ void adopt_special_ids(const HfTokenizer& t, const HfFolderInfo& folder, ModelCo
   TFM_CHECK(prefix.size() <= 1 && suffix.size() <= 1, "import hf: ", folder.dir.string(),
             ": the tokenizer adds ", prefix.size(), " tokens before a text and ", suffix.size(),
             " after it; at most one each is supported");
+  for (const auto* ids : {&prefix, &suffix})
+    for (int32_t id : *ids)
+      TFM_CHECK(id >= 0 && id < c.vocab_size, "import hf: ", (folder.dir / "tokenizer.json").string(),
+                ": the post_processor adds id ", id, " to each text, outside the model's vocabulary (vocab_size ",
+                c.vocab_size, ")");
   if (c.architecture == "encoder-only") {
     TFM_CHECK(suffix.size() == 1, "import hf: ", folder.dir.string(),
               ": the tokenizer adds no token after a text (BERT's [SEP]), which an encoder-only model needs");
@@ -79,6 +84,7 @@ Vocab hf_vocabulary(const HfFolderInfo& folder, ModelConfig& config) {
   if (fs::exists(json_path)) {
     files.tokenizer_json = read_file(json_path.string());
     what = cat("'", json_path.string(), "'");
+    TFM_CHECK(!files.tokenizer_json.empty(), "import hf: ", what, " is empty (an interrupted download?)");
   } else {
     files = wordpiece_files(folder.dir);
     what = cat("'", wordpiece.string(), "'");

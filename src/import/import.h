@@ -47,6 +47,11 @@ ImportedModel import_hf(const std::string& dir);
 // with the vocabulary beside it (creating dir). Returns the model file's path.
 std::string write_imported(const ImportedModel& imported, const std::string& dir);
 
+// An import writes a new model: a folder that already holds one (model.safetensors or
+// vocabulary.json) is refused, not overwritten, which would lose that model or leave its files
+// beside the new one's. Called before the work of converting.
+void refuse_existing_import(const std::string& dir);
+
 // The metadata key of a model's provenance.
 inline constexpr const char* kImportedFromKey = "imported_from";
 

@@ -12,6 +12,7 @@ ImportResult import_huggingface(const std::string& folder, const std::string& ou
   TFM_CHECK(!std::filesystem::equivalent(folder, output_dir, ec), "import: the output folder '", output_dir,
             "' is the input folder; write the imported model to another one (its model.safetensors would replace "
             "the original's)");
+  tfm::refuse_existing_import(output_dir);
   const tfm::ImportedModel m = tfm::import_hf(folder);
   ImportResult result;
   result.notes = m.notes;

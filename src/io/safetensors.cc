@@ -30,6 +30,16 @@ const char* dtype_code(DType t) {
   return "?";
 }
 
+// The bytes of a value of a dtype that is indexed but not read (Hugging Face's int64 buffers such as
+// BERT's position_ids, masks of bools), or 0 for a dtype not known at all (refused on opening).
+int opaque_bytes(const std::string& code) {
+  if (code == "I64" || code == "U64") return 8;
+  if (code == "U32") return 4;
+  if (code == "I16" || code == "U16") return 2;
+  if (code == "U8" || code == "BOOL") return 1;
+  return 0;
+}
+
 // The dtype a tensor reads as, and how it is stored.
 std::pair<DType, SafetensorsFile::Stored> parse_dtype(const std::string& code, const std::string& tensor,
                                                       const std::string& source) {
@@ -40,6 +50,7 @@ std::pair<DType, SafetensorsFile::Stored> parse_dtype(const std::string& code, c
   if (code == "I8") return {DType::I8, Stored::kAsDtype};
   if (code == "F16") return {DType::F32, Stored::kF16};
   if (code == "BF16") return {DType::F32, Stored::kBf16};
+  if (opaque_bytes(code) > 0) return {DType::I8, Stored::kOpaque};
   throw Error(cat(source, ": tensor '", tensor, "' has dtype '", code,
                   "', which is not supported (F32, F64, I32, I8; F16 and BF16 read as F32)"));
 }
@@ -257,6 +268,7 @@ SafetensorsFile::Entry SafetensorsFile::parse_entry(const std::string& key, cons
   TFM_CHECK(value["dtype"].is_string(), source, ": tensor '", key, "': dtype must be a string");
   const auto [dtype, stored] = parse_dtype(value["dtype"].get<std::string>(), key, source);
   Entry e{key, dtype, Shape(), 0, 0, stored};
+  e.code = value["dtype"].get<std::string>();
   const nlohmann::json& shape = value["shape"];
   TFM_CHECK(shape.is_array() && shape.size() <= static_cast<size_t>(Shape::kMaxRank), source, ": tensor '", key,
             "': shape must be an array of at most ", Shape::kMaxRank, " dimensions, got ", json_quote(shape));
@@ -310,21 +322,33 @@ std::vector<std::string> SafetensorsFile::names() const {
   return out;
 }
 
+uint64_t SafetensorsFile::Entry::element_bytes() const {
+  if (stored == Stored::kAsDtype) return size_of(dtype);
+  return stored == Stored::kOpaque ? static_cast<uint64_t>(opaque_bytes(code)) : 2;
+}
+
 const SafetensorsFile::Entry& SafetensorsFile::entry(const std::string& name) const {
   auto it = index_.find(name);
   TFM_CHECK(it != index_.end(), source_, ": no tensor named '", name, "'");
   return entries_[it->second];
 }
 
-Tensor SafetensorsFile::tensor(const std::string& name) const {
+const SafetensorsFile::Entry& SafetensorsFile::readable(const std::string& name) const {
   const Entry& e = entry(name);
+  TFM_CHECK(e.stored != Stored::kOpaque, source_, ": tensor '", name, "' has dtype '", e.code,
+            "', which is not supported (F32, F64, I32, I8; F16 and BF16 read as F32)");
+  return e;
+}
+
+Tensor SafetensorsFile::tensor(const std::string& name) const {
+  const Entry& e = readable(name);
   Tensor t = Tensor::empty(e.shape, e.dtype);
   read_into(name, t);
   return t;
 }
 
 void SafetensorsFile::read_into(const std::string& name, const Tensor& t) const {
-  const Entry& e = entry(name);
+  const Entry& e = readable(name);
   TFM_CHECK(t.shape() == e.shape && t.dtype() == e.dtype && t.device() == Device::CPU, source_, ": tensor '", name,
             "' is ", tfm::name(e.dtype), " ", e.shape, ", cannot read it into ", tfm::name(t.dtype()), " ", t.shape());
   stream(e, static_cast<char*>(t.raw()), nullptr, nullptr);
@@ -395,6 +419,7 @@ bool SafetensorsFile::read_tensors(const Destination& destination, bool verify) 
   for (const Entry& e : entries_) {
     const Tensor* dst = destination(e.name);
     if (dst) {
+      readable(e.name);
       TFM_CHECK(dst->shape() == e.shape && dst->dtype() == e.dtype && dst->device() == Device::CPU, source_,
                 ": tensor '", e.name, "' is ", tfm::name(e.dtype), " ", e.shape, ", cannot read it into ",
                 tfm::name(dst->dtype()), " ", dst->shape());
@@ -413,6 +438,6 @@ bool SafetensorsFile::read_tensors(const Destination& destination, bool verify) 
 }
 
 Shape SafetensorsFile::shape(const std::string& name) const { return entry(name).shape; }
-DType SafetensorsFile::dtype(const std::string& name) const { return entry(name).dtype; }
+DType SafetensorsFile::dtype(const std::string& name) const { return readable(name).dtype; }
 
 }  // namespace tfm

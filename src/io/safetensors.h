@@ -49,7 +49,10 @@ class SafetensorsFile {
  public:
   // How a tensor's values are stored: as its dtype, or as 16-bit floats that reading widens to
   // float32 (dtype then F32).
-  enum class Stored : uint8_t { kAsDtype, kF16, kBf16 };
+  // kOpaque: a dtype this program does not read (I64, U8, BOOL, ...), which a Hugging Face
+  // checkpoint may hold as a buffer its importer passes over; reading such a tensor, or asking
+  // its dtype, throws naming it.
+  enum class Stored : uint8_t { kAsDtype, kF16, kBf16, kOpaque };
   // Reads and validates a file's header (the tensors' bytes are read by tensor(), from the file
   // kept open); `parse` validates a buffer in memory (`source` names it in errors).
   static SafetensorsFile read(const std::string& path);
@@ -89,9 +92,11 @@ class SafetensorsFile {
     Shape shape;
     uint64_t begin, end;  // into data
     Stored stored = Stored::kAsDtype;
-    uint64_t element_bytes() const { return stored == Stored::kAsDtype ? size_of(dtype) : 2; }
+    std::string code;  // the dtype as the header names it ("F16", "I64")
+    uint64_t element_bytes() const;
   };
   const Entry& entry(const std::string& name) const;
+  const Entry& readable(const std::string& name) const;  // entry(), but not kOpaque
   // Validates the JSON header (n bytes) of a file of `size` bytes and fills the index.
   void index(const char* header_text, uint64_t n, uint64_t size, const std::string& source);
   // The header's "__metadata__": its strings, and the recorded checksum with its place in header_.
