@@ -389,7 +389,8 @@ TEST(ModelFamily, FilesOfEncoderDecoderModelsRecordOnlyTheFieldsTheyHadBefore) {
     const char* const family[] = {"max_positions", "final_norm", "embedding_norm", "attention_bias", "ffn_bias",
                                   "token_types", "mlm_head", "norm", "rope_theta", "rotary_dims", "rope_interleaved",
                                   "gated", "kv_heads", "attention_window", "pooling", "normalize_embeddings",
-                                  "stop_ids"};
+                                  "rope_scaling", "rope_scaling_factor", "rope_low_freq_factor",
+                                  "rope_high_freq_factor", "rope_original_max_positions", "stop_ids"};
     for (const char* field : family) EXPECT_FALSE(recorded.contains(field)) << field;
     EXPECT_EQ(recorded.contains("architecture"), std::string(architecture) == "decoder-only");
     EXPECT_EQ(recorded.size() + std::size(family) + (recorded.contains("architecture") ? 0 : 1),

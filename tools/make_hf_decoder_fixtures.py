@@ -13,16 +13,23 @@ with reference.json beside the files: the prompts' ids, their teacher-forced log
 generate()'s greedy and beam-4 continuations (do_sample False, max_new_tokens 12, length_penalty
 1.0, early_stopping False). The Llama model is also written in float16 (llama_f16/) and bfloat16
 (llama_bf16/), whose reference.json holds the logits of that folder loaded in float32,
-and in shards (llama_sharded/, model.safetensors.index.json). llama_stops/ is the Llama model whose
+and in shards (llama_sharded/, model.safetensors.index.json). Two Llama models with scaled rotary
+rates, on longer prompts: llama_rope_llama3/ (rope_parameters of type "llama3", Llama 3.1's rule,
+with parameters that keep some rates, divide some and interpolate the others at its head width 16)
+and llama_rope_linear/ (type "linear", factor 2); their reference.json also holds "inv_freq",
+transformers' rotary rates computed in float64 by its own function, and "inv_freq_float32", the
+model's buffer. llama_stops/ is the Llama model whose
 generation_config.json lists three end-of-sequence ids, as instruct checkpoints do ([2, a, b]:
 </s> and two ids chosen among the tokens the model predicts early, so that generate()'s greedy and
 beam-4 continuations of every prompt end at a or b); its reference.json also records, under
 "ends", the id each continuation ended at (null: at max_new_tokens). A rerun with the same
-versions writes the same files. Names as arguments (gpt2 llama qwen2 mistral llama_stops) make
+versions writes the same files. Names as arguments (gpt2 llama qwen2 mistral llama_stops llama_rope_llama3
+llama_rope_linear) make
 only those folders.
 """
 import copy
 import json
+import math
 import os
 import shutil
 import sys
@@ -39,6 +46,10 @@ OUT = ROOT / "tests" / "fixtures" / "hf"
 CORPUS = ROOT.parent / "shared" / "data" / "multi30k" / "raw" / "train.en"
 MAX_NEW = 12
 PROMPTS = ["Two young men", "A dog", "People are walking down the"]
+# Long enough (46 and 37 tokens) that the rates' scaling turns the pairs of slow rates by angles
+# that matter.
+LONG_PROMPTS = ["Several men in hard hats are operating a giant pulley system",
+                "A little girl climbing into a wooden playhouse"]
 
 
 def corpus_lines(n=400):
@@ -98,17 +109,18 @@ def reference(model, prompt_ids, eos):
     return out
 
 
-def save(name, model, tokenizer, bos_text):
+def save(name, model, tokenizer, bos_text, texts=PROMPTS, extra=None):
     folder = OUT / name
     shutil.rmtree(folder, ignore_errors=True)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    prompts = [tokenizer(p)["input_ids"] for p in PROMPTS]
+    prompts = [tokenizer(p)["input_ids"] for p in texts]
     if bos_text is not None:
         assert all(p[0] == tokenizer.convert_tokens_to_ids(bos_text) for p in prompts), "the tokenizer adds no BOS"
     ref = reference(model, prompts, model.config.eos_token_id)
     ref["transformers"] = transformers.__version__
     ref["torch"] = torch.__version__.split("+")[0]
+    ref.update(extra or {})
     (folder / "reference.json").write_text(json.dumps(ref, separators=(",", ":")) + "\n")
     return ref
 
@@ -234,6 +246,66 @@ def llama_stops():
     return ref
 
 
+def rates_in_float64(config):
+    """transformers' own rotary rates for `config` computed in float64: its rope functions build
+    the rates in torch.float, here float64 for the duration of the call."""
+    from transformers import modeling_rope_utils
+    rope_type = config.rope_parameters["rope_type"]
+    saved = torch.float
+    torch.float = torch.float64
+    try:
+        rates, attention_factor = modeling_rope_utils.ROPE_INIT_FUNCTIONS[rope_type](config, "cpu")
+    finally:
+        torch.float = saved
+    assert rates.dtype == torch.float64 and attention_factor == 1.0
+    return rates
+
+
+def rope_branches(config, rates):
+    """Which branch of Llama 3.1's rule each rate took, by its unscaled wavelength."""
+    p = config.rope_parameters
+    dim = config.head_dim
+    L = p["original_max_position_embeddings"]
+    out = []
+    for i in range(len(rates)):
+        wavelength = 2 * math.pi * p["rope_theta"] ** (2 * i / dim)
+        out.append("kept" if wavelength < L / p["high_freq_factor"] else
+                   "divided" if wavelength > L / p["low_freq_factor"] else "interpolated")
+    return out
+
+
+def llama_rope(name, rope_parameters, seed):
+    tok, t = llama_tokenizer()
+    config = transformers.LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, intermediate_size=48,
+                                      num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                                      max_position_embeddings=2048, rms_norm_eps=1e-5, bos_token_id=1,
+                                      eos_token_id=2, rope_parameters=dict(rope_parameters),
+                                      tie_word_embeddings=False)
+    torch.manual_seed(seed)
+    model = transformers.LlamaForCausalLM(config).eval()
+    randomize(model, 10 + seed)
+    rates = rates_in_float64(model.config)
+    buffer = model.model.rotary_emb.inv_freq
+    assert torch.allclose(rates, buffer.double(), rtol=1e-6, atol=0), "float32 rates far from float64 ones"
+    print(name, "rates", [f"{float(r):.6g}" for r in rates], file=sys.stderr)
+    if rope_parameters["rope_type"] == "llama3":
+        branches = rope_branches(model.config, rates)
+        print(name, "branches", branches, file=sys.stderr)
+        assert {"kept", "divided", "interpolated"} <= set(branches), "a branch of the rule is not exercised"
+    extra = {"inv_freq": [float(r) for r in rates], "inv_freq_float32": [float(r) for r in buffer]}
+    return save(name, model, t, "<s>", LONG_PROMPTS, extra)
+
+
+def llama_rope_llama3():
+    return llama_rope("llama_rope_llama3", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                                            "low_freq_factor": 1.0, "high_freq_factor": 16.0,
+                                            "original_max_position_embeddings": 256}, 5)
+
+
+def llama_rope_linear():
+    return llama_rope("llama_rope_linear", {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0}, 6)
+
+
 def qwen2():
     tok = byte_bpe(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], 280)
     eos = tok.token_to_id("<|endoftext|>")
@@ -266,7 +338,7 @@ def mistral():
 def main():
     torch.set_num_threads(1)
     OUT.mkdir(parents=True, exist_ok=True)
-    makers = {f.__name__: f for f in (gpt2, llama, qwen2, mistral, llama_stops)}
+    makers = {f.__name__: f for f in (gpt2, llama, qwen2, mistral, llama_stops, llama_rope_llama3, llama_rope_linear)}
     unknown = [n for n in sys.argv[1:] if n not in makers]
     assert not unknown, f"unknown fixtures {unknown}; known: {list(makers)}"
     for name in sys.argv[1:] or makers:

@@ -55,6 +55,16 @@ struct ModelConfig {
   double rope_theta = 10000.0;  // positions rope: the rotary base θ, pair i turning at θ^(−2i/rotary_dims)
   int64_t rotary_dims = 0;      // positions rope: each head's dimensions that rotate (even); 0: all
   bool rope_interleaved = false;  // positions rope: pairs (2i, 2i+1) (GPT-J) instead of (i, i + r/2) (Llama)
+  std::string rope_scaling = "none";  // positions rope: how pair i's rate r_i is scaled for long contexts:
+                                      //   none | linear (r_i / rope_scaling_factor: positions interpolated) |
+                                      //   llama3 (Llama 3.1's: by the pair's wavelength λ_i = 2π / r_i
+                                      //   against L = rope_original_max_positions, r_i kept where
+                                      //   λ_i < L / rope_high_freq_factor, r_i / factor where
+                                      //   λ_i > L / rope_low_freq_factor, the two mixed between)
+  double rope_scaling_factor = 1.0;     // rope_scaling linear, llama3: the factor, positive
+  double rope_low_freq_factor = 1.0;    // rope_scaling llama3: positive, below rope_high_freq_factor
+  double rope_high_freq_factor = 4.0;   // rope_scaling llama3
+  int64_t rope_original_max_positions = 0;  // rope_scaling llama3: L, the pretraining context, positive
   bool scale_embeddings = true;  // embeddings multiplied by √D (§3.4)
   bool tie_output = true;   // the target embedding is the pre-softmax projection (§3.4); false: a matrix
                             //   of its own, `output.weight`
@@ -106,6 +116,9 @@ struct ModelOverrides {
   std::optional<double> rope_theta;
   std::optional<int64_t> rotary_dims, kv_heads, attention_window;
   std::optional<bool> rope_interleaved, gated;
+  std::optional<std::string> rope_scaling;
+  std::optional<double> rope_scaling_factor, rope_low_freq_factor, rope_high_freq_factor;
+  std::optional<int64_t> rope_original_max_positions;
   std::optional<std::string> pooling;
   std::optional<bool> normalize_embeddings;
   std::optional<std::vector<int32_t>> stop_ids;

@@ -2,6 +2,7 @@
 // MistralForCausalLM): RMSNorm before each sub-layer, rotary positions on halves of each head
 // (rotate_half), a SwiGLU feed-forward, grouped-query attention; Qwen2's biases on q, k and v,
 // Mistral's sliding window.
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -41,8 +42,45 @@ void read_sizes(const json& config, const fs::path& path, ModelConfig& c) {
   c.max_positions = hf_field<int64_t>(config, "max_position_embeddings", 0, path);
 }
 
+// A number of the rotary scaling's parameters that its type needs; `key` names where they are
+// (rope_parameters or rope_scaling).
+double rope_number(const json& rope, const char* name, const char* key, const std::string& type,
+                   const fs::path& path) {
+  TFM_CHECK(rope.contains(name) && !rope[name].is_null(), "import hf: ", path.string(), ": ", key, " of type '", type,
+            "' has no '", name, "'");
+  const double v = hf_field<double>(rope, name, 0.0, path);
+  TFM_CHECK(std::isfinite(v) && v > 0, "import hf: ", path.string(), ": ", key, " '", name, "' ", v,
+            " must be positive");
+  return v;
+}
+
+// The scaling of the rotary rates, as transformers' rope types compute them: "linear" (each rate
+// divided by factor) and "llama3" (Llama 3.1's rule by wavelength); the original_max_position_embeddings
+// of llama3 is config.json's where it has one (as transformers gives it priority), else the rope
+// dictionary's, else max_position_embeddings. Other types are refused.
+void read_rope_scaling(const json& config, const json& rope, const char* key, const std::string& type,
+                       const fs::path& path, ModelConfig& c) {
+  if (type == "default") return;
+  TFM_CHECK(type == "linear" || type == "llama3", "import hf: ", path.string(), ": ", key, " type '", type,
+            "' is not supported (the original rotation 'default', 'linear' and 'llama3' are)");
+  c.rope_scaling = type;
+  c.rope_scaling_factor = rope_number(rope, "factor", key, type, path);
+  if (type == "linear") return;
+  c.rope_low_freq_factor = rope_number(rope, "low_freq_factor", key, type, path);
+  c.rope_high_freq_factor = rope_number(rope, "high_freq_factor", key, type, path);
+  TFM_CHECK(c.rope_high_freq_factor > c.rope_low_freq_factor, "import hf: ", path.string(), ": ", key,
+            " high_freq_factor ", c.rope_high_freq_factor, " is not greater than low_freq_factor ",
+            c.rope_low_freq_factor, " (the rule interpolates between them)");
+  const int64_t original = hf_field<int64_t>(
+      config, "original_max_position_embeddings",
+      hf_field<int64_t>(rope, "original_max_position_embeddings", c.max_positions, path), path);
+  TFM_CHECK(original > 0, "import hf: ", path.string(), ": ", key, " type 'llama3' needs a positive ",
+            "original_max_position_embeddings (or max_position_embeddings), got ", original);
+  c.rope_original_max_positions = original;
+}
+
 // The rotary positions: rope_parameters (transformers 5) or rope_theta with rope_scaling (earlier
-// files); only the original rotation ("default", no scaling) over whole heads.
+// files), over whole heads; the rates as they are ("default") or scaled (read_rope_scaling).
 void read_rope(const json& config, const fs::path& path, ModelConfig& c) {
   c.positions = "rope";
   c.rope_interleaved = false;  // rotate_half: dimension i turns with i + head_dim/2
@@ -56,8 +94,7 @@ void read_rope(const json& config, const fs::path& path, ModelConfig& c) {
               "' holds parameters of its own (rotary positions per layer type): not supported");
   std::string type = hf_field<std::string>(rope, "type", "default", path);
   type = hf_field<std::string>(rope, "rope_type", type, path);
-  TFM_CHECK(type == "default", "import hf: ", path.string(), ": ", key, " type '", type,
-            "' is not supported (only the original rotation, 'default', without scaling is)");
+  read_rope_scaling(config, rope, key, type, path, c);
   c.rope_theta = hf_field<double>(rope, "rope_theta", hf_field<double>(config, "rope_theta", 10000.0, path), path);
   for (const json* where : {static_cast<const json*>(&rope), &config}) {
     const double factor = hf_field<double>(*where, "partial_rotary_factor", 1.0, path);
@@ -169,7 +206,10 @@ ImportedModel import_hf_llama(const HfFolderInfo& folder) {
   c.validate();
   m.tensors = convert_weights(folder, fam, c);
   m.provenance = hf_provenance(folder, "huggingface-" + fam.type);
-  m.notes.push_back(cat("rope theta ", c.rope_theta, " on halves of each head, RMSNorm, SwiGLU",
+  m.notes.push_back(cat("rope theta ", c.rope_theta, " on halves of each head",
+                        c.rope_scaling == "none" ? std::string() : cat(", rates scaled (", c.rope_scaling, ", factor ",
+                                                                       c.rope_scaling_factor, ")"),
+                        ", RMSNorm, SwiGLU",
                         c.kv_heads > 0 ? cat(", ", c.kv_heads, " key/value heads") : std::string(),
                         c.attention_window > 0 ? cat(", attention window ", c.attention_window) : std::string()));
   if (fam.qkv_bias) m.notes.push_back("o_proj has no bias: imported as a bias of zeros");

@@ -132,6 +132,35 @@ void check_attention(const ModelConfig& c) {
   TFM_CHECK(c.positions == "rope" || (c.rotary_dims == 0 && c.rope_theta == 10000.0 && !c.rope_interleaved),
             "model: rotary_dims, rope_theta and rope_interleaved need positions 'rope', got '", c.positions, "'");
 }
+
+// The rotary rates' scaling: a known kind, its parameters in range, and no parameter set that the
+// kind does not read (it would change nothing).
+void check_rope_scaling(const ModelConfig& c) {
+  check_one_of("rope_scaling", c.rope_scaling, {"none", "linear", "llama3"});
+  TFM_CHECK(c.rope_scaling == "none" || c.positions == "rope", "model: rope_scaling '", c.rope_scaling,
+            "' needs positions 'rope', got '", c.positions, "'");
+  const ModelConfig d;
+  TFM_CHECK(c.rope_scaling != "none" || c.rope_scaling_factor == d.rope_scaling_factor,
+            "model: rope_scaling_factor ", c.rope_scaling_factor, " needs rope_scaling 'linear' or 'llama3', got 'none'");
+  TFM_CHECK(std::isfinite(c.rope_scaling_factor) && c.rope_scaling_factor > 0,
+            "model: rope_scaling_factor must be positive, got ", c.rope_scaling_factor);
+  if (c.rope_scaling != "llama3") {
+    TFM_CHECK(c.rope_low_freq_factor == d.rope_low_freq_factor && c.rope_high_freq_factor == d.rope_high_freq_factor &&
+                  c.rope_original_max_positions == d.rope_original_max_positions,
+              "model: rope_low_freq_factor (", c.rope_low_freq_factor, "), rope_high_freq_factor (",
+              c.rope_high_freq_factor, ") and rope_original_max_positions (", c.rope_original_max_positions,
+              ") need rope_scaling 'llama3', got '", c.rope_scaling, "'");
+    return;
+  }
+  TFM_CHECK(std::isfinite(c.rope_low_freq_factor) && c.rope_low_freq_factor > 0,
+            "model: rope_low_freq_factor must be positive, got ", c.rope_low_freq_factor);
+  TFM_CHECK(std::isfinite(c.rope_high_freq_factor) && c.rope_high_freq_factor > c.rope_low_freq_factor,
+            "model: rope_high_freq_factor must be greater than rope_low_freq_factor ", c.rope_low_freq_factor, ", got ",
+            c.rope_high_freq_factor);
+  TFM_CHECK(c.rope_original_max_positions > 0 && c.rope_original_max_positions <= 10'000'000,
+            "model: rope_original_max_positions must be in [1, 10000000] with rope_scaling 'llama3', got ",
+            c.rope_original_max_positions);
+}
 }  // namespace
 
 void ModelConfig::validate() const {
@@ -142,6 +171,7 @@ void ModelConfig::validate() const {
   check_choices(*this);
   check_architecture(*this);
   check_attention(*this);
+  check_rope_scaling(*this);
 }
 
 int64_t parameter_count(const ModelConfig& c) {
@@ -185,7 +215,8 @@ ModelConfig model_preset(const std::string& name) {
   X(activation) X(positions) X(position_frequencies) X(position_offset) X(scale_embeddings) X(tie_output) X(output_bias) \
   X(architecture) X(max_positions) X(final_norm) X(embedding_norm) X(attention_bias) X(ffn_bias) X(token_types)    \
   X(mlm_head) X(norm) X(rope_theta) X(rotary_dims) X(rope_interleaved) X(gated) X(kv_heads) X(attention_window)  \
-  X(pooling) X(normalize_embeddings) \
+  X(pooling) X(normalize_embeddings) X(rope_scaling) X(rope_scaling_factor) X(rope_low_freq_factor)             \
+  X(rope_high_freq_factor) X(rope_original_max_positions) \
   X(stop_ids)
 
 const std::vector<std::string>& model_config_fields() {
@@ -223,7 +254,8 @@ nlohmann::json model_config_for_file(const ModelConfig& c) {
   for (const char* field : {"architecture", "max_positions", "final_norm", "embedding_norm", "attention_bias",
                             "ffn_bias", "token_types", "mlm_head", "norm", "rope_theta", "rotary_dims",
                             "rope_interleaved", "gated", "kv_heads", "attention_window", "pooling",
-                            "normalize_embeddings", "stop_ids"})
+                            "normalize_embeddings", "rope_scaling", "rope_scaling_factor", "rope_low_freq_factor",
+                            "rope_high_freq_factor", "rope_original_max_positions", "stop_ids"})
     if (j[field] == defaults[field]) j.erase(field);
   return j;
 }

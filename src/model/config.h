@@ -15,9 +15,9 @@ void from_json(const nlohmann::json& j, ModelConfig& c);
 // The configuration as a model file records it: every field, except those added with the model
 // family (architecture, max_positions, final_norm, embedding_norm, attention_bias, ffn_bias,
 // token_types, mlm_head, norm, rope_theta, rotary_dims, rope_interleaved, gated, kv_heads,
-// attention_window), the embedding defaults (pooling, normalize_embeddings) and stop_ids where they
-// hold their defaults: an encoder-decoder's file stays byte for byte what earlier versions wrote, and
-// those versions still read it.
+// attention_window, the rotary scaling's rope_scaling and rope_* parameters) and the embedding
+// defaults (pooling, normalize_embeddings) and stop_ids where they hold their defaults: an encoder-decoder's file
+// stays byte for byte what earlier versions wrote, and those versions still read it.
 nlohmann::json model_config_for_file(const ModelConfig& c);
 
 // The fields set, under their ModelConfig names ({} when none is).

@@ -25,11 +25,21 @@ ops::PositionEncoding positions_of(const ModelConfig& c) {
           c.position_frequencies == "marian" ? E::Rates::kMarian : E::Rates::kPaper, c.position_offset};
 }
 
+// The rotary positions as configured: their shape, base and rate scaling.
+ops::Rotary rotary_of(const ModelConfig& c) {
+  using S = ops::RotaryScaling;
+  const S scaling = c.rope_scaling == "linear" ? S::kLinear : c.rope_scaling == "llama3" ? S::kLlama3 : S::kNone;
+  TFM_CHECK(scaling != S::kNone || c.rope_scaling == "none", "model: unknown rope_scaling '", c.rope_scaling, "'");
+  return {c.rotary_dims > 0 ? c.rotary_dims : c.head_dim(), c.rope_theta, c.rope_interleaved, scaling,
+          c.rope_scaling_factor, c.rope_low_freq_factor, c.rope_high_freq_factor,
+          static_cast<double>(c.rope_original_max_positions)};
+}
+
 // A layer's self-attention: grouped-query heads, rotary positions and a window as configured
 // (encoder-decoder attention has none of them).
 MultiHeadAttention self_attention(ParamStore& params, const std::string& name, const ModelConfig& c) {
   AttentionVariant v{.kv_heads = c.kv_heads, .window = c.attention_window};
-  if (c.positions == "rope") v.rope = {c.rotary_dims > 0 ? c.rotary_dims : c.head_dim(), c.rope_theta, c.rope_interleaved};
+  if (c.positions == "rope") v.rope = rotary_of(c);
   return MultiHeadAttention(params, name, c.d_model, c.heads, c.attention_dropout, c.attention_bias, v);
 }
 

@@ -10,6 +10,20 @@
 namespace tfm::ops {
 
 namespace {
+// The scaling's parameters where it reads them: finite, positive, Llama 3.1's factors ordered.
+void check_scaling(const Rotary& rope) {
+  if (rope.scaling == RotaryScaling::kNone) return;
+  TFM_CHECK(std::isfinite(rope.factor) && rope.factor > 0, "rotary: factor must be positive and finite, got ",
+            rope.factor);
+  if (rope.scaling != RotaryScaling::kLlama3) return;
+  TFM_CHECK(std::isfinite(rope.high_freq_factor) && rope.low_freq_factor > 0 &&
+                rope.high_freq_factor > rope.low_freq_factor,
+            "rotary: low_freq_factor ", rope.low_freq_factor, " and high_freq_factor ", rope.high_freq_factor,
+            " must satisfy 0 < low < high");
+  TFM_CHECK(std::isfinite(rope.original_positions) && rope.original_positions > 0,
+            "rotary: original_positions must be positive, got ", rope.original_positions);
+}
+
 // The head width d, after checking every argument but the tensors' dtypes and devices.
 int64_t check_rotary(const Tensor& x, int64_t heads_x, const Rotary& rope, int64_t start, const Tensor& offsets,
                      const Tensor& out) {
@@ -22,6 +36,7 @@ int64_t check_rotary(const Tensor& x, int64_t heads_x, const Rotary& rope, int64
             " must be even and between 2 and the head width ", d, " (", width, " / ", heads_x, " heads)");
   TFM_CHECK(rope.theta > 0 && std::isfinite(rope.theta), "rotary: theta must be positive and finite, got ",
             rope.theta);
+  check_scaling(rope);
   TFM_CHECK(start >= 0, "rotary: start must be non-negative, got ", start);
   check_same_shape("rotary", "x", x, "out", out);
   if (offsets.defined()) {
@@ -48,12 +63,11 @@ void rotary(const Tensor& x, int64_t heads_x, const Rotary& rope, int64_t start,
       host = std::make_unique<HostInts>(offsets);
       shift = host->data();
     }
-    cpu::rotary<T>(batch, tokens, heads_x, d, rope.dims, rope.theta, rope.interleaved, start, shift, inverse,
-                   x.data<T>(), out.data<T>());
+    cpu::rotary<T>(batch, tokens, heads_x, d, rope, start, shift, inverse, x.data<T>(), out.data<T>());
   }, [&](cuda::Kernels& k) {
     const Tensor shift = on_device(offsets, x.device());
-    k.rotary(batch, tokens, heads_x, d, rope.dims, rope.theta, rope.interleaved, start,
-             shift.defined() ? shift.data<int32_t>() : nullptr, inverse, x.data<float>(), out.data<float>());
+    k.rotary(batch, tokens, heads_x, d, rope, start, shift.defined() ? shift.data<int32_t>() : nullptr, inverse,
+             x.data<float>(), out.data<float>());
   });
 }
 

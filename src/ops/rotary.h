@@ -1,6 +1,7 @@
 #pragma once
 // Rotary position embedding (RoPE; Su et al., 2021): each head's first `dims` dimensions of the token
-// at position p taken as dims/2 pairs, pair i turned by the angle p·θ^(−2i/dims):
+// at position p taken as dims/2 pairs, pair i turned by the angle p·r_i, its rate r_i = θ^(−2i/dims)
+// or that rate scaled (ops/rotary_rate.h: linear, Llama 3.1's):
 //   (a, b) → (a·cos − b·sin, a·sin + b·cos).
 // Pairs are (i, i + dims/2) (half-split: Llama, GPT-NeoX, Hugging Face's rotate_half) or (2i, 2i+1)
 // (interleaved: GPT-J, Meta's original Llama); the head's other dimensions pass through unchanged.
@@ -12,14 +13,9 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/rotary_rate.h"
 
 namespace tfm::ops {
-
-struct Rotary {
-  int64_t dims = 0;          // rotated dimensions of each head: even, 2 ≤ dims ≤ the head width
-  double theta = 10000.0;    // the base θ: positive
-  bool interleaved = false;  // pairs (2i, 2i+1) instead of (i, i + dims/2)
-};
 
 // x, out: [B, T, H·d] (H = heads_x heads of width d; out may alias x). The token (b, t) is at
 // position start + t (+ offsets[b] where offsets is defined: int32 [B] on the host or on x's device,

@@ -1,7 +1,8 @@
 // Hugging Face's causal language models imported (GPT-2, Llama, Qwen2, Mistral) against what
 // transformers computed for the same folders (tests/fixtures/hf/*/reference.json, written by
-// tools/make_hf_decoder_fixtures.py): teacher-forced logits, greedy and beam-4 generate(); the
-// configurations refused; float16, bfloat16 and sharded checkpoints.
+// tools/make_hf_decoder_fixtures.py), Llama with scaled rotary rates included: teacher-forced
+// logits, greedy and beam-4 generate(); the configurations refused; float16, bfloat16 and sharded
+// checkpoints.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -139,7 +140,8 @@ TEST_P(DecoderTest, GreedyAndBeamSearchMatchGenerate) {
   expect_generation(m, GetParam(), reference(GetParam()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Hf, DecoderTest, ::testing::Values("gpt2", "llama", "qwen2", "mistral", "llama_stops"));
+INSTANTIATE_TEST_SUITE_P(Hf, DecoderTest, ::testing::Values("gpt2", "llama", "qwen2", "mistral", "llama_rope_llama3",
+                                                           "llama_rope_linear", "llama_stops"));
 
 TEST(HfDecoderImport, MapsTheConfiguration) {
   const ModelConfig gpt2 = import_hf_without_vocabulary(folder("gpt2")).config;

@@ -185,9 +185,9 @@ void rms_norm_backward(int64_t rows, int64_t d, const T* dy, const T* x, const T
   TFM_SIMD_CALL(rms_norm_backward<T>, rows, d, dy, x, gamma, rstd, dx, dgamma);
 }
 template <class T>
-void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, int64_t dims, double theta,
-            bool interleaved, int64_t start, const int32_t* offsets, bool inverse, const T* x, T* out) {
-  TFM_SIMD_CALL(rotary<T>, batch, tokens, heads, head_dim, dims, theta, interleaved, start, offsets, inverse, x, out);
+void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, const ops::Rotary& rope, int64_t start,
+            const int32_t* offsets, bool inverse, const T* x, T* out) {
+  TFM_SIMD_CALL(rotary<T>, batch, tokens, heads, head_dim, rope, start, offsets, inverse, x, out);
 }
 template <class T>
 void gated(int64_t rows, int64_t f, ops::Activation act, const T* pre, T* hidden) {

@@ -11,6 +11,7 @@
 
 #include "core/rng.h"
 #include "ops/activation.h"
+#include "ops/rotary_rate.h"
 
 namespace tfm::cpu {
 

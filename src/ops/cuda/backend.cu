@@ -143,10 +143,9 @@ class CudaKernels final : public Kernels {
                          const float* rstd, float* dx, float* dgamma) override {
     cuda::rms_norm_backward(rows, d, dy, x, gamma, rstd, dx, dgamma);
   }
-  void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, int64_t dims, double theta,
-              bool interleaved, int64_t start, const int32_t* offsets, bool inverse, const float* x,
-              float* out) override {
-    cuda::rotary(batch, tokens, heads, head_dim, dims, theta, interleaved, start, offsets, inverse, x, out);
+  void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, const ops::Rotary& rope, int64_t start,
+              const int32_t* offsets, bool inverse, const float* x, float* out) override {
+    cuda::rotary(batch, tokens, heads, head_dim, rope, start, offsets, inverse, x, out);
   }
   void gated(int64_t rows, int64_t f, Activation act, const float* pre, float* hidden) override {
     cuda::gated(rows, f, act, pre, hidden);

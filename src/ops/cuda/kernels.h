@@ -14,6 +14,7 @@
 
 #include "core/rng.h"
 #include "ops/activation.h"
+#include "ops/rotary_rate.h"
 
 namespace tfm::cuda {
 
@@ -145,9 +146,8 @@ class Kernels {
                                  const float* rstd, float* dx, float* dgamma) = 0;
   // Rotary position embedding (ops/rotary.h) of x [batch, tokens, heads · head_dim]; offsets: a device
   // pointer or null; out may be x.
-  virtual void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, int64_t dims, double theta,
-                      bool interleaved, int64_t start, const int32_t* offsets, bool inverse, const float* x,
-                      float* out) = 0;
+  virtual void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, const ops::Rotary& rope,
+                      int64_t start, const int32_t* offsets, bool inverse, const float* x, float* out) = 0;
   // Gated activation (ops/gated.h): pre [rows, 2f], hidden [rows, f]; dpre written, may be pre.
   virtual void gated(int64_t rows, int64_t f, ops::Activation act, const float* pre, float* hidden) = 0;
   virtual void gated_backward(int64_t rows, int64_t f, ops::Activation act, const float* dhidden, const float* pre,

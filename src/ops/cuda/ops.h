@@ -104,8 +104,8 @@ void rms_norm_backward(int64_t rows, int64_t d, const float* dy, const float* x,
                        const float* rstd, float* dx, float* dgamma);
 
 // rotary.cu
-void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, int64_t dims, double theta,
-            bool interleaved, int64_t start, const int32_t* offsets, bool inverse, const float* x, float* out);
+void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, const ops::Rotary& rope, int64_t start,
+            const int32_t* offsets, bool inverse, const float* x, float* out);
 
 // gated.cu
 void gated(int64_t rows, int64_t f, ops::Activation act, const float* pre, float* hidden);

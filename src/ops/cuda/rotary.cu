@@ -1,5 +1,6 @@
 // Rotary position embedding (ops/rotary.h): one thread per rotated pair, its angle, cos and sin in
-// double as the CPU's; then, when out is not x, the heads' unrotated dims copied.
+// double from the rate the CPU's uses (ops/rotary_rate.h); then, when out is not x, the heads'
+// unrotated dims copied.
 #include <cuda_runtime.h>
 
 #include "ops/cuda/common.cuh"
@@ -8,14 +9,16 @@
 
 namespace tfm::cuda {
 
-void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, int64_t dims, double theta,
-            bool interleaved, int64_t start, const int32_t* offsets, bool inverse, const float* x, float* out) {
-  const int64_t half = dims / 2, width = heads * head_dim;
+void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, const ops::Rotary& rope, int64_t start,
+            const int32_t* offsets, bool inverse, const float* x, float* out) {
+  const ops::Rotary r = rope;  // captured by value into the device lambda
+  const int64_t dims = r.dims, half = dims / 2, width = heads * head_dim;
+  const bool interleaved = r.interleaved;
   for_each("rotary", batch * tokens * heads * half, [=] __device__(int64_t n) {
     const int64_t i = n % half, h = (n / half) % heads, bt = n / (half * heads);
     const int64_t b = bt / tokens, t = bt % tokens;
     const double p = double(start + t + (offsets ? offsets[b] : 0));
-    const double angle = p * pow(theta, -2.0 * double(i) / double(dims));
+    const double angle = p * ops::rotary_rate(r, i);
     double s, c;
     sincos(angle, &s, &c);
     if (inverse) s = -s;

@@ -1,5 +1,5 @@
 // Rotary position embedding's CPU kernel (ops/rotary.h): tokens in parallel, each token's cos and
-// sin computed once in double for all its heads.
+// sin computed once in double for all its heads, from each pair's rate (ops/rotary_rate.h).
 #include <cmath>
 #include <vector>
 
@@ -26,11 +26,12 @@ void rotate_head(int64_t half, int64_t head_dim, bool interleaved, const double*
 }  // namespace
 
 template <class T>
-void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, int64_t dims, double theta,
-            bool interleaved, int64_t start, const int32_t* offsets, bool inverse, const T* x, T* out) {
-  const int64_t half = dims / 2, width = heads * head_dim;
-  std::vector<double> inv_freq(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i) inv_freq[i] = std::pow(theta, -2.0 * double(i) / double(dims));
+void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, const tfm::ops::Rotary& rope, int64_t start,
+            const int32_t* offsets, bool inverse, const T* x, T* out) {
+  const int64_t half = rope.dims / 2, width = heads * head_dim;
+  const bool interleaved = rope.interleaved;
+  std::vector<double> rate(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) rate[i] = tfm::ops::rotary_rate(rope, i);
 #pragma omp parallel if (batch * tokens * width >= (1 << 15))
   {
     std::vector<double> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
@@ -39,7 +40,7 @@ void rotary(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, int6
       const int64_t b = bt / tokens, t = bt % tokens;
       const double p = double(start + t + (offsets ? offsets[b] : 0));
       for (int64_t i = 0; i < half; ++i) {
-        const double angle = p * inv_freq[i];
+        const double angle = p * rate[i];
         cs[i] = std::cos(angle);
         sn[i] = inverse ? -std::sin(angle) : std::sin(angle);
       }
