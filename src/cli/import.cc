@@ -48,8 +48,10 @@ Action add_import(CLI::App& app) {
   hf->add_option("-o,--output", o->output, "the folder to write model.safetensors, vocabulary.json, source.spm and target.spm into")->required();
   return [cmd, marian, hf, o] {
     if (!*cmd) return -1;
-    refuse_existing_import(o->output);  // before the work of converting
-    if (*marian) return finish(import_marian(o->marian), o->output);
+    if (*marian) {
+      refuse_existing_import(o->output);  // before the work of converting (import_huggingface checks too)
+      return finish(import_marian(o->marian), o->output);
+    }
     if (*hf) {
       const transformer::ImportResult r = transformer::import_huggingface(o->hf_dir, o->output);
       for (const std::string& note : r.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
