@@ -156,6 +156,29 @@ void HfWeights::refuse_unread(const std::string& description) const {
                   "): are config.json and the weights of one model?"));
 }
 
+namespace {
+// transformers' name of a block in "model.encoder.layers.0" (".self_attn", ".final_layer_norm", ...).
+const char* seq2seq_block(LayerBlock block) {
+  switch (block) {
+    case LayerBlock::kSelfAttention: return ".self_attn";
+    case LayerBlock::kSelfAttentionNorm: return ".self_attn_layer_norm";
+    case LayerBlock::kCrossAttention: return ".encoder_attn";
+    case LayerBlock::kCrossAttentionNorm: return ".encoder_attn_layer_norm";
+    case LayerBlock::kFfn: return "";
+    case LayerBlock::kFfnNorm: return ".final_layer_norm";
+  }
+  return "?";
+}
+}  // namespace
+
+std::string hf_seq2seq_layer_param(const LayerParam& p) {
+  const std::string theirs = cat("model.", p.decoder ? "decoder" : "encoder", ".layers.", p.layer, seq2seq_block(p.block));
+  const char* w = p.weight ? "weight" : "bias";
+  if (p.block == LayerBlock::kFfn) return cat(theirs, ".", p.part, ".", w);
+  if (p.part.empty()) return cat(theirs, ".", w);
+  return cat(theirs, ".", p.part, "_proj.", w);
+}
+
 json hf_provenance(const HfFolderInfo& f, const std::string& format) {
   return {{"format", format},
           {"path", fs::absolute(f.dir).lexically_normal().string()},

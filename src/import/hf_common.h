@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "import/import.h"
+#include "import/tensors.h"
 #include "io/safetensors.h"
 
 namespace tfm {
@@ -119,6 +120,11 @@ class HfWeights {
   std::vector<NamedTensor> tensors_;
   std::set<std::string> used_;
 };
+
+// The tensor of an encoder-decoder layer parameter as BART-style models (MarianMT, M2M-100) name it:
+// "model.decoder.layers.2.encoder_attn.q_proj.weight", "model.encoder.layers.0.fc1.bias",
+// "model.encoder.layers.0.final_layer_norm.weight".
+std::string hf_seq2seq_layer_param(const LayerParam& p);
 
 // One architecture's importer: config.json (already read) and the folder → the model and its
 // vocabulary. `architecture` is config.json's "architectures"[0] (or "" when it has none).

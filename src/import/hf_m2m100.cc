@@ -96,28 +96,6 @@ ModelConfig model_config(const json& config, const fs::path& path, std::vector<s
   return c;
 }
 
-// transformers' name of a block in "model.encoder.layers.0".
-const char* hf_block(LayerBlock block) {
-  switch (block) {
-    case LayerBlock::kSelfAttention: return ".self_attn";
-    case LayerBlock::kSelfAttentionNorm: return ".self_attn_layer_norm";
-    case LayerBlock::kCrossAttention: return ".encoder_attn";
-    case LayerBlock::kCrossAttentionNorm: return ".encoder_attn_layer_norm";
-    case LayerBlock::kFfn: return "";
-    case LayerBlock::kFfnNorm: return ".final_layer_norm";
-  }
-  return "?";
-}
-
-// "model.decoder.layers.1.encoder_attn.k_proj.bias", "model.encoder.layers.0.fc2.weight", ...
-std::string hf_layer_param(const LayerParam& p) {
-  const std::string theirs = cat("model.", p.decoder ? "decoder" : "encoder", ".layers.", p.layer, hf_block(p.block));
-  const char* w = p.weight ? "weight" : "bias";
-  if (p.block == LayerBlock::kFfn) return cat(theirs, ".", p.part, ".", w);
-  if (p.part.empty()) return cat(theirs, ".", w);
-  return cat(theirs, ".", p.part, "_proj.", w);
-}
-
 // Whether t holds the table M2M100SinusoidalPositionalEmbedding computes: row p has sin(p·r_i),
 // then cos(p·r_i), r_i = exp(−i·ln 10000 / (D/2 − 1)); the padding row zero.
 bool holds_sinusoids(const Tensor& t, int64_t d_model, int64_t pad) {
@@ -170,7 +148,7 @@ std::vector<NamedTensor> convert_weights(const HfFolderInfo& f, const ModelConfi
   }
   if (!c.tie_output) w.put("output.weight", w.get("lm_head.weight"));
   else if (w.has("lm_head.weight")) w.check_copy("lm_head.weight", "embed.weight", "tie_word_embeddings");
-  for_each_layer_param(c, [&](const LayerParam& p) { w.put(p.name, w.get(hf_layer_param(p))); });
+  for_each_layer_param(c, [&](const LayerParam& p) { w.put(p.name, w.get(hf_seq2seq_layer_param(p))); });
   for (const char* stack : {"encoder", "decoder"})
     for (const char* part : {"weight", "bias"})
       w.put(cat(stack, ".final_norm.", part), w.get(cat("model.", stack, ".layer_norm.", part)));

@@ -164,30 +164,6 @@ Vocab read_vocabulary(const HfFolder& f, ModelConfig& c) {
   }
 }
 
-// transformers' name of a block in "model.encoder.layers.0" (".self_attn", ".final_layer_norm", ...).
-const char* hf_block(LayerBlock block) {
-  switch (block) {
-    case LayerBlock::kSelfAttention: return ".self_attn";
-    case LayerBlock::kSelfAttentionNorm: return ".self_attn_layer_norm";
-    case LayerBlock::kCrossAttention: return ".encoder_attn";
-    case LayerBlock::kCrossAttentionNorm: return ".encoder_attn_layer_norm";
-    case LayerBlock::kFfn: return "";
-    case LayerBlock::kFfnNorm: return ".final_layer_norm";
-  }
-  return "?";
-}
-
-// A layer parameter's tensor: "model.decoder.layers.2.encoder_attn.q_proj.weight",
-// "model.encoder.layers.0.fc1.bias", "model.encoder.layers.0.final_layer_norm.weight".
-std::string hf_layer_param(const LayerParam& p) {
-  const std::string theirs =
-      cat("model.", p.decoder ? "decoder" : "encoder", ".layers.", p.layer, hf_block(p.block));
-  const char* w = p.weight ? "weight" : "bias";
-  if (p.block == LayerBlock::kFfn) return cat(theirs, ".", p.part, ".", w);
-  if (p.part.empty()) return cat(theirs, ".", w);
-  return cat(theirs, ".", p.part, "_proj.", w);
-}
-
 // Whether t is the table transformers' MarianSinusoidalPositionalEmbedding stores: row p holds
 // sin(p·r_i) in its first half and cos(p·r_i) in its second, r_i = 10000^(−2i/D), within float32's
 // rounding of the angle.
@@ -248,7 +224,7 @@ std::vector<NamedTensor> convert_weights(const HfFolder& f, const ModelConfig& c
   if (!c.tie_output) w.put("output.weight", w.get("lm_head.weight"));
   const Tensor bias = w.get("final_logits_bias");  // [1, V]
   w.put("output.bias", bias.view({bias.numel()}));
-  for_each_layer_param(c, [&](const LayerParam& p) { w.put(p.name, w.get(hf_layer_param(p))); });
+  for_each_layer_param(c, [&](const LayerParam& p) { w.put(p.name, w.get(hf_seq2seq_layer_param(p))); });
   check_unread(w, c, file.source());
   return w.take();
 }
