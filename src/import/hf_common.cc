@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "io/atomic_file.h"
 
@@ -177,6 +178,20 @@ std::string hf_seq2seq_layer_param(const LayerParam& p) {
   if (p.block == LayerBlock::kFfn) return cat(theirs, ".", p.part, ".", w);
   if (p.part.empty()) return cat(theirs, ".", w);
   return cat(theirs, ".", p.part, "_proj.", w);
+}
+
+void hf_read_seq2seq_sizes(const json& config, const fs::path& path, ModelConfig& c) {
+  c.d_model = hf_required<int64_t>(config, "d_model", path);
+  c.encoder_layers = hf_required<int64_t>(config, "encoder_layers", path);
+  c.decoder_layers = hf_required<int64_t>(config, "decoder_layers", path);
+  c.heads = hf_required<int64_t>(config, "encoder_attention_heads", path);
+  c.d_ff = hf_required<int64_t>(config, "encoder_ffn_dim", path);
+  c.vocab_size = hf_required<int64_t>(config, "vocab_size", path);
+  for (const auto& [key, value] : {std::pair{"decoder_attention_heads", c.heads}, {"decoder_ffn_dim", c.d_ff}}) {
+    const int64_t v = hf_field<int64_t>(config, key, value, path);
+    TFM_CHECK(v == value, "import hf: ", path.string(), ": '", key, "' is ", v, " but the encoder's is ", value,
+              "; encoder and decoder of different shapes are not supported");
+  }
 }
 
 json hf_provenance(const HfFolderInfo& f, const std::string& format) {

@@ -126,6 +126,11 @@ class HfWeights {
 // "model.encoder.layers.0.final_layer_norm.weight".
 std::string hf_seq2seq_layer_param(const LayerParam& p);
 
+// The sizes of a BART-style encoder-decoder's config.json (d_model, encoder_layers, decoder_layers,
+// encoder_attention_heads, encoder_ffn_dim, vocab_size); the decoder's heads and feed-forward width
+// must equal the encoder's.
+void hf_read_seq2seq_sizes(const nlohmann::json& config, const std::filesystem::path& path, ModelConfig& c);
+
 // One architecture's importer: config.json (already read) and the folder → the model and its
 // vocabulary. `architecture` is config.json's "architectures"[0] (or "" when it has none).
 struct HfFolderInfo {

@@ -19,17 +19,7 @@ using nlohmann::json;
 
 // The sizes: the encoder's, which the decoder's must equal.
 void read_sizes(const json& config, const fs::path& path, ModelConfig& c) {
-  c.d_model = hf_required<int64_t>(config, "d_model", path);
-  c.encoder_layers = hf_required<int64_t>(config, "encoder_layers", path);
-  c.decoder_layers = hf_required<int64_t>(config, "decoder_layers", path);
-  c.heads = hf_required<int64_t>(config, "encoder_attention_heads", path);
-  c.d_ff = hf_required<int64_t>(config, "encoder_ffn_dim", path);
-  c.vocab_size = hf_required<int64_t>(config, "vocab_size", path);
-  for (const auto& [key, value] : {std::pair{"decoder_attention_heads", c.heads}, {"decoder_ffn_dim", c.d_ff}}) {
-    const int64_t v = hf_field<int64_t>(config, key, value, path);
-    TFM_CHECK(v == value, "import hf: ", path.string(), ": '", key, "' is ", v, " but the encoder's is ", value,
-              "; encoder and decoder of different shapes are not supported");
-  }
+  hf_read_seq2seq_sizes(config, path, c);
   TFM_CHECK(c.d_model % 2 == 0, "import hf: ", path.string(), ": d_model ", c.d_model,
             " is odd; the sinusoidal positions of an odd width (a zero last column) are not supported");
 }

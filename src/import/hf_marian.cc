@@ -33,19 +33,7 @@ struct HfFolder {
 
 // The sizes: the encoder's, which the decoder's must equal, and one vocabulary for both sides.
 void read_sizes(const json& config, const fs::path& path, ModelConfig& c) {
-  c.d_model = hf_required<int64_t>(config, "d_model", path);
-  c.encoder_layers = hf_required<int64_t>(config, "encoder_layers", path);
-  c.decoder_layers = hf_required<int64_t>(config, "decoder_layers", path);
-  c.heads = hf_required<int64_t>(config, "encoder_attention_heads", path);
-  c.d_ff = hf_required<int64_t>(config, "encoder_ffn_dim", path);
-  c.vocab_size = hf_required<int64_t>(config, "vocab_size", path);
-  auto same = [&](const char* key, int64_t value) {
-    const int64_t v = hf_field<int64_t>(config, key, value, path);
-    TFM_CHECK(v == value, "import hf: ", path.string(), ": '", key, "' is ", v, " but the encoder's is ", value,
-              "; encoder and decoder of different shapes are not supported");
-  };
-  same("decoder_attention_heads", c.heads);
-  same("decoder_ffn_dim", c.d_ff);
+  hf_read_seq2seq_sizes(config, path, c);
   const int64_t target_vocab = hf_field<int64_t>(config, "decoder_vocab_size", c.vocab_size, path);
   TFM_CHECK(target_vocab == c.vocab_size, "import hf: ", path.string(), ": decoder_vocab_size ", target_vocab,
             " differs from vocab_size ", c.vocab_size, "; separate source and target vocabularies are not supported yet");
