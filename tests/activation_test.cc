@@ -5,8 +5,8 @@
 // with each activation against one another.
 //
 // Tolerances, |got − want| ≤ k · ulp(want) + 2·|x|·(smallest denormal):
-//   float32 forward k = 4: the vector swish and gelu_sigmoid measure within ~3 ulps, gelu and
-//     gelu_tanh (computed in double, then rounded) within 1. The second term covers results that underflow into denormals
+//   float32 forward k = 4: the vector swish and gelu_sigmoid measure within ~3 ulps, gelu (on
+//     float lanes) within 3, gelu_tanh (computed in double, then rounded) within 1. The second term covers results that underflow into denormals
 //     (x·σ(x) for x ≈ −100): the rounding of σ there is |x| times magnified.
 //   float64 forward: 1e-12 relative. The double kernels round a·x (gelu_sigmoid) and x/√2 (gelu's
 //     erfc argument), which costs up to 2·(x²/2)·2⁻⁵³ relative: 4e-14 at x = −20; gelu_tanh's w
