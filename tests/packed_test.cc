@@ -110,8 +110,8 @@ TEST(Packed, WideOutputsInColumnBlocksMatchBlas) {
 // level, against its definition: each output the fused multiply-add chain over i = 0 … k − 1 in
 // order, then the bias, then the activation. Bit for bit, at 1, 2 and 3 threads, for shapes with
 // partial panels (n not a multiple of 16), partial tiles (m not a multiple of 6), several blocks of
-// k (256 each) and several blocks of rows (256 KB of x each: 108 rows at k = 600); k = 0 gives the
-// bias alone.
+// k (256 each), several blocks of rows (256 KB of x each: 108 rows at k = 600), and the rows split
+// between the threads (from 512 rows; 601 leaves a partial tile); k = 0 gives the bias alone.
 TEST(Panels, ProductIsTheOrderedFusedSumBitForBit) {
   const int threads = omp_get_max_threads();
   for (auto [n, k] :
@@ -121,8 +121,15 @@ TEST(Panels, ProductIsTheOrderedFusedSumBitForBit) {
     std::vector<float> panels(static_cast<size_t>(cpu::panel_floats(n, k)), 12345.0f);
     ASSERT_EQ(static_cast<int64_t>(panels.size()), (n + 15) / 16 * 16 * k);
     cpu::pack_panels(n, k, w.data<float>(), panels.data());
-    for (int64_t m : {1, 5, 6, 7, 64, 250}) {
+    for (int64_t m : {1, 5, 6, 7, 64, 250, 601}) {
       const Tensor x = testing::random_tensor({m, k}, 23 + m).to(DType::F32);
+      std::vector<float> sums(static_cast<size_t>(m * n));  // the ordered fused sums, before the bias
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < n; ++c) {
+          float s = 0.0f;
+          for (int64_t i = 0; i < k; ++i) s = std::fma(x.data<float>()[r * k + i], w.data<float>()[c * k + i], s);
+          sums[static_cast<size_t>(r * n + c)] = s;
+        }
       for (ops::Activation act :
            {ops::Activation::kNone, ops::Activation::kRelu, ops::Activation::kSwish, ops::Activation::kGelu}) {
         for (bool with_bias : {false, true}) {
@@ -131,8 +138,7 @@ TEST(Panels, ProductIsTheOrderedFusedSumBitForBit) {
           std::vector<float> want(static_cast<size_t>(m * n));
           for (int64_t r = 0; r < m; ++r)
             for (int64_t c = 0; c < n; ++c) {
-              float s = 0.0f;
-              for (int64_t i = 0; i < k; ++i) s = std::fma(x.data<float>()[r * k + i], w.data<float>()[c * k + i], s);
+              float s = sums[static_cast<size_t>(r * n + c)];
               if (with_bias) s += bias.data<float>()[c];
               if (act == ops::Activation::kRelu) s = s > 0.0f ? s : 0.0f;
               want[static_cast<size_t>(r * n + c)] = s;
