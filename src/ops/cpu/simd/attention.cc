@@ -6,6 +6,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/simd/dropout_mask.h"
+#include "ops/cpu/simd/small_head.h"
 #include "ops/cpu/simd/softmax_row.h"
 #include "ops/cpu/simd/target.h"
 
@@ -76,36 +77,6 @@ void single_query(const AttentionDims& d, const T* q, const T* k, const T* v, co
   }
 }
 
-// The four sums of a[0..3]'s lanes: out[j] = Σ lanes of a[j]. Lanes are added pairwise across the
-// four vectors together (halves, then quarters, ...), fewer shuffles than four separate sums.
-inline void sum4(const f32v a[4], float* out) {
-#if TFM_SIMD_BYTES == 64
-  const f32v x01 = __builtin_shufflevector(a[0], a[1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-                   __builtin_shufflevector(a[0], a[1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  const f32v x23 = __builtin_shufflevector(a[2], a[3], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-                   __builtin_shufflevector(a[2], a[3], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  f32v y = __builtin_shufflevector(x01, x23, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
-           __builtin_shufflevector(x01, x23, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  y += __builtin_shufflevector(y, y, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-  y += __builtin_shufflevector(y, y, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-  out[0] = y[0], out[1] = y[4], out[2] = y[8], out[3] = y[12];
-#elif TFM_SIMD_BYTES == 32
-  const f32v x01 = __builtin_shufflevector(a[0], a[1], 0, 1, 2, 3, 8, 9, 10, 11) +
-                   __builtin_shufflevector(a[0], a[1], 4, 5, 6, 7, 12, 13, 14, 15);
-  const f32v x23 = __builtin_shufflevector(a[2], a[3], 0, 1, 2, 3, 8, 9, 10, 11) +
-                   __builtin_shufflevector(a[2], a[3], 4, 5, 6, 7, 12, 13, 14, 15);
-  f32v y = __builtin_shufflevector(x01, x23, 0, 1, 8, 9, 4, 5, 12, 13) +
-           __builtin_shufflevector(x01, x23, 2, 3, 10, 11, 6, 7, 14, 15);
-  y += __builtin_shufflevector(y, y, 1, 0, 3, 2, 5, 4, 7, 6);
-  out[0] = y[0], out[1] = y[4], out[2] = y[2], out[3] = y[6];
-#else
-  const f32v x01 = __builtin_shufflevector(a[0], a[1], 0, 1, 4, 5) + __builtin_shufflevector(a[0], a[1], 2, 3, 6, 7);
-  const f32v x23 = __builtin_shufflevector(a[2], a[3], 0, 1, 4, 5) + __builtin_shufflevector(a[2], a[3], 2, 3, 6, 7);
-  const f32v y = __builtin_shufflevector(x01, x23, 0, 2, 4, 6) + __builtin_shufflevector(x01, x23, 1, 3, 5, 7);
-  out[0] = y[0], out[1] = y[1], out[2] = y[2], out[3] = y[3];
-#endif
-}
-
 // The same for float with a per-head width of kLanes·R: the build's vectors (fast_exp.h), q and the
 // output held in registers, four keys' dot products at a time summed across lanes together (the
 // plain loops above end each dot product in a scalar sum and send the output through memory for
@@ -165,6 +136,31 @@ void decode_query(const AttentionDims& d, const T* q, const T* k, const T* v, co
   single_query(d, q, k, v, rows, ldk, ldv, n, keys, scale, p, out);
 }
 
+// A head width small_head.h's loops take: 1 to 4 whole vectors of the build (wider heads ran slower
+// than BLAS: d_k 64 at the avx2 level, 45–60 GFLOP/s against 67 in BM_AttentionForward).
+bool small_width(int64_t d) { return d % kLanes == 0 && d / kLanes >= 1 && d / kLanes <= 4; }
+#define TFM_SMALL_HEAD_CASES(F, ...)                                                                  \
+  switch (width / kLanes) {                                                                          \
+    case 1: return F<1>(__VA_ARGS__);                                                                \
+    case 2: return F<2>(__VA_ARGS__);                                                                \
+    case 3: return F<3>(__VA_ARGS__);                                                                \
+    case 4: return F<4>(__VA_ARGS__);                                                                \
+    case 5: return F<5>(__VA_ARGS__);                                                                \
+    case 6: return F<6>(__VA_ARGS__);                                                                \
+    case 7: return F<7>(__VA_ARGS__);                                                                \
+    case 8: return F<8>(__VA_ARGS__);                                                                \
+    default: break;                                                                                  \
+  }
+void small_scores(int64_t width, int64_t queries, int64_t n, float scale, const float* q, int64_t ldq, const float* k,
+                  int64_t ldk, float* p, int64_t ldp) {
+  TFM_SMALL_HEAD_CASES(small_head_scores, queries, n, scale, q, ldq, k, ldk, p, ldp)
+}
+void small_values(int64_t width, int64_t queries, int64_t n, const float* w, int64_t ldw, const float* v, int64_t ldv,
+                  float* out, int64_t ldo) {
+  TFM_SMALL_HEAD_CASES(small_head_values, queries, n, w, ldw, v, ldv, out, ldo)
+}
+#undef TFM_SMALL_HEAD_CASES
+
 // Starts loading the first n keys and values of one head (k, v at its first column) into the
 // cache: a head's keys lie 64-float pieces apart by a row's whole width (or in other slabs), a
 // pattern the hardware prefetcher does not follow, so without this each head block waits on memory.
@@ -196,8 +192,16 @@ void head_forward(const AttentionDims& d, int64_t i, const T* q, const T* k, con
     first = std::min(first, first_key(d, t, n));
   }
   first = std::min(first, seen);
-  gemm_ld<T>(false, true, d.queries, seen - first, d.d_k, scale, q + hv.q_off, ldq, k + hv.k_off + first * ldk, ldk,
-             T(0), p + first, d.keys);
+  const bool small = std::is_same_v<T, float> && seen - first <= kSmallHeadKeys && small_width(d.d_k) &&
+                     small_width(d.d_v);
+  if constexpr (std::is_same_v<T, float>) {
+    if (small)
+      small_scores(d.d_k, d.queries, seen - first, scale, q + hv.q_off, ldq, k + hv.k_off + first * ldk, ldk,
+                   p + first, d.keys);
+  }
+  if (!small)
+    gemm_ld<T>(false, true, d.queries, seen - first, d.d_k, scale, q + hv.q_off, ldq, k + hv.k_off + first * ldk,
+               ldk, T(0), p + first, d.keys);
   for (int64_t t = 0; t < d.queries; ++t) {
     T* row = p + t * d.keys;
     const int64_t n = visible_keys(d, hv.b, t, causal, key_lengths), lo = first_key(d, t, n);
@@ -210,7 +214,11 @@ void head_forward(const AttentionDims& d, int64_t i, const T* q, const T* k, con
     apply_dropout<T>(d.queries * d.keys, static_cast<uint64_t>(hv.p_off), p, dropout, rng, dropped);
     weights = dropped;
   }
-  if (seen > first) {
+  if (seen > first && small) {
+    if constexpr (std::is_same_v<T, float>)
+      small_values(d.d_v, d.queries, seen - first, weights + first, d.keys, v + hv.v_off + first * ldv, ldv,
+                   out + hv.o_off, ldo);
+  } else if (seen > first) {
     gemm_ld<T>(false, false, d.queries, d.d_v, seen - first, T(1), weights + first, d.keys,
                v + hv.v_off + first * ldv, ldv, T(0), out + hv.o_off, ldo);
   } else {
