@@ -18,8 +18,9 @@
 // then the bias added and ReLU taken, whatever the thread count, the row count or the tile a row
 // falls in: the same bits from 1 or 2 threads, from a batch of 64 rows or any subset of them, and
 // from every build. The other activations follow in each build's own activate_run, which may
-// differ between builds in the last bits, over each block of rows while it is in L2. Threads take
-// contiguous ranges of panels (few rows) or of rows (many), so each writes its own part of y.
+// differ between builds in the last bits, over each panel's block of rows while it is in L1.
+// Threads take contiguous ranges of panels (few rows) or of rows (many), so each writes its own
+// part of y.
 //
 // The AVX2 and AVX-512 builds run the AVX2 tile (the AVX-512 level uses oneDNN's packed products
 // instead, which are faster there); the generic build runs the same arithmetic one column at a
@@ -227,8 +228,8 @@ struct Product {
 // Rows [m0, m1) of y against panels [p0, p1). Rows in blocks whose part of x, packed by pack_rows
 // into this thread's buffer, stays in L2 (kRowBytes) while the panels pass: per panel, every block of
 // k against every row of the block, so the tile's part of y stays in L1 between blocks of k. The
-// activations other than ReLU follow per block, while its part of y is in L2 (after the whole
-// product it would come back from memory: 50 MB for 8,192 rows × 1,536).
+// activations other than ReLU follow per panel, over the block's rows, while they are in L1 (after
+// the whole product they would come back from memory: 50 MB for 8,192 rows × 1,536).
 void product_part(const Product& q, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
   if (m1 <= m0 || p1 <= p0) return;
   const int64_t n = q.n, k = q.k;
@@ -248,10 +249,8 @@ void product_part(const Product& q, int64_t m0, int64_t m1, int64_t p0, int64_t 
         panel_rows(rows, i0, i1, packed.data(), k, q.panels + p * k * kPanel, q.y + r0 * n + c0, n, cols, i0 == 0,
                    i1 >= k, q.bias ? bias16 : nullptr, relu);
       }
-    }
-    if (after) {
-      const int64_t c0 = p0 * kPanel, c1 = std::min(n, p1 * kPanel);
-      for (int64_t r = r0; r < r0 + rows; ++r) activate_run(q.act, c1 - c0, q.y + r * n + c0, q.y + r * n + c0);
+      if (after)  // the panel's columns of the block, just written: in L1
+        for (int64_t r = r0; r < r0 + rows; ++r) activate_run(q.act, cols, q.y + r * n + c0, q.y + r * n + c0);
     }
   }
 }
