@@ -17,8 +17,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$bin" demo-data --out "$work/data" --train 300 --valid 20 --test 20 --seed 3 > /dev/null
 train=(train --train-source "$work/data/train.en" --train-target "$work/data/train.de" --preset tiny --d-model 16
-       --heads 2 --d-ff 32 --layers 1 --vocab-size 80 --batch-tokens 256 --warmup-steps 10 --max-steps 30
-       --save-every 30 --log-every 10 --threads 1 --seed 5)
+       --heads 2 --d-ff 32 --layers 1 --vocab-size 80 --batch-tokens 256 --warmup-steps 4 --max-steps 12
+       --save-every 12 --log-every 4 --threads 1 --seed 5)
 translate=(translate -m "$fix/model.safetensors" --vocab "$fix/vocab.model" --threads 1 --beam 4 --scores
            --input "$fix/input.en")
 # This machine's own level: a level above it cannot be forced here to compare with.

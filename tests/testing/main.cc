@@ -1,7 +1,8 @@
 // The test programs' main: GoogleTest's, plus one rule for forced levels. ctest runs every program
 // once per instruction-set level (TFM_CPU_ISA, tests/CMakeLists.txt); at a level this CPU lacks,
 // the program runs nothing and exits with 77, which ctest reports as skipped (SKIP_RETURN_CODE); so
-// it does at the CPU's own level, which the program's unforced run tests.
+// it does at the CPU's own level, which the program's unforced run tests, and at avx512_vnni on a
+// CPU with AVX-512 BF16 or AMX, whose own level and the avx512 level cover its products.
 // (GoogleTest's own GTEST_SKIP in a global environment reports the tests as passed.)
 #include <gtest/gtest.h>
 
@@ -23,6 +24,14 @@ int main(int argc, char** argv) {
   if (level && *level == tfm::cpu::detected_isa() && !::testing::GTEST_FLAG(list_tests)) {
     // The same tests without TFM_CPU_ISA run at this level already: not twice.
     std::printf("skipped: TFM_CPU_ISA=%s is this CPU's own level, which the unforced run tests\n", forced);
+    return 77;
+  }
+  if (level && *level == tfm::cpu::Isa::kAvx512Vnni && tfm::cpu::detected_isa() >= tfm::cpu::Isa::kAvx512Bf16 &&
+      !::testing::GTEST_FLAG(list_tests)) {
+    // Its int8 products are the CPU's own level's (VNNI), its bfloat16 ones the avx512 level's
+    // (without BF16 instructions): both tested already.
+    std::printf("skipped: TFM_CPU_ISA=%s, covered by this CPU's own level (%s) and the avx512 level\n", forced,
+                tfm::cpu::name(tfm::cpu::detected_isa()));
     return 77;
   }
   if (!::testing::GTEST_FLAG(list_tests)) {
