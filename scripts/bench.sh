@@ -240,3 +240,30 @@ PY
     rm -rf "$dp"
   fi
 fi
+
+# The model family against CTranslate2's Generator and Encoder (tools/bench_family_ct2.py): GPT-2-small-
+# and Llama-shaped generation (16 prompts × 32 ids, 64 new tokens, greedy) and a MiniLM-shaped encoder
+# (256 × 32 ids), float32 and int8, on the same random weights (written by transformers, converted by
+# CTranslate2's converter, imported by `transformer import hf`), at the CPU's own level and capped at
+# AVX2. Needs transformers, CPU torch and ctranslate2 in PEER_PYTHON (a virtualenv) and the Python
+# module built beside the command. About 5 minutes and 3 GB in FAMILY_WORK (default: a temporary
+# folder, removed after; a folder given is kept, and its models are reused). FAMILY=0 skips it;
+# FAMILY_SHAPES=tiny runs the same on tiny models, a check of the tool in seconds.
+if [ "${FAMILY:-1}" = 1 ] && echo "Family" | grep -qE -- "$filter"; then
+  echo
+  echo "== the model family against CTranslate2 (tools/bench_family_ct2.py)"
+  if ! "$py" -c 'import transformers, torch, ctranslate2' 2>/dev/null; then
+    echo "skipped: $py cannot import transformers, torch and ctranslate2 (in a virtualenv: pip install" \
+      "transformers torch ctranslate2, then PEER_PYTHON=that virtualenv's python)"
+  elif [ ! -d "$(dirname "$tfm")/python/transformer" ]; then
+    echo "skipped: the Python module is not built beside $tfm"
+  else
+    family=${FAMILY_WORK:-}
+    [ -n "$family" ] || { family=$(mktemp -d); trap 'rm -rf "$peer" "$peer.d" "$opus" "$family"' EXIT; }
+    # A level forced for the whole run (TFM_CPU_ISA, and the peers capped above) is the table's one level.
+    isa=()
+    [ -n "${TFM_CPU_ISA:-}" ] || isa=(--isa avx2)
+    HF_HUB_OFFLINE=1 "$py" "$root/tools/bench_family_ct2.py" "$family" --cli "$tfm" --threads "$threads" \
+      --shapes "${FAMILY_SHAPES:-real}" "${isa[@]}"
+  fi
+fi
