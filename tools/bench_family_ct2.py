@@ -1,7 +1,8 @@
 """Decoder-only and encoder-only speed against CTranslate2, on the same random weights.
 
     HF_HUB_OFFLINE=1 /tmp/hf-venv/bin/python tools/bench_family_ct2.py WORK --cli build/transformer \\
-        [--shapes real|tiny] [--isa avx2] [--threads N] [--repeats 3] [--models gpt2,llama,minilm]
+        [--shapes real|tiny] [--isa avx2] [--threads N] [--repeats 3] [--encode-repeats 7]
+        [--models gpt2,llama,minilm]
 
 Needs transformers, torch, tokenizers and ctranslate2 from PyPI in the Python that runs it (the
 project never depends on them), and the build's command (--cli) and Python module (--python-path,
@@ -12,8 +13,9 @@ is built for). WORK is a folder outside the repository; per shape and model it g
   ours/         `transformer import hf hf -o ours`
 and is reused by later runs (--rebuild writes it anew). Then, per model and dtype, each engine runs
 in a process of its own (so that an instruction-set cap applies to it alone and the two OpenMP
-runtimes never meet), in-process timing: one untimed warm-up call, then --repeats timed calls, the
-median reported.
+runtimes never meet), in-process timing: one untimed warm-up call, then --repeats timed calls
+(--encode-repeats for encoding, whose calls take a second: more of them steady its median on a
+shared machine), the median reported.
   generation (gpt2, llama): B prompts of P random ids, exactly N new tokens each, greedy; ours
     Generator.generate_ids(min_new_tokens = max_new_tokens = N), CTranslate2 Generator.generate_batch
     (min_length = max_length = N, include_prompt_in_result False, the ids ours never produces
@@ -212,7 +214,8 @@ def measure(args, name, folder, dtype, level):
     inputs = inputs_for(args, name, config)
     runs = Path(args.work) / "runs"
     runs.mkdir(exist_ok=True)
-    base = dict(task=task, dtype=dtype, threads=args.threads, repeats=args.repeats, inputs=inputs,
+    repeats = args.encode_repeats if task == "encode" else args.repeats
+    base = dict(task=task, dtype=dtype, threads=args.threads, repeats=repeats, inputs=inputs,
                 new_tokens=args.new_tokens, suppress=banned_ids(config))
     results = {}
     for engine, model in (("ours", folder / "ours"), ("ct2", folder / f"ct2-{dtype}")):
@@ -304,7 +307,7 @@ def report(args, rows, levels):
     head = [f"CPU: {cpu_name()} ({os.cpu_count()} cores; {' '.join(flags)}), {args.threads} threads; shapes "
             f"{args.shapes}; generation {args.batch} prompts x {args.prompt_len} ids, {args.new_tokens} new tokens "
             f"greedy; encoding {args.sentences} sentences x {args.sentence_len} ids; medians of {args.repeats} "
-            f"after a warm-up.", f"Versions: {versions(args, rows)}.", ""]
+            f"(encoding {args.encode_repeats}) after a warm-up.", f"Versions: {versions(args, rows)}.", ""]
     for level in levels:
         caps = " ".join(f"{k}={v}" for k, v in CAPS.get(level, {}).items())
         head += [f"**{level}**" + (f" ({caps})" if caps else ""), "", table(rows, level), ""]
@@ -333,6 +336,7 @@ def parse_args():
     p.add_argument("--isa", choices=sorted(CAPS), help="also run both engines capped at this level")
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)), help="default: nproc")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--encode-repeats", type=int, default=7)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--rebuild", action="store_true", help="write the models and conversions anew")
     for key in DEFAULTS["real"]:
