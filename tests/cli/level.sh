@@ -17,6 +17,14 @@ skip_unsupported_level() {
       avx512_bf16 | amx) echo "skipped: TFM_CPU_ISA=avx512_vnni, covered by this CPU's own level and the avx512 level"; exit 77 ;;
     esac
   fi
+  # A level whose results the CPU's own level reproduces for this script (TFM_TEST_COVERED_FROM,
+  # tests/CMakeLists.txt).
+  if [ -n "${TFM_CPU_ISA:-}" ] && [ -n "${TFM_TEST_COVERED_FROM:-}" ]; then
+    if TFM_CPU_ISA=$TFM_TEST_COVERED_FROM "$1" info --cpu > /dev/null 2>&1; then  # the CPU has that level
+      echo "skipped: TFM_CPU_ISA=$TFM_CPU_ISA computes as this CPU's own level here"
+      exit 77
+    fi
+  fi
   # At the CPU's own level the unforced run of the same test covers it: not twice.
   if [ -n "${TFM_CPU_ISA:-}" ] && "$1" info --cpu | grep -q '^level .*(detected)$'; then
     echo "skipped: TFM_CPU_ISA=$TFM_CPU_ISA is this CPU's own level, which the unforced run tests"
