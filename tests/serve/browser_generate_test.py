@@ -23,7 +23,8 @@ Exits 77 (ctest's skip) when selenium, chromium or chromedriver is missing, non-
 import argparse, json, os, shutil, subprocess, sys, tempfile, time, urllib.error, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from browser_test import check, find, screenshot  # noqa: E402
+from browser_test import check  # noqa: E402
+from headless import browser_tools, in_browser  # noqa: E402
 from serving import Serving  # noqa: E402
 
 PROMPT = "three hundred"
@@ -217,49 +218,13 @@ def main():
     parser.add_argument("--model", required=True, help="the translation model (its vocab.model beside it)")
     parser.add_argument("--screenshot", help="write a PNG of the page here after the checks")
     args = parser.parse_args()
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError as e:
-        print(f"SKIP: selenium is not installed ({e}; Debian: apt install python3-selenium)")
-        sys.exit(77)
-    chromium = find("chromium", "chromium-browser", "google-chrome")
-    chromedriver = find("chromedriver")
-    if not chromium or not chromedriver:
-        print("SKIP: " + ("chromium" if not chromium else "chromedriver") + " is not installed "
-              "(Debian: apt install chromium chromium-driver)")
-        sys.exit(77)
+    tools = browser_tools()
 
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="browser_generate_test.") as folder:
         lm, enc = make_models(args.binary, args.model, folder)
         server = Serving(args.binary, lm, ["-m", enc, "-m", "tiny=" + args.model, "--workers", "1"])
-        driver, failure = None, None
-        profile = os.path.join(folder, "profile")
-        try:
-            options = webdriver.ChromeOptions()
-            options.binary_location = chromium
-            for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,900",
-                         "--user-data-dir=" + profile, "--no-first-run", "--disable-extensions"):
-                options.add_argument(flag)
-            options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-            driver = webdriver.Chrome(service=Service(chromedriver), options=options)
-            driver.set_page_load_timeout(30)
-            found = run_checks(driver, server.url)
-        except Exception as e:  # AssertionError from check(), or a Selenium/URL/subprocess error
-            failure = f"{type(e).__name__}: {e}" if not isinstance(e, AssertionError) else str(e)
-        finally:
-            if driver is not None:
-                try:
-                    if args.screenshot: screenshot(driver, args.screenshot)
-                except Exception as e:
-                    failure = failure or f"could not write the screenshot {args.screenshot}: {e}"
-                driver.quit()
-            stopped = server.stop()
-    failure = failure or stopped
-    if failure:
-        print("FAIL: " + failure + "\nserver stderr:\n  " + "\n  ".join(server.lines), file=sys.stderr)
-        sys.exit(1)
+        found = in_browser(tools, server, run_checks, os.path.join(folder, "profile"), args.screenshot)
     text, tokens, pieces, shown, dimension = found
     print(f"ok: {PROMPT!r} -> {text!r} ({tokens} tokens, shown in {pieces}+ pieces); stopped at {shown!r}; "
           f"embedding of dimension {dimension}; {time.monotonic() - started:.1f} s")

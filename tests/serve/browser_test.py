@@ -15,16 +15,13 @@ Exits 77 (ctest's skip) when selenium, chromium or chromedriver is missing, non-
   tests/serve/browser_test.py --binary build/transformer --model tests/fixtures/tiny_model/model.safetensors \
       [--screenshot page.png]
 """
-import argparse, base64, json, os, re, shutil, sys, tempfile, time, urllib.request
+import argparse, json, os, re, sys, tempfile, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from headless import browser_tools, in_browser  # noqa: E402
 from serving import Serving  # noqa: E402
 
 SENTENCE = "three hundred forty-two"
-
-
-def find(*names):
-    return next((p for p in map(shutil.which, names) if p), None)
 
 
 def post(url, body):
@@ -32,16 +29,6 @@ def post(url, body):
                                      {"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.load(response)["translations"][0]
-
-
-def screenshot(driver, path):
-    """Writes a PNG of the whole page (not just the viewport)."""
-    width, height = driver.execute_script(
-        "const e = document.documentElement; return [Math.max(e.scrollWidth, innerWidth), e.scrollHeight]")
-    png = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
-                                 "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})
-    with open(path, "wb") as f:
-        f.write(base64.b64decode(png["data"]))
 
 
 def check(condition, message):
@@ -130,48 +117,12 @@ def main():
     parser.add_argument("--sentence", default=SENTENCE, help="what to type (default: %(default)r)")
     args = parser.parse_args()
     SENTENCE = args.sentence
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError as e:
-        print(f"SKIP: selenium is not installed ({e}; Debian: apt install python3-selenium)")
-        sys.exit(77)
-    chromium = find("chromium", "chromium-browser", "google-chrome")
-    chromedriver = find("chromedriver")
-    if not chromium or not chromedriver:
-        print("SKIP: " + ("chromium" if not chromium else "chromedriver") + " is not installed "
-              "(Debian: apt install chromium chromium-driver)")
-        sys.exit(77)
+    tools = browser_tools()
 
     started = time.monotonic()
     server = Serving(args.binary, f"{args.name}={args.model}" if args.name else args.model)
-    url = server.url
-    driver, failure = None, None
     with tempfile.TemporaryDirectory(prefix="browser_test.") as profile:
-        try:
-            options = webdriver.ChromeOptions()
-            options.binary_location = chromium
-            for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,900",
-                         "--user-data-dir=" + profile, "--no-first-run", "--disable-extensions"):
-                options.add_argument(flag)
-            options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-            driver = webdriver.Chrome(service=Service(chromedriver), options=options)
-            driver.set_page_load_timeout(30)
-            found = run_checks(driver, url)
-        except Exception as e:  # AssertionError from check(), or a Selenium/URL error
-            failure = f"{type(e).__name__}: {e}" if not isinstance(e, AssertionError) else str(e)
-        finally:
-            if driver is not None:
-                try:
-                    if args.screenshot: screenshot(driver, args.screenshot)
-                except Exception as e:
-                    failure = failure or f"could not write the screenshot {args.screenshot}: {e}"
-                driver.quit()
-            stopped = server.stop()
-    failure = failure or stopped
-    if failure:
-        print("FAIL: " + failure + "\nserver stderr:\n  " + "\n  ".join(server.lines), file=sys.stderr)
-        sys.exit(1)
+        found = in_browser(tools, server, run_checks, profile, args.screenshot)
     text, n, s, t, layers, heads = found
     print(f"ok: {SENTENCE!r} -> {text!r}; {n} hypotheses; heatmap {s}x{t[0]}, then {s}x{t[1]} for the second; "
           f"{layers} layer(s) x {heads} heads; {time.monotonic() - started:.1f} s")
