@@ -10,18 +10,11 @@ skip_unsupported_level() {
       *) echo "FAIL: transformer info --cpu: $err" >&2; exit 1 ;;
     esac
   fi
-  # avx512_vnni on a CPU with AVX-512 BF16 or AMX: its int8 products are the CPU's own level's, its
-  # bfloat16 ones the avx512 level's (testing/main.cc).
-  if [ "${TFM_CPU_ISA:-}" = avx512_vnni ]; then
-    case "$(env -u TFM_CPU_ISA "$1" info --cpu | awk '$1 == "level" { print $2 }')" in
-      avx512_bf16 | amx) echo "skipped: TFM_CPU_ISA=avx512_vnni, covered by this CPU's own level and the avx512 level"; exit 77 ;;
-    esac
-  fi
-  # A level whose results the CPU's own level reproduces for this script (TFM_TEST_COVERED_FROM,
-  # tests/CMakeLists.txt).
+  # A level whose products the CPU's own run and the lower levels' runs cover for this script
+  # (TFM_TEST_COVERED_FROM, tests/CMakeLists.txt).
   if [ -n "${TFM_CPU_ISA:-}" ] && [ -n "${TFM_TEST_COVERED_FROM:-}" ]; then
     if TFM_CPU_ISA=$TFM_TEST_COVERED_FROM "$1" info --cpu > /dev/null 2>&1; then  # the CPU has that level
-      echo "skipped: TFM_CPU_ISA=$TFM_CPU_ISA computes as this CPU's own level here"
+      echo "skipped: TFM_CPU_ISA=$TFM_CPU_ISA, covered here by this CPU's own level and the levels below"
       exit 77
     fi
   fi
