@@ -76,140 +76,188 @@ def make_models(binary, model, folder):
     return paths
 
 
-def run_checks(driver, url):
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-    element = lambda id: driver.find_element(By.ID, id)
-    wait = lambda seconds: WebDriverWait(driver, seconds, poll_frequency=0.05)  # Selenium polls every 0.5 s
+class Page:
+    """The page in the driver: its elements by id, waits that poll every 50 ms, and its fields."""
 
-    def set_value(id, value):
-        element(id).clear()
-        element(id).send_keys(str(value))
+    def __init__(self, driver):
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import Select, WebDriverWait
+        self.driver, self.by, self.select_of, self.waiter = driver, By, Select, WebDriverWait
 
-    def wait_status(prefix, what):
+    def element(self, id):
+        return self.driver.find_element(self.by.ID, id)
+
+    def wait(self, seconds):
+        return self.waiter(self.driver, seconds, poll_frequency=0.05)  # Selenium polls every 0.5 s
+
+    def set_value(self, id, value):
+        self.element(id).clear()
+        self.element(id).send_keys(str(value))
+
+    def select(self, id, value):
+        self.select_of(self.element(id)).select_by_value(value)
+
+    def wait_status(self, prefix, what):
+        status = self.element("status")
         try:
-            wait(30).until(lambda d: status.text.startswith(prefix))
+            self.wait(30).until(lambda d: status.text.startswith(prefix))
         except Exception:
             raise AssertionError(f"{what}: #status shows {status.text!r} after 30 s, not {prefix!r}… "
-                                 f"(#generation: {output.text!r})")
+                                 f"(#generation: {self.element('generation').text!r})")
 
-    def record():
+    def record(self):
         """Records every state of #generation from now on (window.states), as the page shows them."""
-        driver.execute_script("""
+        self.driver.execute_script("""
           window.states = [];
           const output = document.getElementById('generation');
           new MutationObserver(() => window.states.push(output.textContent))
               .observe(output, {childList: true, characterData: true, subtree: true});""")
 
-    # The API's own answers, asked directly.
+    def generate_controls_idle(self):
+        return self.element("generate").is_enabled() and not self.element("stop").is_enabled()
+
+
+def api_answers(url):
+    """What the API itself answers to the requests the page will make."""
     greedy = {"model": "lm", "prompts": [PROMPT], "max_new_tokens": MAX_NEW}
-    expected = generated(url, greedy)
-    tokens = streamed_tokens(url, greedy)
-    sampling = dict(greedy, sampling_topk=5, sampling_topp=0.9, sampling_temperature=1.5, seed=7)
-    sampled = generated(url, sampling)
-    whole = generated(url, dict(greedy, max_new_tokens=STOP_MAX_NEW))
-    too_many = 100000
-    code, refusal = post(url, "/v1/generate", dict(greedy, max_new_tokens=too_many))
-    check(code == 400, f"max_new_tokens {too_many}: the API answered {code}, not 400: {refusal}")
-    refusal = json.loads(refusal)["error"]
+    answers = {"expected": generated(url, greedy), "tokens": streamed_tokens(url, greedy),
+               "sampled": generated(url, dict(greedy, sampling_topk=5, sampling_topp=0.9,
+                                                 sampling_temperature=1.5, seed=7)),
+               "whole": generated(url, dict(greedy, max_new_tokens=STOP_MAX_NEW)), "too_many": 100000}
+    code, refusal = post(url, "/v1/generate", dict(greedy, max_new_tokens=answers["too_many"]))
+    check(code == 400, f"max_new_tokens {answers['too_many']}: the API answered {code}, not 400: {refusal}")
+    answers["refusal"] = json.loads(refusal)["error"]
     code, embedded = post(url, "/v1/embed", {"model": "enc", "texts": [PROMPT]})
     check(code == 200, f"POST /v1/embed answered {code}: {embedded}")
-    vector = json.loads(embedded)["embeddings"][0]
+    answers["vector"] = json.loads(embedded)["embeddings"][0]
+    return answers
 
-    driver.get(url + "/")
-    status, output = element("status"), element("generation")
-    wait(30).until(lambda d: element("model").get_attribute("value") == "lm",
-                                    "the model list never loaded")
-    wait(5).until(lambda d: element("generate-box").is_displayed(),
-                                   "a decoder-only model does not show the generate box")
+
+def check_loaded(page):
+    """A decoder-only model, the first served: the generate box alone."""
+    page.wait(30).until(lambda d: page.element("model").get_attribute("value") == "lm", "the model list never loaded")
+    page.wait(5).until(lambda d: page.element("generate-box").is_displayed(),
+                       "a decoder-only model does not show the generate box")
     for hidden in ("translate-box", "translate-details", "translate-controls", "embed-box", "sampling-controls"):
-        check(not element(hidden).is_displayed(), f"a decoder-only model shows #{hidden}")
-    check(element("heading").text == "transformer · generate", f"the heading is {element('heading').text!r}")
-    check(not element("stop").is_enabled(), "Stop is enabled before anything is generated")
+        check(not page.element(hidden).is_displayed(), f"a decoder-only model shows #{hidden}")
+    heading = page.element("heading").text
+    check(heading == "transformer · generate", f"the heading is {heading!r}")
+    check(not page.element("stop").is_enabled(), "Stop is enabled before anything is generated")
 
-    # Greedy: the same text as the API's, arriving in pieces.
-    element("prompt").send_keys(PROMPT)
-    set_value("max-new-tokens", MAX_NEW)
-    record()
-    element("generate").click()
-    wait_status("generated", "greedy generation")
+
+def check_greedy(page, answers):
+    """Greedy: the same text as the API's, arriving in pieces. Returns the pieces seen."""
+    status, output, expected = page.element("status"), page.element("generation"), answers["expected"]
+    page.element("prompt").send_keys(PROMPT)
+    page.set_value("max-new-tokens", MAX_NEW)
+    page.record()
+    page.element("generate").click()
+    page.wait_status("generated", "greedy generation")
     check(output.text == expected, f"#generation shows {output.text!r}, the API {expected!r}")
-    check(status.text.startswith(f"generated {tokens} tokens"),
-          f"#status says {status.text!r}: the API streams {tokens} tokens")
+    check(status.text.startswith(f"generated {answers['tokens']} tokens"),
+          f"#status says {status.text!r}: the API streams {answers['tokens']} tokens")
     check("error" not in status.get_attribute("class"), f"#status is an error: {status.text!r}")
-    states = [s for s in driver.execute_script("return window.states") if s]
+    states = [s for s in page.driver.execute_script("return window.states") if s]
     growing = [s for i, s in enumerate(states) if s != expected and (i == 0 or s != states[i - 1])]
     check(len(growing) >= 2, f"the continuation did not arrive in pieces: the states shown were {states}")
     check(all(expected.startswith(s) for s in growing),
           f"#generation showed states that are no prefix of {expected!r}: {growing}")
-    check(element("generate").is_enabled() and not element("stop").is_enabled(),
-          "after the generation Generate is not enabled, or Stop still is")
+    check(page.generate_controls_idle(), "after the generation Generate is not enabled, or Stop still is")
+    return growing
 
-    # Sampling: the API's fields as typed.
-    Select(element("search")).select_by_value("sampling")
-    check(element("sampling-controls").is_displayed(), "choosing sampling shows no sampling fields")
+
+def check_sampling(page, answers):
+    """Sampling: the API's fields as typed."""
+    page.select("search", "sampling")
+    check(page.element("sampling-controls").is_displayed(), "choosing sampling shows no sampling fields")
     for id, value in (("topk", 5), ("topp", 0.9), ("temperature", 1.5), ("seed", 7)):
-        set_value(id, value)
-    element("generate").click()
-    wait_status("generated", "sampling")
-    check(output.text == sampled, f"sampling: #generation shows {output.text!r}, the API {sampled!r}")
-    Select(element("search")).select_by_value("greedy")
+        page.set_value(id, value)
+    page.element("generate").click()
+    page.wait_status("generated", "sampling")
+    shown = page.element("generation").text
+    check(shown == answers["sampled"], f"sampling: #generation shows {shown!r}, the API {answers['sampled']!r}")
+    page.select("search", "greedy")
 
-    # Stop, pressed as soon as the first piece of a long continuation is shown (by the page itself, so
-    # that it comes before the end however slowly the test polls).
-    set_value("max-new-tokens", STOP_MAX_NEW)
-    driver.execute_script("""
+
+def check_stop(page, answers):
+    """Stop, pressed as soon as the first piece of a long continuation is shown (by the page itself,
+    so that it comes before the end however slowly the test polls). Returns the text kept."""
+    status, output, whole = page.element("status"), page.element("generation"), answers["whole"]
+    page.set_value("max-new-tokens", STOP_MAX_NEW)
+    page.driver.execute_script("""
       const output = document.getElementById('generation');
       const observer = new MutationObserver(() => {
         if (output.textContent) { observer.disconnect(); document.getElementById('stop').click(); }
       });
       observer.observe(output, {childList: true, characterData: true, subtree: true});""")
-    element("generate").click()
-    wait_status("stopped after", "Stop")
+    page.element("generate").click()
+    page.wait_status("stopped after", "Stop")
     shown = output.text
     time.sleep(0.3)
     check(output.text == shown, f"after Stop the output still grew: {shown!r}, then {output.text!r}")
     check(whole.startswith(shown) and len(shown) < len(whole),
           f"after Stop #generation shows {shown!r}, not a strict prefix of the whole {whole!r}")
     check("error" not in status.get_attribute("class"), f"Stop shows an error: {status.text!r}")
-    check(element("generate").is_enabled() and not element("stop").is_enabled(),
-          "after Stop Generate is not enabled, or Stop still is")
+    check(page.generate_controls_idle(), "after Stop Generate is not enabled, or Stop still is")
+    return shown
 
-    # A value the API refuses: its error, as it words it.
-    set_value("max-new-tokens", too_many)
-    element("generate").click()
-    wait(30).until(lambda d: "error" in status.get_attribute("class"),
-                                    f"max new tokens {too_many}: #status shows no error: {status.text!r}")
-    check(status.text == refusal, f"#status shows {status.text!r}, the API's error is {refusal!r}")
+
+def check_refusal(page, answers):
+    """A value the API refuses: its error, as it words it."""
+    status, output = page.element("status"), page.element("generation")
+    page.set_value("max-new-tokens", answers["too_many"])
+    page.element("generate").click()
+    page.wait(30).until(lambda d: "error" in status.get_attribute("class"),
+                        f"max new tokens {answers['too_many']}: #status shows no error: {status.text!r}")
+    check(status.text == answers["refusal"],
+          f"#status shows {status.text!r}, the API's error is {answers['refusal']!r}")
     check(output.text == "", f"a refused request leaves {output.text!r} in #generation")
 
-    # The encoder-only model: the embed box; the encoder-decoder model: the translation again.
-    Select(element("model")).select_by_value("enc")
-    check(element("embed-box").is_displayed() and not element("generate-box").is_displayed(),
+
+def check_other_models(page, answers):
+    """The encoder-only model: the embed box; the encoder-decoder model: the translation again."""
+    status, vector = page.element("status"), answers["vector"]
+    page.select("model", "enc")
+    check(page.element("embed-box").is_displayed() and not page.element("generate-box").is_displayed(),
           "an encoder-only model does not show the embed box (or still the generate box)")
     check(status.text == "", f"changing the model leaves #status {status.text!r}")
-    element("embed-text").send_keys(PROMPT)
-    embedding = element("embedding")
+    page.element("embed-text").send_keys(PROMPT)
+    embedding = page.element("embedding")
     first = ", ".join(f"{v:.4f}" for v in vector[:8])
     try:
-        wait(30).until(lambda d: embedding.text.startswith(f"dimension {len(vector)}"))
+        page.wait(30).until(lambda d: embedding.text.startswith(f"dimension {len(vector)}"))
     except Exception:
         raise AssertionError(f"#embedding shows {embedding.text!r}, not the dimension {len(vector)} "
                              f"(#status: {status.text!r})")
     check(f"[{first}" in embedding.text, f"#embedding shows {embedding.text!r}, the API's first values are {first}")
-    Select(element("model")).select_by_value("tiny")
-    check(element("translate-box").is_displayed() and not element("embed-box").is_displayed(),
+    page.select("model", "tiny")
+    check(page.element("translate-box").is_displayed() and not page.element("embed-box").is_displayed(),
           "an encoder-decoder model does not show the translation box (or still the embed box)")
 
+
+def check_self_contained(driver):
+    """Nothing loaded from another origin; no console error but Chromium's own line for the refused request."""
     origin = driver.execute_script("return location.origin")
     foreign = [n for n in driver.execute_script(
         "return performance.getEntriesByType('resource').map((e) => e.name)") if not n.startswith(origin + "/")]
     check(not foreign, f"the page loads resources from elsewhere: {foreign}")
-    # Chromium logs the refused request (400) itself; any other error is the page's.
     errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE" and
               "favicon.ico" not in e["message"] and not ("/v1/generate" in e["message"] and " 400 " in e["message"])]
     check(not errors, f"the console shows errors: {errors}")
-    return expected, tokens, len(growing), shown, len(vector)
+
+
+def run_checks(driver, url):
+    answers = api_answers(url)
+    driver.get(url + "/")
+    page = Page(driver)
+    check_loaded(page)
+    growing = check_greedy(page, answers)
+    check_sampling(page, answers)
+    shown = check_stop(page, answers)
+    check_refusal(page, answers)
+    check_other_models(page, answers)
+    check_self_contained(driver)
+    return answers["expected"], answers["tokens"], len(growing), shown, len(answers["vector"])
 
 
 def main():
