@@ -78,7 +78,7 @@ class TrainingStep {
   double run(const Batch& batch) {
     model_.params().zero_grad();
     Context ctx = model_.context(&rng_);
-    ctx.products = products_;
+    if (products_ == ops::Precision::kBf16) ctx.use_bf16_activations();  // as train --bf16
     // dL/dlogits scaled by 1 / the step's target tokens, as the trainer does.
     const ops::LossSum loss =
         batch_loss(model_, ctx, batch, 0.1, 1.0 / static_cast<double>(batch.target_tokens), true);

@@ -1,5 +1,8 @@
 // bfloat16 products (ops::Precision::kBf16, `train --bf16`): the rounding, the product against a
-// double-precision reference on rounded inputs, and a training step's gradients against float32.
+// double-precision reference on rounded inputs, bfloat16 tensors (DType::BF16) as the products'
+// inputs, and a training step's gradients: with the activations kept in bfloat16
+// (Context::use_bf16_activations) the same as with every product rounding its float32 inputs, and
+// within bf16's rounding of float32's.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -290,15 +293,17 @@ struct Step {
   double loss = 0;
   std::vector<float> grads;
 };
-Step training_step(ops::Precision precision) {
-  const ModelConfig c = small_config(40);
+// kFloat32; kBf16Products: each product rounds its float32 inputs; kBf16Activations: `train --bf16`.
+enum class Mode { kFloat32, kBf16Products, kBf16Activations };
+Step training_step(Mode mode, const ModelConfig& c = small_config(40)) {
   Transformer model(c);
   model.init_parameters(7);
   const Batch batch = make_batch({{4, 5, 6, 7, 8, 9}, {9, 4, 30}, {10, 5, 7, 22, 31}},
                                  {{5, 6, 7, 12}, {8, 9, 10, 4, 6, 33}, {7, 20}}, c);
   Rng rng(11);
   Context ctx = model.context(&rng);
-  ctx.products = precision;
+  if (mode == Mode::kBf16Products) ctx.products = ops::Precision::kBf16;
+  if (mode == Mode::kBf16Activations) ctx.use_bf16_activations();
   model.params().zero_grad();
   Transformer::Saved saved;
   const Tensor logits = model.forward(ctx, batch, &saved);
@@ -317,8 +322,8 @@ Step training_step(ops::Precision precision) {
 }
 
 TEST(Bf16, TrainingStepStaysWithinBf16RoundingOfFloat32) {
-  const Step f32 = training_step(ops::Precision::kFloat32);
-  const Step b16 = training_step(ops::Precision::kBf16);
+  const Step f32 = training_step(Mode::kFloat32);
+  const Step b16 = training_step(Mode::kBf16Activations);
   double diff = 0, norm = 0;
   for (size_t i = 0; i < f32.grads.size(); ++i) {
     diff += (b16.grads[i] - f32.grads[i]) * static_cast<double>(b16.grads[i] - f32.grads[i]);
@@ -333,6 +338,68 @@ TEST(Bf16, TrainingStepStaysWithinBf16RoundingOfFloat32) {
   EXPECT_LT(rel, 0.1);
   EXPECT_NEAR(b16.loss, f32.loss, 1e-2 * std::abs(f32.loss));
   EXPECT_NE(b16.loss, f32.loss);
+}
+
+// The activations kept in bfloat16 change where each is rounded (once, where it is made), not what
+// any product computes: the loss and every gradient bit for bit those of products that round their
+// float32 inputs themselves. Post-LN with ReLU (the paper's), and pre-LN RMSNorm with a gated SiLU
+// (Llama's), whose feed-forward keeps another tensor.
+TEST(Bf16, ActivationsInBf16GiveTheSameStepAsProductsRoundingTheirInputs) {
+  ModelConfig llama = small_config(40);
+  llama.pre_norm = true;
+  llama.norm = "rmsnorm";
+  llama.activation = "swish";
+  llama.gated = true;
+  for (const ModelConfig& c : {small_config(40), llama}) {
+    const Step each = training_step(Mode::kBf16Products, c);
+    const Step once = training_step(Mode::kBf16Activations, c);
+    EXPECT_EQ(once.loss, each.loss);
+    ASSERT_EQ(once.grads.size(), each.grads.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < each.grads.size(); ++i) differ += once.grads[i] != each.grads[i];
+    EXPECT_EQ(differ, 0u) << "of " << each.grads.size() << " gradients (" << c.norm << ")";
+  }
+}
+
+// ops::to_bf16 makes the values round_to_bf16 makes; a product reading them (and a bfloat16 weight)
+// gives the product of float32 inputs rounded by the product itself, forward and backward.
+TEST(Bf16, ProductsReadBf16TensorsAsTheRoundedFloat32Ones) {
+  const Tensor x = random_tensor({37, 24}, 41), w = random_tensor({19, 24}, 42), dy = random_tensor({37, 19}, 43);
+  const Tensor bias = random_tensor({19}, 44);
+  const Tensor x16 = ops::to_bf16(x), w16 = ops::to_bf16(w);
+  ASSERT_EQ(x16.dtype(), DType::BF16);
+  const std::vector<double> widened = x16.to_doubles();
+  const Tensor xr = rounded_copy(x);
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(widened[static_cast<size_t>(i)], xr.data<float>()[i]) << i;
+  Tensor y32 = Tensor::empty({37, 19}), y16 = Tensor::empty({37, 19});
+  ops::linear(x, w, bias, ops::Activation::kRelu, y32, ops::Precision::kBf16);
+  ops::linear(x16, w16, bias, ops::Activation::kRelu, y16, ops::Precision::kBf16);
+  EXPECT_EQ(y16.to_doubles(), y32.to_doubles());
+  Tensor dx32 = Tensor::zeros({37, 24}), dw32 = Tensor::zeros({19, 24}), db32 = Tensor::zeros({19});
+  Tensor dx16 = Tensor::zeros({37, 24}), dw16 = Tensor::zeros({19, 24}), db16 = Tensor::zeros({19});
+  ops::linear_backward(x, w, dy, &dx32, dw32, db32, ops::Precision::kBf16);
+  ops::linear_backward(x16, w16, dy, &dx16, dw16, db16, ops::Precision::kBf16);
+  EXPECT_EQ(dx16.to_doubles(), dx32.to_doubles());
+  EXPECT_EQ(dw16.to_doubles(), dw32.to_doubles());
+  EXPECT_EQ(db16.to_doubles(), db32.to_doubles());
+  // ReLU's backward from the bfloat16 output: the float32 output's mask.
+  Tensor relu_y = Tensor::empty({37, 19});
+  ops::relu(dy, relu_y);
+  Tensor d32 = Tensor::zeros({37, 19}), d16 = Tensor::zeros({37, 19});
+  ops::relu_backward(relu_y, dy, d32);
+  ops::relu_backward(ops::to_bf16(relu_y), dy, d16);
+  EXPECT_EQ(d16.to_doubles(), d32.to_doubles());
+}
+
+// A bfloat16 input needs a bfloat16 product: a float32 one refuses it, naming it.
+TEST(Bf16, Float32ProductsRefuseBf16Inputs) {
+  const Tensor x16 = ops::to_bf16(random_tensor({4, 8}, 45)), w = random_tensor({3, 8}, 46);
+  Tensor y = Tensor::empty({4, 3});
+  testing::expect_error([&] { ops::matmul(x16, w, y, {.trans_b = true}); }, {"matmul: A holds bfloat16 values"});
+  testing::expect_error([&] { ops::linear(x16, w, Tensor::zeros({3}), ops::Activation::kNone, y); },
+                        {"linear: x holds bfloat16 values"});
+  testing::expect_error([&] { ops::to_bf16(Tensor::zeros({2}, DType::F64)); },
+                        {"to_bf16: takes a float32 tensor, got float64"});
 }
 
 }  // namespace

@@ -58,9 +58,12 @@ struct TrainOptions {
   double label_smoothing = 0.1;  // ε_ls (§5.4)
   double clip_norm = 0.0;        // clip the gradient's global L2 norm to this; 0: no clipping
   // Mixed precision: the weight products (linear layers and the output projection, forward and
-  // backward) take bfloat16 inputs and sum in float32; weights, gradients, Adam's moments and
-  // everything else stay float32. Fast where the CPU has AVX-512 BF16 or AMX, emulated with the
-  // same definition (slower than float32) elsewhere. Validation and translation stay float32.
+  // backward) take bfloat16 inputs and sum in float32. The activations they read are kept as
+  // bfloat16 tensors, each rounded once where it is made, and the weights are read from one
+  // bfloat16 copy made per step; the float32 weights, gradients, Adam's moments, the residual
+  // stream, attention, layer norm and the loss stay float32. Fast where the CPU has AVX-512 BF16
+  // or AMX, emulated with the same definition (slower than float32) elsewhere. Validation and
+  // translation stay float32.
   bool bf16 = false;
   // Where the model trains: "cpu", or "cuda" ("cuda:0"), the first NVIDIA GPU, in a build with the
   // CUDA backend. The files it writes are the same either way.

@@ -16,6 +16,7 @@ const char* name(DType t) {
     case DType::F64: return "float64";
     case DType::I32: return "int32";
     case DType::I8: return "int8";
+    case DType::BF16: return "bfloat16";
   }
   return "?";
 }
@@ -26,6 +27,7 @@ size_t size_of(DType t) {
     case DType::F64: return 8;
     case DType::I32: return 4;
     case DType::I8: return 1;
+    case DType::BF16: return 2;
   }
   return 0;
 }

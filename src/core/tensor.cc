@@ -202,6 +202,7 @@ void Tensor::fill(double value) const {
     case DType::F64: std::fill_n(static_cast<double*>(data_), n, value); break;
     case DType::I32: std::fill_n(static_cast<int32_t*>(data_), n, static_cast<int32_t>(value)); break;
     case DType::I8: std::fill_n(static_cast<int8_t*>(data_), n, static_cast<int8_t>(value)); break;
+    case DType::BF16: std::fill_n(static_cast<Bf16*>(data_), n, Bf16::from_float(static_cast<float>(value))); break;
   }
 }
 
@@ -248,6 +249,7 @@ std::vector<double> Tensor::to_doubles() const {
       case DType::F64: out[i] = static_cast<const double*>(data_)[i]; break;
       case DType::I32: out[i] = static_cast<const int32_t*>(data_)[i]; break;
       case DType::I8: out[i] = static_cast<const int8_t*>(data_)[i]; break;
+      case DType::BF16: out[i] = static_cast<const Bf16*>(data_)[i].to_float(); break;
     }
   }
   return out;
@@ -264,6 +266,7 @@ Tensor Tensor::to(DType dtype) const {
       case DType::F64: t.data<double>()[i] = v[i]; break;
       case DType::I32: t.data<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
       case DType::I8: t.data<int8_t>()[i] = static_cast<int8_t>(v[i]); break;
+      case DType::BF16: t.data<Bf16>()[i] = Bf16::from_float(static_cast<float>(v[i])); break;
     }
   }
   return t;

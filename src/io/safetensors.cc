@@ -26,6 +26,7 @@ const char* dtype_code(DType t) {
     case DType::F64: return "F64";
     case DType::I32: return "I32";
     case DType::I8: return "I8";
+    case DType::BF16: return "BF16";
   }
   return "?";
 }

@@ -23,8 +23,11 @@ void MultiHeadAttention::rotate(const Tensor& q, const Tensor& k, int64_t positi
   ops::rotary(k, variant.kv_heads, variant.rope, position, Tensor(), inverse, k);
 }
 
-Tensor MultiHeadAttention::forward(const Context& ctx, const Tensor& xq, const Tensor& xkv, const AttentionMask& mask,
-                                   Saved* saved, const Tensor& residual) const {
+Tensor MultiHeadAttention::forward(const Context& ctx, const Tensor& xq_in, const Tensor& xkv_in,
+                                   const AttentionMask& mask, Saved* saved, const Tensor& residual) const {
+  // What the projections read, and their backward: [B, T, D], [B, S, D] (one tensor in self-attention)
+  const Tensor xkv = ctx.product_input(xkv_in);
+  const Tensor xq = xq_in.raw() == xkv_in.raw() ? xkv : ctx.product_input(xq_in);
   const auto [k, v] = project_kv(ctx, xkv);  // [B, S, KV] each
   const Tensor q = q_proj.forward(ctx, xq);  // [B, T, D]
   rotate(q, k, 0);
@@ -92,9 +95,10 @@ Tensor MultiHeadAttention::attend_projected(const Context& ctx, const Tensor& xq
     args.dropout = attention_dropout;
     args.rng = ctx.rng->next();
   }
-  Tensor probs = Tensor::empty({B, heads, T, S}, xq.dtype(), xq.device());     // [B, H, T, S]
-  Tensor heads_out = Tensor::empty({B, T, q.size(2)}, xq.dtype(), xq.device());  // [B, T, D]
+  Tensor probs = Tensor::empty({B, heads, T, S}, q.dtype(), q.device());     // [B, H, T, S]
+  Tensor heads_out = Tensor::empty({B, T, q.size(2)}, q.dtype(), q.device());  // [B, T, D]
   ops::attention(q, k, v, args, probs, heads_out);
+  heads_out = ctx.product_input(heads_out);  // what W^O reads, and its backward
   Tensor y = out_proj.forward(ctx, heads_out, Activation::kNone, residual);  // [B, T, D]
   if (saved) {
     saved->xq = xq;

@@ -38,6 +38,23 @@ struct Context {
   // round their inputs to: kBf16 for mixed-precision training (TrainOptions::bf16). Attention's
   // score products, the int8 and the packed ones ignore it.
   ops::Precision products = ops::Precision::kFloat32;
+  // Mixed-precision training's bfloat16 activations (use_bf16_activations): a bfloat16 copy of every
+  // parameter value, params->values()'s layout, that the weight products read. Undefined: each bf16
+  // product rounds its float32 inputs itself.
+  Tensor weights16;
+
+  // Training in bf16 with the activations between products in bfloat16 (TrainOptions::bf16): the
+  // products bf16 (float32 sums), their weights read from one bfloat16 copy of the parameters made
+  // here, and each activation a product reads rounded once where it is made (product_input), not by
+  // every product that reads it. The same values as bf16 products of float32 inputs, computed once:
+  // call it again whenever the parameter values change (once per optimizer step).
+  void use_bf16_activations() {
+    products = ops::Precision::kBf16;
+    weights16 = ops::to_bf16(params->values());
+  }
+  // An activation `x` as the products that read it take it: with use_bf16_activations, x rounded to
+  // bfloat16 (a new tensor; what the layers keep for the backward pass), else x itself.
+  Tensor product_input(const Tensor& x) const { return weights16.defined() ? ops::to_bf16(x) : x; }
 
   // Training, when set: told during a backward pass that the gradients of the parameters with ids
   // [first, end) are complete (nothing later in the pass adds to them), so that data-parallel
@@ -61,10 +78,14 @@ struct Context {
     return it == packed->end() ? nullptr : &it->second;
   }
   // What products with parameter `id` multiply by (ops::product): its int8 copy, else its packed
-  // copy, else its values in `products`.
+  // copy, else its values in `products` (from weights16 where it is defined).
   ops::Weight weight(int id) const {
     const ops::Weight copy = copy_of(id);
-    return copy.defined() ? copy : ops::Weight::plain(value(id), products, params->name(id));
+    if (copy.defined()) return copy;
+    if (weights16.defined())
+      return ops::Weight::plain(weights16.rows(params->offset(id), params->shape(id).numel()).view(params->shape(id)),
+                                products, params->name(id));
+    return ops::Weight::plain(value(id), products, params->name(id));
   }
   // A fused product's weight (fused_key): its int8 or packed copy; none (not defined()) where the
   // context holds neither.

@@ -12,13 +12,15 @@ FeedForward::FeedForward(ParamStore& params, const std::string& name, int64_t d_
       activation(act),
       gated(is_gated) {}
 
-Tensor FeedForward::forward(const Context& ctx, const Tensor& x, Saved* saved, const Tensor& residual) const {
+Tensor FeedForward::forward(const Context& ctx, const Tensor& x_in, Saved* saved, const Tensor& residual) const {
+  const Tensor x = ctx.product_input(x_in);  // [B, L, D]: what fc1 reads, and its backward
   if (gated) {
     const Tensor pre = fc1.forward(ctx, x);  // [B, L, 2F]
     std::vector<int64_t> dims = pre.shape().to_vector();
     dims.back() = fc2.in;
     Tensor hidden = Tensor::empty(Shape(dims), pre.dtype(), pre.device());  // [B, L, F]
     ops::gated(pre, activation, hidden);
+    hidden = ctx.product_input(hidden);
     Tensor y = fc2.forward(ctx, hidden, Activation::kNone, residual);  // [B, L, D]
     if (saved) *saved = {x, hidden, pre};
     return y;
@@ -37,6 +39,7 @@ Tensor FeedForward::forward(const Context& ctx, const Tensor& x, Saved* saved, c
     hidden = fc1.forward(ctx, x, activation);
     if (activation == Activation::kNone) pre = hidden;
   }
+  hidden = ctx.product_input(hidden);  // ReLU's backward reads it too (in bfloat16: the same signs)
   Tensor y = fc2.forward(ctx, hidden, Activation::kNone, residual);  // [B, L, D]
   if (saved) *saved = {x, hidden, pre};
   return y;

@@ -16,7 +16,6 @@ class Residual {
  public:
   struct Saved {
     LayerNorm::Saved norm;
-    Tensor f_input;     // what F saw: x (post-LN) or LayerNorm(x) (pre-LN), [B, L, D]
     RngStream dropout;  // the stream of the dropout on F's output
     bool dropped = false;
   };
@@ -33,13 +32,15 @@ class Residual {
   Tensor forward(const Context& ctx, const Tensor& x, F&& f, Saved* saved) const {
     Saved local;
     Saved& s = saved ? *saved : local;
-    s.f_input = pre_norm ? norm.forward(ctx, x, &s.norm) : x;
+    // What F sees: x (post-LN) or LayerNorm(x) (pre-LN), [B, L, D]. F keeps what its backward
+    // needs (in bf16 training a bfloat16 copy), so this float32 tensor is not kept here.
+    const Tensor f_input = pre_norm ? norm.forward(ctx, x, &s.norm) : x;
     s.dropped = ctx.training() && dropout > 0;
     Tensor h;  // F's output, then the residual sum: [B, L, D]
     if constexpr (std::is_invocable_v<F, const Tensor&, const Tensor&>) {
-      h = f(s.f_input, s.dropped ? Tensor() : x);
+      h = f(f_input, s.dropped ? Tensor() : x);
     } else {
-      h = f(s.f_input);
+      h = f(f_input);
     }
     if (s.dropped) {
       s.dropout = ctx.rng->next();

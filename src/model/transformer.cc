@@ -221,14 +221,19 @@ Tensor Transformer::forward(const Context& ctx, const Batch& batch, Saved* saved
     hidden = encode(ctx, batch.src, batch.src_lengths, saved, batch.token_types);
     if (config_.mlm_head) hidden = mlm_forward(ctx, hidden, saved ? &saved->mlm : nullptr);
   } else {
-    const Tensor memory = config_.has_encoder() ? encode(ctx, batch.src, batch.src_lengths, saved) : Tensor();
+    // The encoder's output, which only the decoder's cross-attention products read: in bf16 training
+    // rounded once here for every decoder layer (Context::product_input)
+    const Tensor memory =
+        config_.has_encoder() ? ctx.product_input(encode(ctx, batch.src, batch.src_lengths, saved)) : Tensor();
     hidden = decode(ctx, batch.tgt_in, batch.tgt_lengths, memory, batch.src_lengths, saved);
   }
+  hidden = ctx.product_input(hidden);  // what the output projection reads, and its backward
   if (saved) saved->hidden = hidden;
   return project(ctx, hidden);
 }
 
-Tensor Transformer::mlm_forward(const Context& ctx, const Tensor& hidden, MlmSaved* saved) const {
+Tensor Transformer::mlm_forward(const Context& ctx, const Tensor& hidden_in, MlmSaved* saved) const {
+  const Tensor hidden = ctx.product_input(hidden_in);  // what the dense layer reads, and its backward
   const ops::Activation act = activation_of(config_);
   const bool keep_pre = saved != nullptr && ctx.weight(mlm_dense.weight).differentiable();
   Tensor pre = mlm_dense.forward(ctx, hidden, keep_pre ? ops::Activation::kNone : act);  // [B, S, D]

@@ -87,6 +87,15 @@ void relu(const Tensor& x, const Tensor& y) {
 void relu_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
   check_same_shape("relu_backward", "y", y, "dy", dy);
   check_same_shape("relu_backward", "y", y, "dx", dx);
+  if (y.dtype() == DType::BF16) {  // a bfloat16 activation (Context::product_input): float32 gradients
+    check_all("relu_backward", DType::F32, y.device(), {{"dy", &dy}, {"dx", &dx}});
+    TFM_CHECK(y.device() == dx.device(), "relu_backward: y is on ", name(y.device()), ", dx on ", name(dx.device()));
+    const auto* y16 = reinterpret_cast<const uint16_t*>(y.data<Bf16>());
+    dispatch("relu_backward", dx.dtype(), dx.device(), [&](auto) {
+      cpu::relu_backward_bf16(y.numel(), y16, dy.data<float>(), dx.data<float>());
+    }, [&](cuda::Kernels& k) { k.relu_backward_bf16(y.numel(), y16, dy.data<float>(), dx.data<float>()); });
+    return;
+  }
   check_all("relu_backward", y.dtype(), y.device(), {{"dy", &dy}, {"dx", &dx}});
   dispatch("relu_backward", y.dtype(), y.device(), [&](auto t) {
     using T = decltype(t);

@@ -24,7 +24,7 @@ void bias_add_backward(const Tensor& dy, const Tensor& dbias);
 
 // y = max(x, 0); y may alias x.
 void relu(const Tensor& x, const Tensor& y);
-// dx += dy where y > 0 (y: the forward output).
+// dx += dy where y > 0 (y: the forward output; it may be bfloat16, dy and dx then float32).
 void relu_backward(const Tensor& y, const Tensor& dy, const Tensor& dx);
 
 // y = act(x) for any activation of ops/activation.h (kRelu: relu, kNone: a copy); y may alias x.

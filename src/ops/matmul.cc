@@ -50,17 +50,36 @@ Plan plan(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs& a
   p.stride_c = p.m * p.n;
   return p;
 }
+
+// A product's input as its kernels take it: float32 values, or bfloat16 ones (ops/bf16_input.h).
+Bf16Input input(const Tensor& t) { return {t.raw(), t.dtype() == DType::BF16}; }
+
+// Throws unless each input is on the output's device with its dtype, or, in a bfloat16 product
+// into float32, holds bfloat16 values (training's activations and weight copies in --bf16).
+void check_inputs(const char* op, const Tensor& out, Precision precision,
+                  std::initializer_list<std::pair<const char*, const Tensor*>> inputs) {
+  for (const auto& [input_name, t] : inputs) {
+    if (precision == Precision::kBf16 && out.dtype() == DType::F32 && t->dtype() == DType::BF16)
+      check_all(op, DType::BF16, out.device(), {{input_name, t}});
+    else if (t->dtype() == DType::BF16)
+      throw Error(cat(op, ": ", input_name, " holds bfloat16 values, which only bfloat16 products into float32 "
+                      "take (precision bf16), not ", precision == Precision::kBf16 ? "one into " : "float32 ones into ",
+                      name(out.dtype())));
+    else
+      check_all(op, out.dtype(), out.device(), {{input_name, t}});
+  }
+}
 }  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs& args) {
-  check_all("matmul", c.dtype(), c.device(), {{"A", &a}, {"B", &b}});
+  check_inputs("matmul", c, args.precision, {{"A", &a}, {"B", &b}});
   const Plan p = plan(a, b, c, args);
   dispatch(args.precision == Precision::kBf16 ? "matmul bf16" : "matmul", c.dtype(), c.device(), [&](auto t) {
     using T = decltype(t);
     if (args.precision == Precision::kBf16) {
       if constexpr (std::is_same_v<T, float>) {
-        cpu::gemm_bf16(p.batch, args.trans_a, args.trans_b, p.m, p.n, p.k, args.alpha, a.data<float>(), p.stride_a,
-                       b.data<float>(), p.stride_b, args.beta, c.data<float>(), p.stride_c);
+        cpu::gemm_bf16(p.batch, args.trans_a, args.trans_b, p.m, p.n, p.k, args.alpha, input(a), p.stride_a,
+                       input(b), p.stride_b, args.beta, c.data<float>(), p.stride_c);
         return;
       }
       throw Error(cat("matmul: bfloat16 products take float32 tensors, got ", name(c.dtype())));
@@ -68,8 +87,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs&
     cpu::gemm<T>(p.batch, args.trans_a, args.trans_b, p.m, p.n, p.k, static_cast<T>(args.alpha), a.data<T>(),
                  p.stride_a, b.data<T>(), p.stride_b, static_cast<T>(args.beta), c.data<T>(), p.stride_c);
   }, [&](cuda::Kernels& k) {
-    k.gemm(p.batch, args.trans_a, args.trans_b, p.m, p.n, p.k, args.alpha, a.data<float>(), p.stride_a,
-           b.data<float>(), p.stride_b, args.beta, c.data<float>(), p.stride_c, args.precision == Precision::kBf16);
+    k.gemm(p.batch, args.trans_a, args.trans_b, p.m, p.n, p.k, args.alpha, input(a), p.stride_a, input(b), p.stride_b,
+           args.beta, c.data<float>(), p.stride_c, args.precision == Precision::kBf16);
   });
 }
 
@@ -79,7 +98,10 @@ void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const T
   // A weight B shared across A's leading dims: fold them into rows, so dB sums over all of them.
   const bool fold = b.rank() == 2 && a.rank() > 2;
   const Tensor a2 = fold ? a.view({a.numel() / a.size(-1), a.size(-1)}) : a;
-  const Tensor dc2 = fold ? dc.view({dc.numel() / dc.size(-1), dc.size(-1)}) : dc;
+  const Tensor dc_rows = fold ? dc.view({dc.numel() / dc.size(-1), dc.size(-1)}) : dc;
+  // In bf16, dC rounded once for both products, not by each.
+  const bool round_once = args.precision == Precision::kBf16 && da && db && dc.dtype() == DType::F32;
+  const Tensor dc2 = round_once ? to_bf16(dc_rows) : dc_rows;
   const bool ta = args.trans_a, tb = args.trans_b;
   const float alpha = args.alpha;
   if (da) {
@@ -97,8 +119,10 @@ void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const T
 
 namespace {
 // x [N, in], w [out, in], the bias (or its gradient) [out], y (or dy) [N, out]: checked, and N.
-int64_t linear_rows(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
-  check_all(op, y.dtype(), y.device(), {{"x", &x}, {"w", &w}, {"bias", &bias}});
+int64_t linear_rows(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+                    Precision precision) {
+  check_inputs(op, y, precision, {{"x", &x}, {"w", &w}});
+  check_all(op, y.dtype(), y.device(), {{"bias", &bias}});
   TFM_CHECK(w.rank() == 2 && x.rank() >= 1 && x.size(-1) == w.size(1) && bias.rank() == 1 &&
                 bias.size(0) == w.size(0) && y.rank() >= 1 && y.size(-1) == w.size(0) &&
                 y.numel() * w.size(1) == x.numel() * w.size(0),
@@ -120,12 +144,12 @@ void check_residual(const char* op, const Tensor& residual, const Tensor& y, Act
 
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Activation act, const Tensor& y,
             Precision precision, const Tensor& residual) {
-  const int64_t rows = linear_rows("linear", x, w, bias, y);
+  const int64_t rows = linear_rows("linear", x, w, bias, y, precision);
   check_residual("linear", residual, y, act);
   if (y.device() != Device::CPU) {
     bool done = false;
     dispatch("linear (cuBLASLt)", y.dtype(), y.device(), [](auto) {}, [&](cuda::Kernels& k) {
-      done = k.linear(rows, w.size(1), w.size(0), x.data<float>(), w.data<float>(), bias.data<float>(), act,
+      done = k.linear(rows, w.size(1), w.size(0), input(x), input(w), bias.data<float>(), act,
                       y.data<float>(), precision == Precision::kBf16,
                       residual.defined() ? residual.data<float>() : nullptr);
     });
@@ -138,12 +162,12 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Activation act
 
 void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, const Tensor* dx, const Tensor& dw,
                      const Tensor& dbias, Precision precision) {
-  const int64_t rows = linear_rows("linear_backward", x, w, dbias, dy);
+  const int64_t rows = linear_rows("linear_backward", x, w, dbias, dy, precision);
   check_same_shape("linear_backward", "dw", dw, "w", w);
   if (dx) check_same_shape("linear_backward", "dx", *dx, "x", x);
   if (dy.device() != Device::CPU) {
     dispatch("linear_backward", dy.dtype(), dy.device(), [](auto) {}, [&](cuda::Kernels& k) {
-      k.linear_backward(rows, w.size(1), w.size(0), x.data<float>(), w.data<float>(), dy.data<float>(),
+      k.linear_backward(rows, w.size(1), w.size(0), input(x), input(w), dy.data<float>(),
                         dx ? dx->data<float>() : nullptr, dw.data<float>(), dbias.data<float>(),
                         precision == Precision::kBf16);
     });
@@ -160,6 +184,24 @@ void round_to_bf16(const Tensor& x, const Tensor& y) {
     if constexpr (std::is_same_v<decltype(t), float>) cpu::round_to_bf16(x.numel(), x.data<float>(), y.data<float>());
     else throw Error(cat("round_to_bf16: takes float32 tensors, got ", name(y.dtype())));
   }, [&](cuda::Kernels& k) { k.round_to_bf16(x.numel(), x.data<float>(), y.data<float>()); });
+}
+
+void to_bf16(const Tensor& x, const Tensor& y) {
+  check_dtype("to_bf16", "y", y, DType::BF16);
+  check_same_shape("to_bf16", "y", y, "x", x);
+  TFM_CHECK(x.device() == y.device(), "to_bf16: x is on ", name(x.device()), ", y on ", name(y.device()));
+  dispatch("to_bf16", x.dtype(), x.device(), [&](auto t) {
+    if constexpr (std::is_same_v<decltype(t), float>)
+      cpu::to_bf16(x.numel(), x.data<float>(), reinterpret_cast<uint16_t*>(y.data<Bf16>()));
+    else throw Error(cat("to_bf16: takes a float32 tensor, got ", name(x.dtype())));
+  }, [&](cuda::Kernels& k) { k.to_bf16(x.numel(), x.data<float>(), y.raw()); });
+}
+
+Tensor to_bf16(const Tensor& x) {
+  if (x.dtype() == DType::BF16) return x;
+  Tensor y = Tensor::empty(x.shape(), DType::BF16, x.device());
+  to_bf16(x, y);
+  return y;
 }
 
 bool bf16_native() { return cpu::bf16_native(); }

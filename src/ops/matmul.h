@@ -20,7 +20,8 @@ struct MatmulArgs {
   bool trans_b = false;
   float alpha = 1.0f;
   float beta = 0.0f;  // 0 overwrites C, 1 accumulates into it
-  Precision precision = Precision::kFloat32;  // kBf16 needs float32 tensors
+  // kBf16 needs a float32 C; A and B float32 (rounded on each call) or bfloat16 (DType::BF16).
+  Precision precision = Precision::kFloat32;
 };
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulArgs& args = {});
@@ -32,7 +33,7 @@ void matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dc, const T
                      const MatmulArgs& args = {});
 
 // A linear layer, y = act(x · wᵀ + bias): x [N, in] (N: all leading dims), w [out, in], bias [out],
-// y [N, out]. Defined as matmul, then bias_activate; on a GPU one cuBLASLt product with the bias and
+// y [N, out]; in bf16 precision x and w may hold bfloat16 values (MatmulArgs::precision). Defined as matmul, then bias_activate; on a GPU one cuBLASLt product with the bias and
 // activation (none or ReLU) in its epilogue, which rounds once less (the bias is added to the
 // product's float32 sum before it is stored, not after).
 // With a residual r [N, out] (act none only): y = r + (x · wᵀ + bias), a residual connection's sum
@@ -49,6 +50,13 @@ void check_residual(const char* op, const Tensor& residual, const Tensor& y, Act
 // (cuBLASLt's epilogue).
 void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, const Tensor* dx, const Tensor& dw,
                      const Tensor& dbias, Precision precision = Precision::kFloat32);
+
+// x (float32) as bfloat16 values (DType::BF16), rounded as Precision::kBf16 rounds a product's inputs:
+// what mixed-precision training keeps of the activations its products read (Context::product_input),
+// so that each is rounded once, not by every product that reads it. y: bfloat16, x's shape and device.
+// The returning form gives x itself when it is bfloat16 already.
+void to_bf16(const Tensor& x, const Tensor& y);
+Tensor to_bf16(const Tensor& x);
 
 // y = x rounded to bfloat16 precision as Precision::kBf16 rounds a product's inputs, still float32
 // (the reference of the tests). y may be x.

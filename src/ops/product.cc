@@ -61,7 +61,8 @@ Tensor product(const Tensor& x, const Weight& w, const ProductArgs& args) {
   std::vector<int64_t> dims = x.shape().to_vector();
   TFM_CHECK(!dims.empty(), args.op, ": a product of a scalar");
   dims.back() = w.out();
-  Tensor y = Tensor::empty(Shape(dims), x.dtype(), x.device());
+  // Bfloat16 activations (Context::product_input) make float32 outputs.
+  Tensor y = Tensor::empty(Shape(dims), x.dtype() == DType::BF16 ? DType::F32 : x.dtype(), x.device());
   product(x, w, y, args);
   return y;
 }

@@ -27,7 +27,7 @@ struct ProductArgs {
 //          with an activation refuses a call that asks for another.
 //   int8: ops::matmul_int8, the bias and activation in its dequantization pass.
 void product(const Tensor& x, const Weight& w, const Tensor& y, const ProductArgs& args = {});
-// The same into a new tensor [..., out] of x's dtype, on x's device.
+// The same into a new tensor [..., out] of x's dtype (float32 for bfloat16 x), on x's device.
 Tensor product(const Tensor& x, const Weight& w, const ProductArgs& args = {});
 
 // Where a product's gradients go, accumulated (+=): dx [N, in] (null: not wanted), dw [out, in],

@@ -15,7 +15,7 @@ namespace tfm::ops {
 enum class WeightForm {
   kNone,     // no weight (Weight's default)
   kFloat32,  // plain float32 values, multiplied as they are
-  kBf16,     // plain float32 values, the products' inputs rounded to bfloat16 (Precision::kBf16)
+  kBf16,     // plain float32 values (or their bfloat16 copy), the products' inputs in bfloat16 (Precision::kBf16)
   kPacked,   // packed once, in its own precision (PackedMatrix::precision)
   kInt8,     // int8 with a scale per row
 };
@@ -39,7 +39,7 @@ class Weight {
   Device device() const;
   int64_t out() const;  // rows: the product's output width
   std::string_view name() const { return name_; }
-  // Plain float32 values: the form whose products have gradients (training's).
+  // Plain values: the form whose products have gradients (training's), into float32 parameters.
   bool differentiable() const { return form_ == WeightForm::kFloat32 || form_ == WeightForm::kBf16; }
   // Products that are float32's, plain or packed: those ops/screen.h's screened argmax stands in for.
   bool float32_products() const {

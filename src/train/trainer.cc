@@ -204,7 +204,7 @@ double Trainer::Impl::optimize(const std::vector<int32_t>& step_batches, int64_t
   // on the number of ranks (with accumulate a power of two).
   tfm::ParamStore& params = model->params();
   tfm::Context ctx = model->context(&rng);
-  ctx.products = o.bf16 ? tfm::ops::Precision::kBf16 : tfm::ops::Precision::kFloat32;
+  if (o.bf16) ctx.use_bf16_activations();  // this step's bfloat16 copy of the weights
   const uint64_t first_stream = rng.counter();
   const auto n = static_cast<int64_t>(step_batches.size());
   const int64_t begin = std::min(n, comm.rank() * o.accumulate), end = std::min(n, begin + o.accumulate);

@@ -98,6 +98,54 @@ TEST(Cuda, WholeModelForwardAndBackward) {
   }
 }
 
+// `train --bf16` on the GPU (Context::use_bf16_activations: the activations products read kept in
+// bfloat16, the weights' bfloat16 copy made once) against the same on the CPU: the same bfloat16
+// inputs to every product, float32 sums in another order, so the loss within 1e-5 and each
+// gradient within 1e-3 of its parameter's largest.
+TEST(Cuda, Bf16ActivationsTrainAsOnTheCpu) {
+  REQUIRE_GPU();
+  ModelConfig c = model_preset("tiny");
+  c.vocab_size = 50;
+  c.d_model = 32;
+  c.heads = 4;
+  c.d_ff = 64;
+  Transformer model(c);
+  model.init_parameters(12);
+  const Batch batch = make_batch({{4, 5, 6, 7, 8, 9, 10}, {9, 4}, {10, 5, 7, 30, 31}},
+                                 {{5, 6, 7}, {8, 9, 10, 4, 6, 40, 41}, {7}}, c);
+  auto run = [&](const Batch& b, double* loss) {
+    Rng rng(99);
+    Context ctx = model.context(&rng);
+    ctx.use_bf16_activations();
+    Transformer::Saved saved;
+    const Tensor logits = model.forward(ctx, b, &saved);
+    const Tensor flat = logits.view({logits.shape().rows(), c.vocab_size});
+    const Tensor targets = b.tgt_out.view({b.tgt_out.numel()});
+    const Tensor lse = Tensor::empty({flat.size(0)}, flat.dtype(), flat.device());
+    const ops::LossArgs args{0.1, c.pad_id};
+    const ops::LossSum sum = ops::cross_entropy(flat, targets, args, lse);
+    *loss = sum.loss;
+    ops::cross_entropy_backward_in_place(flat, targets, lse, args, 1.0 / double(sum.tokens));
+    model.params().zero_grad();
+    model.backward(ctx, b, saved, logits);
+    return model.params().grads().to_device(Device::CPU);
+  };
+  double cpu_loss = 0, gpu_loss = 0;
+  const Tensor cpu = run(batch, &cpu_loss);
+  model.params().to_device(kGpu);
+  const Tensor gpu = run(to_device(batch, kGpu), &gpu_loss);
+  EXPECT_NEAR(gpu_loss, cpu_loss, 1e-5 * std::abs(cpu_loss));
+  // Relative to each parameter's largest gradient, or to 1e-3 of the model's where a gradient is
+  // (mathematically) zero: the keys' biases.
+  double largest = 0;
+  for (double g : cpu.to_doubles()) largest = std::max(largest, std::abs(g));
+  for (int id = 0; id < model.params().size(); ++id) {
+    const int64_t off = model.params().offset(id), n = model.params().shape(id).numel();
+    expect_close(cpu.view({cpu.numel()}).rows(off, n), gpu.view({gpu.numel()}).rows(off, n),
+                 cat("bf16 gradient of ", model.params().name(id)), 1e-3, 1e-3 * largest);
+  }
+}
+
 // The committed tiny model translates the same on the GPU as on the CPU: greedy and beam 4, the
 // same text and the same scores, and as the committed expected outputs. (TFM_FIXTURE_DIR in the
 // environment points at the fixtures where the binary runs elsewhere than it was built.)

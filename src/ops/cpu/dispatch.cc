@@ -146,6 +146,10 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
 
 void to_bf16(int64_t n, const float* x, uint16_t* y16) { TFM_SIMD_CALL(to_bf16, n, x, y16); }
 void round_to_bf16(int64_t n, const float* x, float* y) { TFM_SIMD_CALL(round_to_bf16, n, x, y); }
+void from_bf16(int64_t n, const uint16_t* x16, float* y) { TFM_SIMD_CALL(from_bf16, n, x16, y); }
+void relu_backward_bf16(int64_t n, const uint16_t* y16, const float* dy, float* dx) {
+  TFM_SIMD_CALL(relu_backward_bf16, n, y16, dy, dx);
+}
 void quantize_rows(int64_t rows, int64_t cols, const float* w, int8_t* q, float* scale) {
   TFM_SIMD_CALL(quantize_rows, rows, cols, w, q, scale);
 }

@@ -1,4 +1,4 @@
-// Matrix products with bfloat16 inputs and float32 accumulation: oneDNN's bf16 matmul from the
+// Matrix products with bfloat16 inputs (float32 ones rounded, or bfloat16 ones) and float32 accumulation: oneDNN's bf16 matmul from the
 // avx512 level up, float32 products of rounded inputs below it.
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
@@ -75,17 +75,31 @@ bool onednn_bf16() {
   return works;
 }
 
-// Below AVX-512: both inputs rounded into float32 buffers, then a float32 product. Each product of
-// two bfloat16 values (8 significant bits each) is exact in float32, so this is the same
-// definition, float32 sums included; it costs the rounding on top of a float32 product.
-void rounded_float32(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                     int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c, int64_t stride_c) {
+// An input's entry i (elements `stride` apart) as float32 values of bfloat16 precision: rounded from
+// float32 ones, or widened from bfloat16 ones (exact).
+void rounded_values(Bf16Input x, int64_t i, int64_t stride, int64_t n, std::vector<float>& out) {
+  out.resize(static_cast<size_t>(n));
+  if (x.bf16) from_bf16(n, static_cast<const uint16_t*>(x.data) + i * stride, out.data());
+  else round_to_bf16(n, static_cast<const float*>(x.data) + i * stride, out.data());
+}
+
+// An input's entry i as bfloat16 bits: its own memory, or `scratch` holding float32 values rounded.
+const uint16_t* bf16_values(Bf16Input x, int64_t i, int64_t stride, int64_t n, std::vector<uint16_t>& scratch) {
+  if (x.bf16) return static_cast<const uint16_t*>(x.data) + i * stride;
+  scratch.resize(static_cast<size_t>(n));
+  to_bf16(n, static_cast<const float*>(x.data) + i * stride, scratch.data());
+  return scratch.data();
+}
+
+// Below AVX-512: both inputs as float32 values of bfloat16 precision, then a float32 product. Each
+// product of two bfloat16 values (8 significant bits each) is exact in float32, so this is the
+// same definition, float32 sums included; it costs the rounding on top of a float32 product.
+void rounded_float32(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, Bf16Input a,
+                     int64_t stride_a, Bf16Input b, int64_t stride_b, float beta, float* c, int64_t stride_c) {
   thread_local std::vector<float> a_rounded, b_rounded;
-  a_rounded.resize(static_cast<size_t>(m * k));
-  b_rounded.resize(static_cast<size_t>(k * n));
   for (int64_t i = 0; i < batch; ++i) {
-    round_to_bf16(m * k, a + i * stride_a, a_rounded.data());
-    if (i == 0 || stride_b != 0) round_to_bf16(k * n, b + i * stride_b, b_rounded.data());  // 0: one B for all
+    rounded_values(a, i, stride_a, m * k, a_rounded);
+    if (i == 0 || stride_b != 0) rounded_values(b, i, stride_b, k * n, b_rounded);  // 0: one B for all
     gemm<float>(1, ta, tb, m, n, k, alpha, a_rounded.data(), 0, b_rounded.data(), 0, beta, c + i * stride_c, 0);
   }
 }
@@ -101,8 +115,8 @@ const char* bf16_path() {
          "float32 products";
 }
 
-void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-               int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c, int64_t stride_c) {
+void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, Bf16Input a,
+               int64_t stride_a, Bf16Input b, int64_t stride_b, float beta, float* c, int64_t stride_c) {
   if (m == 0 || n == 0 || batch == 0) return;
   if (!onednn_bf16())
     return rounded_float32(batch, ta, tb, m, n, k, alpha, a, stride_a, b, stride_b, beta, c, stride_c);
@@ -114,17 +128,16 @@ void gemm_bf16(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   try {
     const Product p = product_for(m, n, k, ta, tb, alpha, beta);
     // This thread's bf16 copies of the inputs and the primitive's scratchpad, grown as needed.
-    thread_local std::vector<uint16_t> a16, b16;
+    thread_local std::vector<uint16_t> a_scratch, b_scratch;
     thread_local std::vector<char> scratch;
-    a16.resize(static_cast<size_t>(m * k));
-    b16.resize(static_cast<size_t>(k * n));
     if (scratch.size() < p.scratchpad.get_size()) scratch.resize(p.scratchpad.get_size());
     const SignalShield shield;  // around oneDNN's kernels (ops/cpu/signal_shield.h)
     for (int64_t i = 0; i < batch; ++i) {
-      to_bf16(m * k, a + i * stride_a, a16.data());
-      to_bf16(k * n, b + i * stride_b, b16.data());
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(p.a, dnnl_engine(), a16.data())},
-                                           {DNNL_ARG_WEIGHTS, memory(p.b, dnnl_engine(), b16.data())},
+      // oneDNN's memory objects take non-const pointers; the product only reads its inputs.
+      auto* a16 = const_cast<uint16_t*>(bf16_values(a, i, stride_a, m * k, a_scratch));
+      auto* b16 = const_cast<uint16_t*>(bf16_values(b, i, stride_b, k * n, b_scratch));
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(p.a, dnnl_engine(), a16)},
+                                           {DNNL_ARG_WEIGHTS, memory(p.b, dnnl_engine(), b16)},
                                            {DNNL_ARG_DST, memory(p.c, dnnl_engine(), c + i * stride_c)}};
       if (p.scratchpad.get_size() > 0)
         args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, dnnl_engine(), scratch.data()));

@@ -11,6 +11,7 @@
 
 #include "core/rng.h"
 #include "ops/activation.h"
+#include "ops/bf16_input.h"
 #include "ops/rotary_rate.h"
 
 namespace tfm::cpu {
@@ -39,8 +40,10 @@ void gemm_ld(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alph
 // level up, oneDNN's bf16 matmul: native with AVX-512 BF16 or AMX, emulated by oneDNN on plain AVX-512.
 // Below it (oneDNN has no bf16 products there), the inputs rounded into float32 buffers and a float32
 // product: a product of two bfloat16 values is exact in float32, so the definition is the same.
+// Each input float32 values (rounded on each call) or bfloat16 ones (ops/bf16_input.h).
+using ops::Bf16Input;
 void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-               const float* a, int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c,
+               Bf16Input a, int64_t stride_a, Bf16Input b, int64_t stride_b, float beta, float* c,
                int64_t stride_c);
 // Whether bfloat16 products run on bfloat16 instructions (AVX-512 BF16 or AMX at the current
 // level); otherwise they are slower than float32 ones.

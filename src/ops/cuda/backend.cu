@@ -36,6 +36,9 @@ class CudaKernels final : public Kernels {
   void relu_backward(int64_t n, const float* y, const float* dy, float* dx) override {
     cuda::relu_backward(n, y, dy, dx);
   }
+  void relu_backward_bf16(int64_t n, const void* y16, const float* dy, float* dx) override {
+    cuda::relu_backward_bf16(n, y16, dy, dx);
+  }
   void activate(int64_t n, Activation act, const float* x, float* y) override { cuda::activate(n, act, x, y); }
   void activation_backward(int64_t n, Activation act, const float* pre, const float* dy, float* dx) override {
     cuda::activation_backward(n, act, pre, dy, dx);
@@ -45,17 +48,18 @@ class CudaKernels final : public Kernels {
   }
   double sum_squares(int64_t n, const float* x) override { return cuda::sum_squares(n, x); }
 
-  void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-            int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c, int64_t stride_c,
+  void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, ops::Bf16Input a,
+            int64_t stride_a, ops::Bf16Input b, int64_t stride_b, float beta, float* c, int64_t stride_c,
             bool bf16) override {
     cuda::gemm(batch, trans_a, trans_b, m, n, k, alpha, a, stride_a, b, stride_b, beta, c, stride_c, bf16);
   }
   void round_to_bf16(int64_t n, const float* x, float* y) override { cuda::round_to_bf16(n, x, y); }
-  bool linear(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias, Activation act,
-              float* y, bool bf16, const float* residual) override {
+  void to_bf16(int64_t n, const float* x, void* y16) override { cuda::to_bf16(n, x, y16); }
+  bool linear(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w, const float* bias,
+              Activation act, float* y, bool bf16, const float* residual) override {
     return cuda::linear(rows, in, out, x, w, bias, act, y, bf16, residual);
   }
-  void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
+  void linear_backward(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w, const float* dy,
                        float* dx, float* dw, float* dbias, bool bf16) override {
     cuda::linear_backward(rows, in, out, x, w, dy, dx, dw, dbias, bf16);
   }

@@ -1,5 +1,6 @@
 // Elementwise ops (ops/elementwise.h): sums, scaling, bias, activations and their gradients, dropout
 // (one Philox block per four consecutive elements, as the CPU's) and the sum of squares.
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <array>
@@ -75,6 +76,13 @@ void relu(int64_t n, const float* x, float* y) {
 void relu_backward(int64_t n, const float* y, const float* dy, float* dx) {
   for_each("relu_backward", n, [=] __device__(int64_t i) {
     if (y[i] > 0.0f) dx[i] += dy[i];
+  });
+}
+
+void relu_backward_bf16(int64_t n, const void* y16, const float* dy, float* dx) {
+  const auto* y = static_cast<const __nv_bfloat16*>(y16);
+  for_each("relu_backward_bf16", n, [=] __device__(int64_t i) {
+    if (__bfloat162float(y[i]) > 0.0f) dx[i] += dy[i];
   });
 }
 

@@ -174,7 +174,8 @@ void to_bf16(int64_t n, const float* x, __nv_bfloat16* y) {
 
 bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool bf16, cublasLtEpilogue_t epilogue,
-               const float* vector, const __nv_bfloat16* a16_given, const float* c_in) {
+               const float* vector, const __nv_bfloat16* a16_given, const float* c_in,
+               const __nv_bfloat16* b16_given) {
   if (m <= 0 || n <= 0 || k <= 0) return false;
   constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
   if (m > kMaxInt || n > kMaxInt || k > kMaxInt) return false;
@@ -182,15 +183,16 @@ bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
   const void* b_in = b;
   std::shared_ptr<void> memory;
   if (bf16) {  // A and B rounded into bfloat16 copies (contiguous: lda, ldb their column lengths)
-    const int64_t na = a16_given != nullptr ? 0 : lda * (trans_a ? m : k), nb = ldb * (trans_b ? k : n);
+    const int64_t na = a16_given != nullptr ? 0 : lda * (trans_a ? m : k);
+    const int64_t nb = b16_given != nullptr ? 0 : ldb * (trans_b ? k : n);
     memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(na + nb + 128));
     auto* a16 = static_cast<__nv_bfloat16*>(memory.get());
     __nv_bfloat16* b16 = a16 + (na + 127) / 128 * 128;  // 256-byte aligned
     if (a16_given == nullptr) to_bf16(na, a, a16);
-    to_bf16(nb, b, b16);
-    launched("cuBLASLt product (bf16 inputs)");
+    if (b16_given == nullptr) to_bf16(nb, b, b16);
+    if (na + nb > 0) launched("cuBLASLt product (bf16 inputs)");
     a_in = a16_given != nullptr ? static_cast<const void*>(a16_given) : a16;
-    b_in = b16;
+    b_in = b16_given != nullptr ? static_cast<const void*>(b16_given) : b16;
   }
   // The plans are shared and their bias pointer set per call: one call at a time.
   static std::mutex mutex;
@@ -231,15 +233,27 @@ void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
                "cublasSgemmStridedBatched");
     return;
   }
-  // A and B rounded into bfloat16 copies of the same layout.
-  const int64_t na = span(batch, stride_a, trans_a ? k : m, trans_a ? m : k, lda);
-  const int64_t nb = span(batch, stride_b, trans_b ? n : k, trans_b ? k : n, ldb);
+  gemm_strided_bf16(trans_a, trans_b, m, n, k, alpha, {a, false}, lda, stride_a, {b, false}, ldb, stride_b, beta, c,
+                    ldc, stride_c, batch);
+}
+
+void gemm_strided_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, ops::Bf16Input a,
+                       int64_t lda, int64_t stride_a, ops::Bf16Input b, int64_t ldb, int64_t stride_b, float beta,
+                       float* c, int64_t ldc, int64_t stride_c, int64_t batch) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
+  // Float32 inputs rounded into bfloat16 copies of the same layout; bfloat16 ones read as they are.
+  const int64_t na = a.bf16 ? 0 : span(batch, stride_a, trans_a ? k : m, trans_a ? m : k, lda);
+  const int64_t nb = b.bf16 ? 0 : span(batch, stride_b, trans_b ? n : k, trans_b ? k : n, ldb);
   auto memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(na + nb + 8));
-  auto* a16 = static_cast<__nv_bfloat16*>(memory.get());
-  __nv_bfloat16* b16 = a16 + (na + 7) / 8 * 8;  // 16-byte aligned
-  to_bf16(na, a, a16);
-  to_bf16(nb, b, b16);
-  launched("gemm (bf16 inputs)");
+  auto* a_rounded = static_cast<__nv_bfloat16*>(memory.get());
+  __nv_bfloat16* b_rounded = a_rounded + (na + 7) / 8 * 8;  // 16-byte aligned
+  if (!a.bf16) to_bf16(na, static_cast<const float*>(a.data), a_rounded);
+  if (!b.bf16) to_bf16(nb, static_cast<const float*>(b.data), b_rounded);
+  if (na + nb > 0) launched("gemm (bf16 inputs rounded)");
+  const void* a16 = a.bf16 ? a.data : a_rounded;
+  const void* b16 = b.bf16 ? b.data : b_rounded;
   check_blas(cublasGemmStridedBatchedEx(handle(), op_b, op_a, in, im, ik, &alpha, b16, CUDA_R_16BF, static_cast<int>(ldb),
                                         stride_b, a16, CUDA_R_16BF, static_cast<int>(lda), stride_a, &beta, c,
                                         CUDA_R_32F, static_cast<int>(ldc), stride_c, static_cast<int>(batch),
@@ -247,22 +261,35 @@ void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
              "cublasGemmStridedBatchedEx (bf16)");
 }
 
-void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c, int64_t stride_c, bool bf16) {
+void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, ops::Bf16Input a,
+          int64_t stride_a, ops::Bf16Input b, int64_t stride_b, float beta, float* c, int64_t stride_c, bool bf16) {
   if (k == 0) {  // an empty sum: C = beta · C (cuBLAS refuses the zero leading dimensions)
     const int64_t count = batch * m * n;  // the ops' C is contiguous
     if (beta == 0.0f) check(cudaMemsetAsync(c, 0, sizeof(float) * static_cast<size_t>(count)), "gemm");
     else scale(count, c, beta, c);
     return;
   }
-  gemm_strided(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, stride_a, b, trans_b ? k : n, stride_b, beta, c,
-               n, stride_c, batch, bf16);
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  TFM_CHECK(m <= kMaxInt && n <= kMaxInt && k <= kMaxInt && batch <= kMaxInt,
+            "matmul on cuda: sizes beyond cuBLAS's 32-bit ones (m ", m, ", n ", n, ", k ", k, ", batch ", batch, ")");
+  if (bf16)
+    gemm_strided_bf16(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, stride_a, b, trans_b ? k : n, stride_b,
+                      beta, c, n, stride_c, batch);
+  else
+    gemm_strided(trans_a, trans_b, m, n, k, alpha, static_cast<const float*>(a.data), trans_a ? m : k, stride_a,
+                 static_cast<const float*>(b.data), trans_b ? k : n, stride_b, beta, c, n, stride_c, batch, false);
 }
 
 void round_to_bf16(int64_t n, const float* x, float* y) {
   if (n <= 0) return;
   round_bf16_kernel<<<grid_for(n), kThreads>>>(n, x, y);
   launched("round_to_bf16");
+}
+
+void to_bf16(int64_t n, const float* x, void* y16) {
+  if (n <= 0) return;
+  to_bf16(n, x, static_cast<__nv_bfloat16*>(y16));
+  launched("to_bf16");
 }
 
 int64_t residual_products() { return residual_count.load(std::memory_order_relaxed); }

@@ -14,6 +14,7 @@
 
 #include "core/rng.h"
 #include "ops/activation.h"
+#include "ops/bf16_input.h"
 #include "ops/rotary_rate.h"
 
 namespace tfm::cuda {
@@ -43,6 +44,7 @@ class Kernels {
   virtual void bias_add_backward(int64_t rows, int64_t cols, const float* dy, float* dbias) = 0;
   virtual void relu(int64_t n, const float* x, float* y) = 0;
   virtual void relu_backward(int64_t n, const float* y, const float* dy, float* dx) = 0;
+  virtual void relu_backward_bf16(int64_t n, const void* y16, const float* dy, float* dx) = 0;  // y in bfloat16
   virtual void activate(int64_t n, ops::Activation act, const float* x, float* y) = 0;
   virtual void activation_backward(int64_t n, ops::Activation act, const float* pre, const float* dy, float* dx) = 0;
   // The CPU's mask: element i kept when uniform(i) ≥ float(p), scaled by float(1 / (1 − p)).
@@ -50,11 +52,14 @@ class Kernels {
   virtual double sum_squares(int64_t n, const float* x) = 0;
 
   // Products (ops/matmul.h), row-major, strides in elements between batch entries; bf16: the inputs
-  // rounded to bfloat16, float32 sums.
+  // rounded to bfloat16 (those already bfloat16 read as they are: ops/bf16_input.h), float32 sums;
+  // not bf16: both inputs float32.
   virtual void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                    const float* a, int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c,
+                    ops::Bf16Input a, int64_t stride_a, ops::Bf16Input b, int64_t stride_b, float beta, float* c,
                     int64_t stride_c, bool bf16) = 0;
   virtual void round_to_bf16(int64_t n, const float* x, float* y) = 0;
+  // y16[i] = x[i] rounded to bfloat16 (ops::to_bf16), y16 holding n bfloat16 values.
+  virtual void to_bf16(int64_t n, const float* x, void* y16) = 0;
   // A linear layer (ops/matmul.h's linear and linear_backward):
   //   y[rows, out] = act(x[rows, in] · w[out, in]ᵀ + bias): one cuBLASLt product with the bias and
   //   the activation (none or ReLU) in its epilogue; false, with nothing changed, for another
@@ -64,10 +69,11 @@ class Kernels {
   //   both products, and the bias gradient from float32 dy.
   //   residual (may be null; act none only): y = x · wᵀ + residual + bias, residual the product's C
   //   (beta 1), not y.
-  virtual bool linear(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
+  //   x and w as gemm's inputs: bfloat16 ones only with bf16.
+  virtual bool linear(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w, const float* bias,
                       ops::Activation act, float* y, bool bf16, const float* residual = nullptr) = 0;
-  virtual void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
-                               float* dx, float* dw, float* dbias, bool bf16) = 0;
+  virtual void linear_backward(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w,
+                               const float* dy, float* dx, float* dw, float* dbias, bool bf16) = 0;
   // How many products so far took a residual as their C in the one cuBLASLt call (linear's and
   // linear_packed_bf16's), not through the fallback's separate add: for the tests.
   virtual int64_t residual_products() const = 0;

@@ -25,14 +25,16 @@ namespace {
 //                       with a residual[rows, out] (not y; relu false): y = x · wᵀ + residual + bias
 //   linear_weight_grad: dw[out, in] += dy[rows, out]ᵀ · x[rows, in], bgrad[out] = Σ_rows dy (written);
 //                       float32 only (in bf16 the epilogue would sum dy rounded to bfloat16)
-// linear_forward's bf16: x and w rounded to bfloat16 first. False, with nothing done but rounding,
-// where cuBLASLt has no algorithm for it.
-bool linear_forward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
+// linear_forward's bf16: x and w rounded to bfloat16 first, unless they are bfloat16 already. False,
+// with nothing done but rounding, where cuBLASLt has no algorithm for it.
+bool linear_forward(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w, const float* bias,
                     bool relu, float* y, bool bf16, const float* residual) {
   // Column-major: yᵀ[out, rows] = wᵀᵀ · xᵀ (+ residualᵀ as C), w stored [out, in] (column-major
   // [in, out]), the bias one value per row of yᵀ.
-  return lt_matmul(true, false, out, rows, in, w, in, x, in, 0.0f, y, out, bf16,
-                   relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias, nullptr, residual);
+  auto as_float = [](ops::Bf16Input t) { return t.bf16 ? nullptr : static_cast<const float*>(t.data); };
+  auto as_bf16 = [](ops::Bf16Input t) { return t.bf16 ? static_cast<const __nv_bfloat16*>(t.data) : nullptr; };
+  return lt_matmul(true, false, out, rows, in, as_float(w), in, as_float(x), in, 0.0f, y, out, bf16,
+                   relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias, as_bf16(w), residual, as_bf16(x));
 }
 
 bool linear_weight_grad(int64_t rows, int64_t in, int64_t out, const float* x, const float* dy, float* dw,
@@ -77,8 +79,9 @@ void gemm_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, con
 }
 
 // dx[rows, in] += dy[rows, out] · w[out, in] (dx may be null) and dw[out, in] += dy[rows, out]ᵀ · x[rows, in]
-// with dy already rounded to bfloat16 (dy16), w and x rounded once for both products, float32 sums.
-void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, const float* x, const float* w,
+// with dy already rounded to bfloat16 (dy16), w and x rounded once for both products (unless they are
+// bfloat16 already), float32 sums.
+void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w,
                           const __nv_bfloat16* dy16, float* dx, float* dw) {
   constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
   TFM_CHECK(rows <= kMaxInt && in <= kMaxInt && out <= kMaxInt, "linear_backward on cuda: sizes beyond cuBLAS's ",
@@ -88,19 +91,21 @@ void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, const float* x,
   auto memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(round(nw) + round(nx)));
   auto* w16 = static_cast<__nv_bfloat16*>(memory.get());
   __nv_bfloat16* x16 = w16 + round(nw);
-  if (dx != nullptr) to_bf16(nw, w, w16);
-  to_bf16(nx, x, x16);
-  launched("linear_backward (bf16 inputs)");
+  if (dx != nullptr && !w.bf16) to_bf16(nw, static_cast<const float*>(w.data), w16);
+  if (!x.bf16) to_bf16(nx, static_cast<const float*>(x.data), x16);
+  if ((dx != nullptr && !w.bf16) || !x.bf16) launched("linear_backward (bf16 inputs rounded)");
+  const __nv_bfloat16* w_in = w.bf16 ? static_cast<const __nv_bfloat16*>(w.data) : w16;
+  const __nv_bfloat16* x_in = x.bf16 ? static_cast<const __nv_bfloat16*>(x.data) : x16;
   const float one = 1.0f;
   const int r = static_cast<int>(rows), i = static_cast<int>(in), o = static_cast<int>(out);
   // Row-major products as column-major ones of the transposes, as gemm_strided maps them.
   if (dx != nullptr)  // dx += dy · w
-    check_blas(cublasGemmStridedBatchedEx(handle(), CUBLAS_OP_N, CUBLAS_OP_N, i, r, o, &one, w16, CUDA_R_16BF, i, 0,
+    check_blas(cublasGemmStridedBatchedEx(handle(), CUBLAS_OP_N, CUBLAS_OP_N, i, r, o, &one, w_in, CUDA_R_16BF, i, 0,
                                           dy16, CUDA_R_16BF, o, 0, &one, dx, CUDA_R_32F, i, 0, 1, CUBLAS_COMPUTE_32F,
                                           CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx (linear dx, bf16)");
   // dw += dyᵀ · x
-  check_blas(cublasGemmStridedBatchedEx(handle(), CUBLAS_OP_N, CUBLAS_OP_T, i, o, r, &one, x16, CUDA_R_16BF, i, 0,
+  check_blas(cublasGemmStridedBatchedEx(handle(), CUBLAS_OP_N, CUBLAS_OP_T, i, o, r, &one, x_in, CUDA_R_16BF, i, 0,
                                         dy16, CUDA_R_16BF, o, 0, &one, dw, CUDA_R_32F, i, 0, 1, CUBLAS_COMPUTE_32F,
                                         CUBLAS_GEMM_DEFAULT),
              "cublasGemmStridedBatchedEx (linear dw, bf16)");
@@ -108,8 +113,8 @@ void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, const float* x,
 
 }  // namespace
 
-bool linear(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias, Activation act,
-            float* y, bool bf16, const float* residual) {
+bool linear(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w, const float* bias,
+            Activation act, float* y, bool bf16, const float* residual) {
   if (act != Activation::kNone && act != Activation::kRelu) return false;
   if (residual != nullptr && act != Activation::kNone) return false;
   return cuda::linear_forward(rows, in, out, x, w, bias, act == Activation::kRelu, y, bf16, residual);
@@ -141,7 +146,7 @@ void linear_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, c
   if (residual != nullptr) add(rows * out, residual, y, y);
 }
 
-void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
+void linear_backward(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w, const float* dy,
                      float* dx, float* dw, float* dbias, bool bf16) {
   if (rows == 0 || out == 0) return;  // every sum is empty: nothing to add
   if (in == 0) {  // no weights, but the bias's gradient
@@ -161,15 +166,16 @@ void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, cons
     cuda::linear_backward_bf16(rows, in, out, x, w, dy16, dx, dw);
     return;
   }
-  if (dx != nullptr) gemm(1, false, false, rows, in, out, 1.0f, dy, 0, w, 0, 1.0f, dx, 0, false);
+  // Float32 (bfloat16 inputs come only with bf16, ops/matmul.cc).
+  if (dx != nullptr) gemm(1, false, false, rows, in, out, 1.0f, {dy, false}, 0, w, 0, 1.0f, dx, 0, false);
   // cuBLASLt writes the bias gradient; it is added here.
   auto memory = scratch(sizeof(float) * static_cast<size_t>(out));
   auto* bgrad = static_cast<float*>(memory.get());
-  if (cuda::linear_weight_grad(rows, in, out, x, dy, dw, bgrad)) {
+  if (cuda::linear_weight_grad(rows, in, out, static_cast<const float*>(x.data), dy, dw, bgrad)) {
     add_to(out, bgrad, dbias);
     return;
   }
-  gemm(1, true, false, out, in, rows, 1.0f, dy, 0, x, 0, 1.0f, dw, 0, false);
+  gemm(1, true, false, out, in, rows, 1.0f, {dy, false}, 0, x, 0, 1.0f, dw, 0, false);
   bias_add_backward(rows, out, dy, dbias);
 }
 

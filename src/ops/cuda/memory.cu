@@ -151,6 +151,7 @@ class CudaMemory final : public DeviceMemory {
       case DType::F64: return fill_n<double>(data, n, value);
       case DType::I32: return fill_n<int32_t>(data, n, value);
       case DType::I8: return fill_n<int8_t>(data, n, value);
+      case DType::BF16: return fill_n<uint16_t>(data, n, Bf16::from_float(static_cast<float>(value)).bits);
     }
   }
   void copy(void* dst, Device to, const void* src, Device from, size_t bytes) override {

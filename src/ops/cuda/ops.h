@@ -22,6 +22,7 @@ void bias_activate(int64_t rows, int64_t cols, const float* x, const float* bias
 void bias_add_backward(int64_t rows, int64_t cols, const float* dy, float* dbias);
 void relu(int64_t n, const float* x, float* y);
 void relu_backward(int64_t n, const float* y, const float* dy, float* dx);
+void relu_backward_bf16(int64_t n, const void* y16, const float* dy, float* dx);
 void activate(int64_t n, ops::Activation act, const float* x, float* y);
 void activation_backward(int64_t n, ops::Activation act, const float* pre, const float* dy, float* dx);
 // Element i of the flat array kept when uniform(i) ≥ float(p).
@@ -29,8 +30,8 @@ void dropout(int64_t n, const float* x, double p, const RngStream& rng, float* y
 double sum_squares(int64_t n, const float* x);
 
 // gemm.cu
-void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t stride_a, const float* b, int64_t stride_b, float beta, float* c, int64_t stride_c, bool bf16);
+void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, ops::Bf16Input a,
+          int64_t stride_a, ops::Bf16Input b, int64_t stride_b, float beta, float* c, int64_t stride_c, bool bf16);
 // Row-major strided-batched product with explicit leading dimensions:
 //   C_i = alpha · op(A_i) · op(B_i) + beta · C_i,  X_i = X + i · stride_x,  i < batch;
 // bf16: A and B rounded to bfloat16 first (they must then be contiguous blocks: lda/ldb their row
@@ -40,13 +41,14 @@ void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
                   int64_t ldc, int64_t stride_c, int64_t batch, bool bf16);
 
 void round_to_bf16(int64_t n, const float* x, float* y);
+void to_bf16(int64_t n, const float* x, void* y16);
 // How many cuBLASLt products have run with a residual as C (c_in) since the program started.
 int64_t residual_products();
 
 // linear.cu
-bool linear(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* bias,
+bool linear(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w, const float* bias,
             ops::Activation act, float* y, bool bf16, const float* residual);
-void linear_backward(int64_t rows, int64_t in, int64_t out, const float* x, const float* w, const float* dy,
+void linear_backward(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w, const float* dy,
                      float* dx, float* dw, float* dbias, bool bf16);
 // w[n] rounded into bfloat16 memory of its own (256-byte aligned).
 std::shared_ptr<const void> pack_bf16(int64_t n, const float* w);

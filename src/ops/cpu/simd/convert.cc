@@ -1,4 +1,4 @@
-// Rounding float32 to bfloat16: the inputs of gemm_bf16, and ops::round_to_bf16.
+// Rounding float32 to bfloat16 (the inputs of gemm_bf16, ops::round_to_bf16, ops::to_bf16) and back.
 #include <omp.h>
 
 #include <algorithm>
@@ -62,6 +62,18 @@ void round_to_bf16(int64_t n, const float* x, float* y) {  // y may be x
     for (int64_t i = 0; i < size; ++i) {
       const uint32_t u = static_cast<uint32_t>(bits[i]) << 16;
       std::memcpy(&y[b + i], &u, sizeof u);
+    }
+  }
+}
+
+void from_bf16(int64_t n, const uint16_t* x16, float* y) {
+  constexpr int64_t kBlock = 1 << 14;
+#pragma omp parallel for schedule(static) if (n >= (1 << 16) && !omp_in_parallel())
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t end = std::min(n, b + kBlock);
+    for (int64_t i = b; i < end; ++i) {
+      const uint32_t u = static_cast<uint32_t>(x16[i]) << 16;
+      std::memcpy(&y[i], &u, sizeof u);
     }
   }
 }

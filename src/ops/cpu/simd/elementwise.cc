@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "ops/cpu/kernels.h"
@@ -70,6 +71,16 @@ template <class T>
 void relu_backward(int64_t n, const T* y, const T* dy, T* dx) {
 #pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) dx[i] += y[i] > T(0) ? dy[i] : T(0);
+}
+
+void relu_backward_bf16(int64_t n, const uint16_t* y16, const float* dy, float* dx) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = static_cast<uint32_t>(y16[i]) << 16;
+    float y;
+    std::memcpy(&y, &u, sizeof y);
+    dx[i] += y > 0.0f ? dy[i] : 0.0f;
+  }
 }
 
 // swish, gelu and gelu_sigmoid cost an exp or an erfc per element, far more than the loops above:
