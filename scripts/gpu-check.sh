@@ -119,23 +119,6 @@ cli_translate_cuda() (  # a subshell: its stderr goes to a file of its own
   return $bad
 )
 
-# The demo's loss records on the GPU and on the CPU, step by step: the relative difference.
-demo_curves() {
-  python3 - "$1" "$2" <<'PY'
-import json, sys
-def losses(path):
-    return {r["step"]: r["loss"] for r in map(json.loads, open(path)) if "loss" in r}
-gpu, cpu = losses(sys.argv[1]), losses(sys.argv[2])
-steps = sorted(set(gpu) & set(cpu))
-diff = {s: abs(gpu[s] - cpu[s]) / abs(cpu[s]) for s in steps}
-print("demo, 300 steps: loss on cuda against the cpu, relative difference")
-for s in [x for x in steps if x in (10, 50, 100, 200, 300)]:
-    print(f"  step {s:4d}: {gpu[s]:.6f} {cpu[s]:.6f} {diff[s]:.2e}")
-worst = max(steps, key=diff.get)
-print(f"  largest: {diff[worst]:.2e} at step {worst}")
-PY
-}
-
 run() {
   [[ -f .gpu/pkg.tar.xz ]] || { echo "gpu-check: .gpu/pkg.tar.xz is missing: run 'scripts/gpu-check.sh pack' on the build machine" >&2; exit 1; }
   local root=/tmp/tfm-gpu out=${OUT:-/tmp/tfm-gpu-out}
@@ -213,7 +196,9 @@ run() {
       cp "$demo/$device/metrics.jsonl" "$out/demo300.$device.jsonl" 2>/dev/null || true
     done
     [[ $peer == 1 ]] &&
-      { demo_curves "$out/demo300.cuda.jsonl" "$out/demo300.cpu.jsonl" > "$out/demo300.compare.txt" 2>&1 || true; }
+      { python3 tools/compare_loss_curves.py "$out/demo300.cuda.jsonl" "$out/demo300.cpu.jsonl" --labels cuda cpu \
+          --title "demo, 300 steps: loss on cuda against the cpu, relative difference" \
+          > "$out/demo300.compare.txt" 2>&1 || true; }
   fi
   echo
   echo "check                        result  time"
