@@ -88,17 +88,19 @@ nccl_dir() {
   [[ -n $found ]] && dirname "$found"
 }
 
-# One rank through NCCL under mpirun against one process without it: the same model file.
+# One rank through NCCL under mpirun against one process without it: the same model file. (step
+# runs it under ||, where set -e does not apply: each command returns on failure.)
 nccl_one_rank() {
   local bin=$1 mpirun=$2 work=/tmp/tfm-gpu-nccl
-  rm -rf "$work" && "$bin" demo-data --out "$work/data" --train 300 --valid 20 --test 20 --seed 3 >/dev/null
+  rm -rf "$work" && "$bin" demo-data --out "$work/data" --train 300 --valid 20 --test 20 --seed 3 >/dev/null || return
   local args=(train --train-source "$work/data/train.en" --train-target "$work/data/train.de" --preset tiny
               --d-model 64 --heads 4 --d-ff 128 --layers 2 --vocab-size 120 --batch-tokens 512 --warmup-steps 10
               --max-steps 40 --save-every 20 --log-every 10 --seed 5 --device cuda)
-  "$bin" "${args[@]}" --run-dir "$work/plain"
-  "$mpirun" --allow-run-as-root -np 1 "$bin" "${args[@]}" --run-dir "$work/nccl" 2>&1 | tee "$work/nccl.log"
-  grep -q "gradients summed over the ranks' GPUs by NCCL" "$work/nccl.log"
-  cmp "$work/plain/model.safetensors" "$work/nccl/model.safetensors"
+  "$bin" "${args[@]}" --run-dir "$work/plain" || return
+  "$mpirun" --allow-run-as-root -np 1 "$bin" "${args[@]}" --run-dir "$work/nccl" 2>&1 | tee "$work/nccl.log" || return
+  grep -q "gradients summed over the ranks' GPUs by NCCL" "$work/nccl.log" ||
+    { echo "the run under mpirun did not sum its gradients through NCCL"; return 1; }
+  cmp "$work/plain/model.safetensors" "$work/nccl/model.safetensors" || return
   echo "one rank through NCCL: the same model file as one process without it"
 }
 
