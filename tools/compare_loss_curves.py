@@ -2,7 +2,8 @@
 """Compares the training loss of two runs, step by step, from their metrics.jsonl files.
 
     tools/compare_loss_curves.py RUN REFERENCE [--labels bf16 float32] [--steps 10,100,300]
-        [--window 5] [--tolerance 0.03] [--final-tolerance 0.02]
+        [--window 5] [--tolerance 0.1] [--final-tolerance 0.05]
+        [--early-until 100 --early-tolerance 0.005]
 
 The relative difference at a step is |RUN − REFERENCE| / |REFERENCE|, of the loss records both files
 have (`train` writes one every --log-every steps: the mean loss per token since the one before).
@@ -10,9 +11,14 @@ It prints a table of the chosen steps and the largest difference. --window N als
 curves smoothed over N log records (the mean of the record and the N − 1 before it), which follows
 the curve and not the noise of single batches.
 
-With --tolerance REL it checks that the (smoothed, if --window) difference is at most REL at every
-common step, and --final-tolerance REL that the last records' losses are within REL of each other;
-both runs must then end at the same step (a run that stopped early does not pass).
+Checks, each optional:
+  --tolerance REL          the (smoothed, with --window) difference at most REL at every common step;
+  --final-tolerance REL    the (smoothed) difference at the last common step at most REL;
+  --early-until STEP, --early-tolerance REL
+                           the unsmoothed difference at most REL at every step up to STEP (early in
+                           training two runs from the same start differ only by rounding; later,
+                           training amplifies any difference);
+and with any of them both runs must end at the same step (a run that stopped early does not pass).
 
 Exit status: 0 passed (or nothing to check), 1 a check failed (the message names the step and the
 values), 2 bad input (a file missing, unreadable or without loss records, or no common steps).
@@ -92,20 +98,35 @@ def parse_args(argv):
     p.add_argument("--tolerance", type=float, metavar="REL",
                    help="fail if the (smoothed) relative difference exceeds REL at any common step")
     p.add_argument("--final-tolerance", type=float, metavar="REL",
-                   help="fail if the last records' losses differ by more than REL relative")
+                   help="fail if the (smoothed) relative difference at the last common step exceeds REL")
+    p.add_argument("--early-until", type=int, metavar="STEP", help="the last step of the early check")
+    p.add_argument("--early-tolerance", type=float, metavar="REL",
+                   help="fail if the unsmoothed relative difference exceeds REL at a step up to --early-until")
     args = p.parse_args(argv)
     if args.window < 1:
         p.error(f"--window must be at least 1, got {args.window}")
-    for name in ("tolerance", "final_tolerance"):
+    for name in ("tolerance", "final_tolerance", "early_tolerance"):
         value = getattr(args, name)
         if value is not None and not value >= 0:
             p.error(f"--{name.replace('_', '-')} must be a non-negative number, got {value}")
+    if (args.early_until is None) != (args.early_tolerance is None):
+        p.error("--early-until and --early-tolerance go together")
     if args.steps != "all":
         try:
             args.steps = [int(s) for s in args.steps.split(",") if s.strip()]
         except ValueError:
             p.error(f"--steps takes comma-separated integers or 'all', got '{args.steps}'")
     return args
+
+
+def checking(args):
+    """Whether any check was asked for."""
+    return any(v is not None for v in (args.tolerance, args.final_tolerance, args.early_tolerance))
+
+
+def worst_of(diff, steps):
+    """The step of the largest difference among steps (NaN counts as the largest)."""
+    return max(steps, key=lambda s: math.inf if math.isnan(diff[s]) else diff[s])
 
 
 def compare(args):
@@ -118,9 +139,10 @@ def compare(args):
     la, lb = args.labels
     smooth = args.window > 1
     raw = {s: relative(run[s], ref[s]) for s in steps}
-    if smooth:
-        sa, sb = smoothed(run, steps, args.window), smoothed(ref, steps, args.window)
-        soft = {s: relative(sa[s], sb[s]) for s in steps}
+    # Without --window the "smoothed" curves are the records themselves.
+    sa, sb = smoothed(run, steps, args.window), smoothed(ref, steps, args.window)
+    soft = {s: relative(sa[s], sb[s]) for s in steps}
+    what = f"smoothed over {args.window} log records" if smooth else "unsmoothed"
 
     print(args.title or f"loss of {la} against {lb}, relative difference"
           + (f" (smoothed: the mean of {args.window} log records)" if smooth else ""))
@@ -130,36 +152,44 @@ def compare(args):
     for s in shown:
         print(f"  step {s:5d} {run[s]:{width}.6f} {ref[s]:{width}.6f} {raw[s]:9.2e}"
               + (f" {soft[s]:9.2e}" if smooth else ""))
-    key = lambda d: (lambda s: math.inf if math.isnan(d[s]) else d[s])
-    worst = max(steps, key=key(raw))
+    worst = worst_of(raw, steps)
     print(f"  largest: {raw[worst]:.2e} at step {worst}")
     if smooth:
-        worst_soft = max(steps, key=key(soft))
-        print(f"  largest smoothed: {soft[worst_soft]:.2e} at step {worst_soft}")
+        worst = worst_of(soft, steps)
+        print(f"  largest smoothed: {soft[worst]:.2e} at step {worst}")
+    early = [s for s in steps if args.early_until is not None and s <= args.early_until]
+    if early:
+        worst = worst_of(raw, early)
+        print(f"  largest up to step {args.early_until}: {raw[worst]:.2e} at step {worst}")
 
     failed = []
     end_a, end_b = max(run), max(ref)
     if end_a != end_b:
         note = f"{la} ends at step {end_a}, {lb} at step {end_b}"
-        if args.tolerance is not None or args.final_tolerance is not None:
+        if checking(args):
             failed.append(note + ": the runs must have the same length")
         else:
             print(f"  note: {note}")
-    if args.tolerance is not None:
-        checked, what = (soft, f"smoothed over {args.window} log records") if smooth else (raw, "")
-        bad = [s for s in steps if worse(checked[s], args.tolerance)]
+
+    def check(steps_checked, diff, a, b, limit, kind, name):
+        """Appends a message for the first step of steps_checked over limit (name: the limit's, in words)."""
+        bad = [s for s in steps_checked if worse(diff[s], limit)]
         if bad:
             s = bad[0]
-            values = (f"{sa[s]:.6f} against {sb[s]:.6f}" if smooth else f"{run[s]:.6f} against {ref[s]:.6f}")
-            failed.append(f"at step {s} the loss{' ' + what if what else ''} of {la} is {values} of {lb}: "
-                          f"{checked[s]:.2e} relative, over the tolerance {args.tolerance:g}"
-                          + (f" (and at {len(bad) - 1} more steps)" if len(bad) > 1 else ""))
+            more = f" (and at {len(bad) - 1} more step{'s' if len(bad) > 2 else ''})" if len(bad) > 1 else ""
+            failed.append(f"at step {s} the loss ({kind}) of {la} is {a[s]:.6f} against {b[s]:.6f} of {lb}: "
+                          f"{diff[s]:.2e} relative, over {name}{more}")
+
+    if args.early_tolerance is not None:
+        if not early:
+            failed.append(f"no common step up to --early-until {args.early_until}")
+        check(early, raw, run, ref, args.early_tolerance, "unsmoothed",
+              f"the early tolerance {args.early_tolerance:g} (steps up to {args.early_until})")
+    if args.tolerance is not None:
+        check(steps, soft, sa, sb, args.tolerance, what, f"the tolerance {args.tolerance:g}")
     if args.final_tolerance is not None and end_a == end_b:
-        d = raw[end_a]
-        print(f"  final (step {end_a}): {run[end_a]:.6f} against {ref[end_a]:.6f}, {d:.2e} relative")
-        if worse(d, args.final_tolerance):
-            failed.append(f"the final loss (step {end_a}) of {la} is {run[end_a]:.6f} against {ref[end_a]:.6f} "
-                          f"of {lb}: {d:.2e} relative, over the final tolerance {args.final_tolerance:g}")
+        print(f"  final (step {end_a}, {what}): {sa[end_a]:.6f} against {sb[end_a]:.6f}, {soft[end_a]:.2e} relative")
+        check([end_a], soft, sa, sb, args.final_tolerance, what, f"the final tolerance {args.final_tolerance:g}")
     return failed
 
 
@@ -172,8 +202,10 @@ def main(argv=None):
         return 2
     for message in failed:
         print(f"compare_loss_curves: FAILED: {message}", file=sys.stderr)
-    if not failed and (args.tolerance is not None or args.final_tolerance is not None):
-        parts = ([f"every common step within {args.tolerance:g}"] if args.tolerance is not None else []) + \
+    if not failed and checking(args):
+        parts = ([f"up to step {args.early_until} within {args.early_tolerance:g}"]
+                 if args.early_tolerance is not None else []) + \
+                ([f"every common step within {args.tolerance:g}"] if args.tolerance is not None else []) + \
                 ([f"the final loss within {args.final_tolerance:g}"] if args.final_tolerance is not None else [])
         print("  passed: " + ", ".join(parts))
     return 1 if failed else 0

@@ -82,7 +82,27 @@ class CompareLossCurves(unittest.TestCase):
         a, b = self.write("a.jsonl", late), self.write("b.jsonl", curve())
         rc, out, err = self.run_tool(a, b, "--final-tolerance", "0.02")
         self.assertEqual(rc, 1)
-        self.assertIn("final loss (step 300)", err)
+        self.assertIn("at step 300", err)
+        self.assertIn("over the final tolerance 0.02", err)
+        # Smoothed over 5 records, the last one's 3% is 0.6% at the end.
+        rc, out, err = self.run_tool(a, b, "--window", "5", "--final-tolerance", "0.02")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("final (step 300, smoothed over 5 log records)", out)
+
+    def test_the_early_check_is_unsmoothed_and_stops_at_its_step(self):
+        early, late = curve(spike=(50, 1.01)), curve(spike=(250, 1.01))
+        a, b, c = self.write("a.jsonl", early), self.write("b.jsonl", curve()), self.write("c.jsonl", late)
+        args = ["--window", "5", "--early-until", "100", "--early-tolerance", "0.005"]
+        rc, out, err = self.run_tool(a, b, *args)
+        self.assertEqual(rc, 1)
+        self.assertIn("at step 50 the loss (unsmoothed)", err)
+        self.assertIn("over the early tolerance 0.005 (steps up to 100)", err)
+        self.assertIn("largest up to step 100: 1.00e-02 at step 50", out)
+        rc, out, err = self.run_tool(c, b, *args)
+        self.assertEqual(rc, 0, err)
+        rc, out, err = self.run_tool(c, b, "--early-until", "100")
+        self.assertEqual(rc, 2)
+        self.assertIn("go together", err)
 
     def test_a_run_that_stopped_early_does_not_pass(self):
         a, b = self.write("a.jsonl", curve(steps=range(10, 160, 10))), self.write("b.jsonl", curve())
