@@ -3,13 +3,13 @@
 # loss curve against float32"). The demo's model (scripts/demo.sh) trains 300 steps on the demo's
 # task twice, in float32 and with --bf16, from the same seed on the same threads, and
 # tools/compare_loss_curves.py checks that the bf16 curve follows the float32 one. Not part of
-# make test: about 2 minutes on 2 cores.
+# make test: about 2 minutes on 2 idle cores.
 #
 #   scripts/bf16-curve.sh
 #
 # The check, on a loss record every 10 steps (docs/training.md gives the measurements behind it):
 #   - up to step EARLY_UNTIL (100, half the warmup), each record within EARLY_TOLERANCE (0.5%):
-#     there the curves differ only by rounding (bf16 against float32: at most 0.05% over 7 seeds),
+#     there the curves differ only by rounding (bf16 against float32: at most 0.05% in 7 runs),
 #     where a wrong product, learning rate or loss shows at once (5–14% in the failures tried);
 #   - every record, smoothed over WINDOW (5) records, within TOLERANCE (12%), and the last one
 #     within FINAL_TOLERANCE (6%): later, training amplifies any difference, float32's own summation
