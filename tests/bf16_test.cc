@@ -382,6 +382,11 @@ TEST(Bf16, ProductsReadBf16TensorsAsTheRoundedFloat32Ones) {
   EXPECT_EQ(dx16.to_doubles(), dx32.to_doubles());
   EXPECT_EQ(dw16.to_doubles(), dw32.to_doubles());
   EXPECT_EQ(db16.to_doubles(), db32.to_doubles());
+  // The bias gradient summed from float32 dy (in the pass that rounds dy for the products), as
+  // bias_add_backward sums it.
+  Tensor db_want = Tensor::zeros({19});
+  ops::bias_add_backward(dy, db_want);
+  EXPECT_EQ(db16.to_doubles(), db_want.to_doubles());
   // ReLU's backward from the bfloat16 output: the float32 output's mask.
   Tensor relu_y = Tensor::empty({37, 19});
   ops::relu(dy, relu_y);
@@ -430,6 +435,26 @@ TEST(Bf16, ALinearLayerStaysWithinBf16sBoundOfFloat32) {
     EXPECT_GT(share, 0.01);
   }
   std::printf("share of bf16's bound used: y %.3f, dx %.3f, dW %.3f\n", shares[0], shares[1], shares[2]);
+}
+
+// The loss's gradient written in bfloat16 (bf16 training's output projection reads it so): each
+// value the float32 gradient's rounded, ignored rows zero; a float32 destination is refused.
+TEST(Bf16, LossGradientInBf16IsTheFloat32OneRounded) {
+  const int64_t N = 6, V = 1037;  // rows split between threads, a vocabulary not a multiple of the vectors
+  const Tensor logits = random_tensor({N, V}, 61);
+  const Tensor targets = Tensor::from<int32_t>({N}, {3, 0, 1036, 0, 512, 7});
+  const ops::LossArgs args{0.1, 0};  // ignore_index 0: rows 1 and 3 are padding
+  Tensor lse = Tensor::empty({N});
+  ops::cross_entropy(logits, targets, args, lse);
+  Tensor want = Tensor::zeros({N, V});
+  ops::cross_entropy_backward(logits, targets, lse, args, 0.25, want);
+  ops::round_to_bf16(want, want);
+  const Tensor got = Tensor::empty({N, V}, DType::BF16);
+  got.fill(7.0);  // written over, ignored rows included
+  ops::cross_entropy_backward_bf16(logits, targets, lse, args, 0.25, got);
+  EXPECT_EQ(got.to_doubles(), want.to_doubles());
+  testing::expect_error([&] { ops::cross_entropy_backward_bf16(logits, targets, lse, args, 0.25, want); },
+                        {"cross_entropy_backward_bf16: dlogits has dtype float32, expected bfloat16"});
 }
 
 // A bfloat16 input needs a bfloat16 product: a float32 one refuses it, naming it.

@@ -280,7 +280,11 @@ std::vector<std::pair<int, int>> Transformer::grads_done_order() const {
 // Each layer's gradients are complete once its backward is done (ctx.grads_done), except the
 // embeddings', which the output projection and both embedding look-ups may share.
 void Transformer::backward(const Context& ctx, const Batch& batch, const Saved& s, const Tensor& dlogits) const {
-  const DType dt = dlogits.dtype();
+  // dlogits may be bfloat16 (bf16 training: what the output projection's backward reads); the
+  // gradients it makes are float32.
+  const DType dt = dlogits.dtype() == DType::BF16 ? DType::F32 : dlogits.dtype();
+  TFM_CHECK(dlogits.dtype() != DType::BF16 || output_bias < 0,
+            "Transformer::backward: a logits bias's gradient is summed from float32 dlogits, not bfloat16 ones");
   // Output projection: dE += dlogitsᵀ · h, dh = dlogits · E (E the target embedding when tied).
   const Device dev = dlogits.device();
   Tensor dx = Tensor::zeros(s.hidden.shape(), dt, dev);  // [B, T, D] ([B, S, D] encoder-only)

@@ -104,7 +104,8 @@ class Transformer {
   // next-token targets); encoder-only reads src, src_lengths and token_types, and returns the
   // masked-LM logits [B, S, V] (through mlm_head when configured).
   Tensor forward(const Context& ctx, const Batch& batch, Saved* saved) const;
-  // Accumulates every parameter's gradient from dlogits (forward's shape).
+  // Accumulates every parameter's gradient from dlogits (forward's shape; bfloat16 in bf16 training
+  // without a logits bias: ops::cross_entropy_backward_bf16).
   void backward(const Context& ctx, const Batch& batch, const Saved& saved, const Tensor& dlogits) const;
 
   // The pieces, for inference. src: int32 [B, S] → memory [B, S, D] (encoder-only: the hidden

@@ -71,4 +71,24 @@ void cross_entropy_backward_in_place(const Tensor& logits, const Tensor& targets
   backward_into("cross_entropy_backward_in_place", logits, targets, lse, args, dloss, logits, false);
 }
 
+void cross_entropy_backward_bf16(const Tensor& logits, const Tensor& targets, const Tensor& lse, const LossArgs& args,
+                                 double dloss, const Tensor& dlogits16) {
+  const char* op = "cross_entropy_backward_bf16";
+  check_args(op, logits, targets, args, lse);
+  check_same_shape(op, "logits", logits, "dlogits", dlogits16);
+  check_dtype(op, "logits", logits, DType::F32);
+  check_all(op, DType::F32, logits.device(), {{"lse", &lse}});
+  check_all(op, DType::BF16, logits.device(), {{"dlogits", &dlogits16}});
+  auto* out = dlogits16.raw();
+  dispatch(op, logits.dtype(), logits.device(), [&](auto) {
+    cpu::cross_entropy_backward_bf16(logits.size(0), logits.size(1), logits.data<float>(), targets.data<int32_t>(),
+                                     lse.data<float>(), args.smoothing, args.ignore_index, dloss,
+                                     static_cast<uint16_t*>(out));
+  }, [&](cuda::Kernels& k) {
+    k.cross_entropy_backward_bf16(logits.size(0), logits.size(1), logits.data<float>(),
+                                  on_device(targets, Device::CUDA).data<int32_t>(), lse.data<float>(), args.smoothing,
+                                  args.ignore_index, dloss, out);
+  });
+}
+
 }  // namespace tfm::ops

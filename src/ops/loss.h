@@ -34,4 +34,11 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
 void cross_entropy_backward_in_place(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                                      const LossArgs& args, double dloss);
 
+// The same gradient as bf16 training's output projection reads it: written (not added) into
+// dlogits16 (bfloat16 [N, V]), each value cross_entropy_backward's float32 one rounded, while its
+// row is in the cache; the logits (float32) are left as they are. One pass instead of writing the
+// float32 gradient and rounding it in a second.
+void cross_entropy_backward_bf16(const Tensor& logits, const Tensor& targets, const Tensor& lse, const LossArgs& args,
+                                 double dloss, const Tensor& dlogits16);
+
 }  // namespace tfm::ops

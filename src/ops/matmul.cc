@@ -173,6 +173,16 @@ void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, const T
     });
     return;
   }
+  if (precision == Precision::kBf16 && dy.dtype() == DType::F32) {
+    // One pass over dy for the bias gradient and its bfloat16 copy, which both products read.
+    const Tensor dy16 = Tensor::empty(dy.shape(), DType::BF16);
+    dispatch("bias_add_backward", dy.dtype(), dy.device(), [&](auto) {
+      cpu::bias_add_backward_bf16(rows, w.size(0), dy.data<float>(), dbias.data<float>(),
+                                  reinterpret_cast<uint16_t*>(dy16.data<Bf16>()));
+    });
+    matmul_backward(x, w, dy16, dx, &dw, {.trans_b = true, .precision = precision});
+    return;
+  }
   matmul_backward(x, w, dy, dx, &dw, {.trans_b = true, .precision = precision});
   bias_add_backward(dy, dbias);
 }

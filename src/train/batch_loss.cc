@@ -11,9 +11,18 @@ ops::LossSum batch_loss(const Transformer& model, const Context& ctx, const Batc
   const ScoredBatch scored = score_batch(model, ctx, batch, smoothing, backward ? &saved : nullptr);
   if (backward) {
     const ops::LossArgs args{smoothing, model.config().pad_id};
-    // logits → dL/dlogits
-    ops::cross_entropy_backward_in_place(scored.flat, scored.targets, scored.lse, args, dloss_scale);
-    model.backward(ctx, batch, saved, scored.logits);
+    if (ctx.weights16.defined() && model.output_bias < 0) {
+      // bf16 activations: the output projection's backward reads dL/dlogits in bfloat16, written so
+      // at once (a logits bias's gradient is summed from the float32 one, below)
+      const Tensor dlogits16 = Tensor::empty(scored.logits.shape(), DType::BF16, scored.logits.device());
+      ops::cross_entropy_backward_bf16(scored.flat, scored.targets, scored.lse, args, dloss_scale,
+                                       dlogits16.view(scored.flat.shape()));
+      model.backward(ctx, batch, saved, dlogits16);
+    } else {
+      // logits → dL/dlogits
+      ops::cross_entropy_backward_in_place(scored.flat, scored.targets, scored.lse, args, dloss_scale);
+      model.backward(ctx, batch, saved, scored.logits);
+    }
   }
   return scored.sum;
 }

@@ -328,6 +328,21 @@ TEST(Cuda, LabelSmoothedCrossEntropy) {
   ops::cross_entropy_backward(logits, targets, lse, args, 0.25, d);
   ops::cross_entropy_backward(logits_gpu, targets_gpu, lse_gpu, args, 0.25, d_gpu);
   expect_close(d, d_gpu, "cross_entropy_backward");
+  // bf16 training's form, written in bfloat16: the CPU's within a bfloat16 rounding (2^-8 relative)
+  // of each tensor's largest value, plus the float32 difference above.
+  const Tensor d16 = Tensor::empty(logits.shape(), DType::BF16);
+  const Tensor d16_gpu = Tensor::empty(logits.shape(), DType::BF16, kGpu);
+  ops::cross_entropy_backward_bf16(logits, targets, lse, args, 0.25, d16);
+  ops::cross_entropy_backward_bf16(logits_gpu, targets_gpu, lse_gpu, args, 0.25, d16_gpu);
+  expect_close(d16.to(DType::F32), d16_gpu.to_device(Device::CPU).to(DType::F32), "cross_entropy_backward_bf16",
+               std::ldexp(1.0, -8) + 1e-5);
+  // bf16 activations and weights as the products' inputs: the CPU's bf16 product of the same values.
+  const Tensor x = random(Shape{33, 40}, 91), w = random(Shape{24, 40}, 92), bias = random(Shape{24}, 93);
+  const Tensor out = Tensor::empty({33, 24}), out_gpu = Tensor::empty({33, 24}, DType::F32, kGpu);
+  ops::linear(ops::to_bf16(x), ops::to_bf16(w), bias, ops::Activation::kRelu, out, ops::Precision::kBf16);
+  ops::linear(ops::to_bf16(on_gpu(x)), ops::to_bf16(on_gpu(w)), on_gpu(bias), ops::Activation::kRelu, out_gpu,
+              ops::Precision::kBf16);
+  expect_close(out, out_gpu, "linear on bfloat16 tensors");
   const Tensor in_place = logits.clone(), in_place_gpu = on_gpu(logits);
   ops::cross_entropy_backward_in_place(in_place, targets, lse, args, 0.25);
   ops::cross_entropy_backward_in_place(in_place_gpu, targets_gpu, lse_gpu, args, 0.25);

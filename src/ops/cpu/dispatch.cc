@@ -147,6 +147,15 @@ void top_k_logprobs(int64_t rows, int64_t V, int64_t k, const T* logits, const u
 void to_bf16(int64_t n, const float* x, uint16_t* y16) { TFM_SIMD_CALL(to_bf16, n, x, y16); }
 void round_to_bf16(int64_t n, const float* x, float* y) { TFM_SIMD_CALL(round_to_bf16, n, x, y); }
 void from_bf16(int64_t n, const uint16_t* x16, float* y) { TFM_SIMD_CALL(from_bf16, n, x16, y); }
+void cross_entropy_backward_bf16(int64_t rows, int64_t vocab, const float* logits, const int32_t* targets,
+                                 const float* lse, double smoothing, int32_t ignore_index, double dloss,
+                                 uint16_t* dlogits16) {
+  TFM_SIMD_CALL(cross_entropy_backward_bf16, rows, vocab, logits, targets, lse, smoothing, ignore_index, dloss,
+                dlogits16);
+}
+void bias_add_backward_bf16(int64_t rows, int64_t cols, const float* dy, float* dbias, uint16_t* dy16) {
+  TFM_SIMD_CALL(bias_add_backward_bf16, rows, cols, dy, dbias, dy16);
+}
 void relu_backward_bf16(int64_t n, const uint16_t* y16, const float* dy, float* dx) {
   TFM_SIMD_CALL(relu_backward_bf16, n, y16, dy, dx);
 }

@@ -107,6 +107,11 @@ class CudaKernels final : public Kernels {
     cuda::cross_entropy_backward(rows, vocab, logits, targets, lse, smoothing, ignore_index, dloss, dlogits,
                                  accumulate);
   }
+  void cross_entropy_backward_bf16(int64_t rows, int64_t vocab, const float* logits, const int32_t* targets,
+                                   const float* lse, double smoothing, int32_t ignore_index, double dloss,
+                                   void* dlogits16) override {
+    cuda::cross_entropy_backward_bf16(rows, vocab, logits, targets, lse, smoothing, ignore_index, dloss, dlogits16);
+  }
 
   void embedding(int64_t n, int64_t d, const int32_t* ids, const float* table, double scale, float* out) override {
     cuda::embedding(n, d, ids, table, scale, out);

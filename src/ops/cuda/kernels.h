@@ -113,6 +113,10 @@ class Kernels {
   virtual void cross_entropy_backward(int64_t rows, int64_t vocab, const float* logits, const int32_t* targets,
                                       const float* lse, double smoothing, int32_t ignore_index, double dloss,
                                       float* dlogits, bool accumulate) = 0;
+  // The same gradient written rounded to bfloat16 (dlogits16: bfloat16 [rows, vocab]).
+  virtual void cross_entropy_backward_bf16(int64_t rows, int64_t vocab, const float* logits, const int32_t* targets,
+                                           const float* lse, double smoothing, int32_t ignore_index, double dloss,
+                                           void* dlogits16) = 0;
 
   // Embedding (ops/embedding.h): ids on the device; the backward also takes them on the host
   // (host_ids), to group each id's positions so that each row of dtable is summed in position order.

@@ -1,6 +1,9 @@
 // Label-smoothed cross-entropy (ops/loss.h): one block per row; the rows' losses summed on the host,
 // in row order.
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include <type_traits>
 
 #include <cmath>
 #include <vector>
@@ -35,23 +38,26 @@ __global__ void cross_entropy_kernel(int64_t vocab, const float* logits, const i
   }
 }
 
+// Out: float or __nv_bfloat16 (written rounded; accumulate false).
+template <class Out>
 __global__ void cross_entropy_backward_kernel(int64_t vocab, const float* logits, const int32_t* targets,
                                               const float* lse, int32_t ignore_index, float g, float on, float off,
-                                              float* dlogits, bool accumulate) {
+                                              Out* dlogits, bool accumulate) {
   const int64_t r = blockIdx.x;
   const float* z = logits + r * vocab;
-  float* dz = dlogits + r * vocab;
+  Out* dz = dlogits + r * vocab;
   const int32_t t = targets[r];
   if (t == ignore_index) {
     if (!accumulate)
-      for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) dz[i] = 0.0f;
+      for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) dz[i] = Out(0.0f);
     return;
   }
   const float l = lse[r];
   for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
     float v = g * expf(z[i] - l) - off;
     if (i == t) v -= on;
-    dz[i] = accumulate ? dz[i] + v : v;
+    if constexpr (std::is_same_v<Out, float>) dz[i] = accumulate ? dz[i] + v : v;
+    else dz[i] = __float2bfloat16_rn(v);
   }
 }
 
@@ -81,6 +87,18 @@ void cross_entropy_backward(int64_t rows, int64_t vocab, const float* logits, co
   cross_entropy_backward_kernel<<<static_cast<unsigned>(rows), kRowThreads>>>(
       vocab, logits, targets, lse, ignore_index, static_cast<float>(dloss), on, off, dlogits, accumulate);
   launched("cross_entropy_backward");
+}
+
+void cross_entropy_backward_bf16(int64_t rows, int64_t vocab, const float* logits, const int32_t* targets,
+                                 const float* lse, double smoothing, int32_t ignore_index, double dloss,
+                                 void* dlogits16) {
+  if (rows <= 0) return;
+  const auto off = static_cast<float>(dloss * smoothing / double(vocab));
+  const auto on = static_cast<float>(dloss * (1.0 - smoothing));
+  cross_entropy_backward_kernel<<<static_cast<unsigned>(rows), kRowThreads>>>(
+      vocab, logits, targets, lse, ignore_index, static_cast<float>(dloss), on, off,
+      static_cast<__nv_bfloat16*>(dlogits16), false);
+  launched("cross_entropy_backward_bf16");
 }
 
 }  // namespace tfm::cuda

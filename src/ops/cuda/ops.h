@@ -79,6 +79,9 @@ double cross_entropy(int64_t rows, int64_t vocab, const float* logits, const int
 void cross_entropy_backward(int64_t rows, int64_t vocab, const float* logits, const int32_t* targets,
                             const float* lse, double smoothing, int32_t ignore_index, double dloss, float* dlogits,
                             bool accumulate);
+void cross_entropy_backward_bf16(int64_t rows, int64_t vocab, const float* logits, const int32_t* targets,
+                                 const float* lse, double smoothing, int32_t ignore_index, double dloss,
+                                 void* dlogits16);
 
 // embedding.cu
 void embedding(int64_t n, int64_t d, const int32_t* ids, const float* table, double scale, float* out);

@@ -61,6 +61,31 @@ void bias_add_backward(int64_t rows, int64_t cols, const T* dy, T* dbias) {
   }
 }
 
+void bias_add_backward_bf16(int64_t rows, int64_t cols, const float* dy, float* dbias, uint16_t* dy16) {
+  // bias_add_backward's blocks and order of sums (the same bits), and each element rounded on the way.
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (cols + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t c0 = blk * kBlock, c1 = std::min(cols, c0 + kBlock);
+    float acc[kBlock] = {};
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = dy + r * cols;
+      uint16_t* row16 = dy16 + r * cols;
+#pragma omp simd
+      for (int64_t c = c0; c < c1; ++c) {
+        acc[c - c0] += row[c];
+        uint32_t u;
+        std::memcpy(&u, &row[c], sizeof u);
+        // bfloat16 bits, rounded to nearest even; a NaN stays a quiet NaN (as ops::to_bf16)
+        const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        row16[c] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
+      }
+    }
+    for (int64_t c = c0; c < c1; ++c) dbias[c] += acc[c - c0];
+  }
+}
+
 template <class T>
 void relu(int64_t n, const T* x, T* y) {
 #pragma omp parallel for simd schedule(static) if (n >= kParallelMin)

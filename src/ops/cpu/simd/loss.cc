@@ -55,6 +55,30 @@ void cross_entropy_backward(int64_t rows, int64_t vocab, const T* logits, const 
   }
 }
 
+void cross_entropy_backward_bf16(int64_t rows, int64_t vocab, const float* logits, const int32_t* targets,
+                                 const float* lse, double smoothing, int32_t ignore_index, double dloss,
+                                 uint16_t* dlogits16) {
+  const auto off = static_cast<float>(dloss * smoothing / double(vocab));
+  const auto on = static_cast<float>(dloss * (1.0 - smoothing));
+  const auto g = static_cast<float>(dloss);
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(vocab));  // this thread's float32 gradient of one row
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      uint16_t* dz = dlogits16 + r * vocab;
+      if (targets[r] == ignore_index) {
+        std::fill_n(dz, vocab, uint16_t{0});
+        continue;
+      }
+      // cross_entropy_backward's float32 values, then rounded while the row is in the cache
+      scale_exp_shift_store(logits + r * vocab, lse[r], g, off, row.data(), vocab);
+      row[static_cast<size_t>(targets[r])] -= on;
+      to_bf16(vocab, row.data(), dz);
+    }
+  }
+}
+
 TFM_INSTANTIATE_FLOAT(TFM_INSTANTIATE_LOSS)
 
 TFM_SIMD_END
