@@ -43,9 +43,11 @@ void bias_add(int64_t rows, int64_t cols, const T* x, const T* bias, T* y) {
   }
 }
 
-template <class T>
-void bias_add_backward(int64_t rows, int64_t cols, const T* dy, T* dbias) {
-  // Columns split across threads; each column sums its rows in order (deterministic).
+namespace {
+// dbias[c] += Σ_r dy[r, c], columns split across threads in blocks, each column summing its rows in
+// order (deterministic); visit(i, dy[i]) sees each element on the way, while it is in a register.
+template <class T, class Visit>
+void column_sums(int64_t rows, int64_t cols, const T* dy, T* dbias, Visit visit) {
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (cols + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
@@ -55,35 +57,29 @@ void bias_add_backward(int64_t rows, int64_t cols, const T* dy, T* dbias) {
     for (int64_t r = 0; r < rows; ++r) {
       const T* row = dy + r * cols;
 #pragma omp simd
-      for (int64_t c = c0; c < c1; ++c) acc[c - c0] += row[c];
-    }
-    for (int64_t c = c0; c < c1; ++c) dbias[c] += acc[c - c0];
-  }
-}
-
-void bias_add_backward_bf16(int64_t rows, int64_t cols, const float* dy, float* dbias, uint16_t* dy16) {
-  // bias_add_backward's blocks and order of sums (the same bits), and each element rounded on the way.
-  constexpr int64_t kBlock = 64;
-  const int64_t blocks = (cols + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t c0 = blk * kBlock, c1 = std::min(cols, c0 + kBlock);
-    float acc[kBlock] = {};
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* row = dy + r * cols;
-      uint16_t* row16 = dy16 + r * cols;
-#pragma omp simd
       for (int64_t c = c0; c < c1; ++c) {
         acc[c - c0] += row[c];
-        uint32_t u;
-        std::memcpy(&u, &row[c], sizeof u);
-        // bfloat16 bits, rounded to nearest even; a NaN stays a quiet NaN (as ops::to_bf16)
-        const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        row16[c] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
+        visit(r * cols + c, row[c]);
       }
     }
     for (int64_t c = c0; c < c1; ++c) dbias[c] += acc[c - c0];
   }
+}
+}  // namespace
+
+template <class T>
+void bias_add_backward(int64_t rows, int64_t cols, const T* dy, T* dbias) {
+  column_sums(rows, cols, dy, dbias, [](int64_t, T) {});
+}
+
+void bias_add_backward_bf16(int64_t rows, int64_t cols, const float* dy, float* dbias, uint16_t* dy16) {
+  column_sums(rows, cols, dy, dbias, [dy16](int64_t i, float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, sizeof u);
+    // bfloat16 bits, rounded to nearest even; a NaN stays a quiet NaN (as ops::to_bf16)
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    dy16[i] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
+  });
 }
 
 template <class T>
