@@ -41,14 +41,17 @@ struct Context {
   // Mixed-precision training's bfloat16 activations (use_bf16_activations): a bfloat16 copy of every
   // parameter value, params->values()'s layout, that the weight products read. Undefined: each bf16
   // product rounds its float32 inputs itself.
-  Tensor weights16;
+  Tensor weights16 = {};
 
   // Training in bf16 with the activations between products in bfloat16 (TrainOptions::bf16): the
   // products bf16 (float32 sums), their weights read from one bfloat16 copy of the parameters made
   // here, and each activation a product reads rounded once where it is made (product_input), not by
-  // every product that reads it. The same values as bf16 products of float32 inputs, computed once:
-  // call it again whenever the parameter values change (once per optimizer step).
+  // every product that reads it. The same values as bf16 products of float32 inputs, computed once
+  // (on the CPU the same bits; a GPU's cuBLASLt may choose other algorithms for the other
+  // alignments). Call it again whenever the parameter values change (once per optimizer step).
   void use_bf16_activations() {
+    TFM_CHECK(int8 == nullptr && packed == nullptr,
+              "bfloat16 activations are for training, whose weights are plain: not with int8 or packed copies");
     products = ops::Precision::kBf16;
     weights16 = ops::to_bf16(params->values());
   }

@@ -39,7 +39,9 @@ Tensor FeedForward::forward(const Context& ctx, const Tensor& x_in, Saved* saved
     hidden = fc1.forward(ctx, x, activation);
     if (activation == Activation::kNone) pre = hidden;
   }
-  hidden = ctx.product_input(hidden);  // ReLU's backward reads it too (in bfloat16: the same signs)
+  // ReLU's backward reads it too: in bfloat16 the same signs, but for values below 2^-133, which
+  // round to 0 and pass no gradient.
+  hidden = ctx.product_input(hidden);
   Tensor y = fc2.forward(ctx, hidden, Activation::kNone, residual);  // [B, L, D]
   if (saved) *saved = {x, hidden, pre};
   return y;

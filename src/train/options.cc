@@ -174,7 +174,7 @@ const char* train_option_help(std::string_view field) {
       {"label_smoothing", "label smoothing epsilon"},
       {"clip_norm", "clip the gradient's global L2 norm to this; 0: no clipping"},
       {"device", "where to train: cpu, or cuda (cuda:0), the first NVIDIA GPU, in a build with the CUDA backend"},
-      {"bf16", "weight products in bfloat16 with float32 sums and master weights (faster only on CPUs with AVX-512 BF16 or AMX; slower elsewhere)"},
+      {"bf16", "weight products in bfloat16 with float32 sums and master weights, the activations they read kept in bfloat16 (faster only on CPUs with AVX-512 BF16 or AMX; slower elsewhere)"},
       {"max_steps", "stop after this many steps; 0: no limit"},
       {"max_epochs", "stop after this many epochs; 0: no limit"},
       {"max_seconds", "stop after this many seconds of training; 0: no limit"},

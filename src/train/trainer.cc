@@ -118,12 +118,14 @@ void Trainer::Impl::plan_steps() {
               over == 0 ? std::string()
                         : cat(" (", over, unit, over == 1 ? " is" : "s are", " longer than that",
                               pairs ? " on a side" : "", ": each is a batch of its own, over the limit)")));
+  // (the activations the products read kept in bfloat16: Context::use_bf16_activations)
+  const char* bf16_what = "bf16: weight products in bfloat16 with float32 sums, their activations kept in bfloat16";
   if (o.bf16 && device != tfm::Device::CPU)
-    message("bf16: weight products in bfloat16 with float32 sums, on the GPU's tensor cores");
+    message(cat(bf16_what, ", on the GPU's tensor cores"));
   else if (o.bf16)
     message(tfm::ops::bf16_native()
-                ? "bf16: weight products in bfloat16 with float32 sums"
-                : cat("bf16: weight products in bfloat16 with float32 sums, but this CPU (at its level, "
+                ? std::string(bf16_what)
+                : cat(bf16_what, ", but this CPU (at its level, "
                       "TFM_CPU_ISA) has no bfloat16 instructions: ", tfm::ops::bf16_path(),
                       " (useful to check accuracy, not for speed)"));
   if (root()) metrics = std::make_unique<tfm::MetricsLog>((fs::path(o.run_dir) / "metrics.jsonl").string());

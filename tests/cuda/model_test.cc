@@ -18,6 +18,7 @@
 #include "model/transformer.h"
 #include "ops/loss.h"
 #include "testing/decoding.h"
+#include "train/batch_loss.h"
 #include "transformer/translator.h"
 
 namespace tfm {
@@ -99,7 +100,7 @@ TEST(Cuda, WholeModelForwardAndBackward) {
 }
 
 // `train --bf16` on the GPU (Context::use_bf16_activations: the activations products read kept in
-// bfloat16, the weights' bfloat16 copy made once) against the same on the CPU: the same bfloat16
+// bfloat16, the weights' bfloat16 copy made once, the loss's gradient in bfloat16) against the same on the CPU: the same bfloat16
 // inputs to every product, float32 sums in another order, so the loss within 1e-5 and each
 // gradient within 1e-3 of its parameter's largest.
 TEST(Cuda, Bf16ActivationsTrainAsOnTheCpu) {
@@ -113,21 +114,15 @@ TEST(Cuda, Bf16ActivationsTrainAsOnTheCpu) {
   model.init_parameters(12);
   const Batch batch = make_batch({{4, 5, 6, 7, 8, 9, 10}, {9, 4}, {10, 5, 7, 30, 31}},
                                  {{5, 6, 7}, {8, 9, 10, 4, 6, 40, 41}, {7}}, c);
+  // One training batch as the trainer runs it (train/batch_loss.h): the loss's gradient written in
+  // bfloat16 (ops::cross_entropy_backward_bf16) and the backward pass from it.
   auto run = [&](const Batch& b, double* loss) {
     Rng rng(99);
     Context ctx = model.context(&rng);
     ctx.use_bf16_activations();
-    Transformer::Saved saved;
-    const Tensor logits = model.forward(ctx, b, &saved);
-    const Tensor flat = logits.view({logits.shape().rows(), c.vocab_size});
-    const Tensor targets = b.tgt_out.view({b.tgt_out.numel()});
-    const Tensor lse = Tensor::empty({flat.size(0)}, flat.dtype(), flat.device());
-    const ops::LossArgs args{0.1, c.pad_id};
-    const ops::LossSum sum = ops::cross_entropy(flat, targets, args, lse);
-    *loss = sum.loss;
-    ops::cross_entropy_backward_in_place(flat, targets, lse, args, 1.0 / double(sum.tokens));
     model.params().zero_grad();
-    model.backward(ctx, b, saved, logits);
+    const ops::LossSum sum = batch_loss(model, ctx, b, 0.1, 1.0 / double(b.target_tokens), true);
+    *loss = sum.loss;
     return model.params().grads().to_device(Device::CPU);
   };
   double cpu_loss = 0, gpu_loss = 0;

@@ -241,6 +241,10 @@ void gemm_strided_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
                        int64_t lda, int64_t stride_a, ops::Bf16Input b, int64_t ldb, int64_t stride_b, float beta,
                        float* c, int64_t ldc, int64_t stride_c, int64_t batch) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  TFM_CHECK(m <= kMaxInt && n <= kMaxInt && k <= kMaxInt && lda <= kMaxInt && ldb <= kMaxInt && ldc <= kMaxInt &&
+                batch <= kMaxInt,
+            "matmul on cuda: sizes beyond cuBLAS's 32-bit ones (m ", m, ", n ", n, ", k ", k, ", batch ", batch, ")");
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
   // Float32 inputs rounded into bfloat16 copies of the same layout; bfloat16 ones read as they are.
@@ -263,15 +267,13 @@ void gemm_strided_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
 
 void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, ops::Bf16Input a,
           int64_t stride_a, ops::Bf16Input b, int64_t stride_b, float beta, float* c, int64_t stride_c, bool bf16) {
+  TFM_CHECK(bf16 || (!a.bf16 && !b.bf16), "matmul on cuda: bfloat16 inputs to a float32 product");
   if (k == 0) {  // an empty sum: C = beta · C (cuBLAS refuses the zero leading dimensions)
     const int64_t count = batch * m * n;  // the ops' C is contiguous
     if (beta == 0.0f) check(cudaMemsetAsync(c, 0, sizeof(float) * static_cast<size_t>(count)), "gemm");
     else scale(count, c, beta, c);
     return;
   }
-  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
-  TFM_CHECK(m <= kMaxInt && n <= kMaxInt && k <= kMaxInt && batch <= kMaxInt,
-            "matmul on cuda: sizes beyond cuBLAS's 32-bit ones (m ", m, ", n ", n, ", k ", k, ", batch ", batch, ")");
   if (bf16)
     gemm_strided_bf16(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, stride_a, b, trans_b ? k : n, stride_b,
                       beta, c, n, stride_c, batch);

@@ -86,14 +86,15 @@ void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, ops::Bf16Input 
   constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
   TFM_CHECK(rows <= kMaxInt && in <= kMaxInt && out <= kMaxInt, "linear_backward on cuda: sizes beyond cuBLAS's ",
             "32-bit ones (rows ", rows, ", in ", in, ", out ", out, ")");
-  const int64_t nw = out * in, nx = rows * in;
+  // Copies only of the float32 inputs that are read (none in bf16 training, whose are bfloat16).
+  const int64_t nw = dx != nullptr && !w.bf16 ? out * in : 0, nx = x.bf16 ? 0 : rows * in;
   auto round = [](int64_t n) { return (n + 127) / 128 * 128; };  // 256-byte aligned copies
-  auto memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(round(nw) + round(nx)));
+  auto memory = scratch(sizeof(__nv_bfloat16) * static_cast<size_t>(std::max<int64_t>(round(nw) + round(nx), 1)));
   auto* w16 = static_cast<__nv_bfloat16*>(memory.get());
   __nv_bfloat16* x16 = w16 + round(nw);
-  if (dx != nullptr && !w.bf16) to_bf16(nw, static_cast<const float*>(w.data), w16);
-  if (!x.bf16) to_bf16(nx, static_cast<const float*>(x.data), x16);
-  if ((dx != nullptr && !w.bf16) || !x.bf16) launched("linear_backward (bf16 inputs rounded)");
+  if (nw > 0) to_bf16(nw, static_cast<const float*>(w.data), w16);
+  if (nx > 0) to_bf16(nx, static_cast<const float*>(x.data), x16);
+  if (nw + nx > 0) launched("linear_backward (bf16 inputs rounded)");
   const __nv_bfloat16* w_in = w.bf16 ? static_cast<const __nv_bfloat16*>(w.data) : w16;
   const __nv_bfloat16* x_in = x.bf16 ? static_cast<const __nv_bfloat16*>(x.data) : x16;
   const float one = 1.0f;
@@ -115,6 +116,7 @@ void linear_backward_bf16(int64_t rows, int64_t in, int64_t out, ops::Bf16Input 
 
 bool linear(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w, const float* bias,
             Activation act, float* y, bool bf16, const float* residual) {
+  TFM_CHECK(bf16 || (!x.bf16 && !w.bf16), "linear on cuda: bfloat16 inputs to a float32 product");
   if (act != Activation::kNone && act != Activation::kRelu) return false;
   if (residual != nullptr && act != Activation::kNone) return false;
   return cuda::linear_forward(rows, in, out, x, w, bias, act == Activation::kRelu, y, bf16, residual);
@@ -148,6 +150,7 @@ void linear_packed_bf16(int64_t rows, int64_t in, int64_t out, const float* x, c
 
 void linear_backward(int64_t rows, int64_t in, int64_t out, ops::Bf16Input x, ops::Bf16Input w, const float* dy,
                      float* dx, float* dw, float* dbias, bool bf16) {
+  TFM_CHECK(bf16 || (!x.bf16 && !w.bf16), "linear_backward on cuda: bfloat16 inputs to a float32 product");
   if (rows == 0 || out == 0) return;  // every sum is empty: nothing to add
   if (in == 0) {  // no weights, but the bias's gradient
     bias_add_backward(rows, out, dy, dbias);

@@ -61,7 +61,7 @@ void cross_entropy_backward_bf16(int64_t rows, int64_t vocab, const float* logit
   const auto off = static_cast<float>(dloss * smoothing / double(vocab));
   const auto on = static_cast<float>(dloss * (1.0 - smoothing));
   const auto g = static_cast<float>(dloss);
-#pragma omp parallel
+#pragma omp parallel if (rows * vocab >= (1 << 15))
   {
     std::vector<float> row(static_cast<size_t>(vocab));  // this thread's float32 gradient of one row
 #pragma omp for schedule(static)
