@@ -216,14 +216,21 @@ bool lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
   return true;
 }
 
-void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                  int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
-                  int64_t ldc, int64_t stride_c, int64_t batch, bool bf16) {
-  if (batch <= 0 || m <= 0 || n <= 0) return;
+namespace {
+// cuBLAS takes its sizes as int: a product beyond them is refused, naming them.
+void check_int_sizes(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, int64_t batch) {
   constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
   TFM_CHECK(m <= kMaxInt && n <= kMaxInt && k <= kMaxInt && lda <= kMaxInt && ldb <= kMaxInt && ldc <= kMaxInt &&
                 batch <= kMaxInt,
             "matmul on cuda: sizes beyond cuBLAS's 32-bit ones (m ", m, ", n ", n, ", k ", k, ", batch ", batch, ")");
+}
+}  // namespace
+
+void gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
+                  int64_t ldc, int64_t stride_c, int64_t batch, bool bf16) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  check_int_sizes(m, n, k, lda, ldb, ldc, batch);
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
   if (!bf16) {
@@ -241,10 +248,7 @@ void gemm_strided_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
                        int64_t lda, int64_t stride_a, ops::Bf16Input b, int64_t ldb, int64_t stride_b, float beta,
                        float* c, int64_t ldc, int64_t stride_c, int64_t batch) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
-  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
-  TFM_CHECK(m <= kMaxInt && n <= kMaxInt && k <= kMaxInt && lda <= kMaxInt && ldb <= kMaxInt && ldc <= kMaxInt &&
-                batch <= kMaxInt,
-            "matmul on cuda: sizes beyond cuBLAS's 32-bit ones (m ", m, ", n ", n, ", k ", k, ", batch ", batch, ")");
+  check_int_sizes(m, n, k, lda, ldb, ldc, batch);
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
   // Float32 inputs rounded into bfloat16 copies of the same layout; bfloat16 ones read as they are.
