@@ -140,16 +140,18 @@ cli_translate_cuda() (  # a subshell: its stderr goes to a file of its own
 )
 
 # The demo's task, 300 steps on DEVICE (the model and schedule of scripts/demo.sh), its loss records
-# kept as OUT/demo300.DEVICE.jsonl: demo300 BIN DEVICE OUT. (step runs it under ||, where set -e
-# does not apply: each command returns on failure.)
+# kept as OUT/demo300.NAME.jsonl: demo300 BIN DEVICE OUT [NAME FLAG...] (NAME: DEVICE unless given,
+# the flags added to train's). (step runs it under ||, where set -e does not apply: each command
+# returns on failure.)
 demo300() {
-  local bin=$1 device=$2 out=$3 demo=/tmp/tfm-gpu-demo
+  local bin=$1 device=$2 out=$3 name=${4:-$2} demo=/tmp/tfm-gpu-demo
   [[ -f $demo/data/train.de ]] || "$bin" demo-data --out "$demo/data" --seed 1 >/dev/null || return
-  rm -rf "${demo:?}/$device"
-  "$bin" train --train-source "$demo/data/train.en" --train-target "$demo/data/train.de" --run-dir "$demo/$device" \
+  rm -rf "${demo:?}/$name"
+  "$bin" train --train-source "$demo/data/train.en" --train-target "$demo/data/train.de" --run-dir "$demo/$name" \
     --preset small --d-model 128 --heads 4 --d-ff 512 --layers 2 --vocab-size 400 --batch-tokens 2048 \
-    --warmup-steps 200 --lr-factor 0.5 --max-steps 300 --log-every 10 --save-every 1000 --device "$device" || return
-  cp "$demo/$device/metrics.jsonl" "$out/demo300.$device.jsonl"
+    --warmup-steps 200 --lr-factor 0.5 --max-steps 300 --log-every 10 --save-every 1000 --device "$device" \
+    "${@:5}" || return
+  cp "$demo/$name/metrics.jsonl" "$out/demo300.$name.jsonl"
 }
 
 # Whether the GPU machine has COMMAND (dry redefines it: every optional step listed).
@@ -211,6 +213,13 @@ plan() {
       done
       step demo300.compare python3 tools/compare_loss_curves.py "$out/demo300.cuda.jsonl" "$out/demo300.cpu.jsonl" \
         --labels cuda cpu --title "demo, 300 steps: loss on cuda against the cpu, relative difference"
+      # train --bf16 on the GPU (bfloat16 activations) against float32 on the CPU, with the limits
+      # of scripts/bf16-curve.sh (docs/training.md).
+      step demo300.cuda_bf16 demo300 "$bin/transformer" cuda "$out" cuda_bf16 --bf16
+      step demo300.compare_bf16 python3 tools/compare_loss_curves.py "$out/demo300.cuda_bf16.jsonl" \
+        "$out/demo300.cpu.jsonl" --labels "cuda bf16" "cpu float32" --window 5 --tolerance 0.12 \
+        --final-tolerance 0.06 --early-until 100 --early-tolerance 0.005 \
+        --title "demo, 300 steps: train --bf16 on cuda against float32 on the cpu, relative difference"
     fi
   fi
 }
@@ -261,6 +270,7 @@ run() {
   [[ -f $out/profile.greedy_bf16.log ]] && sed -n '/TFM_PROFILE/,$p' "$out/profile.greedy_bf16.log" | head -25
   [[ -f $out/cli.translate_cuda.log ]] && cat "$out/cli.translate_cuda.log"
   [[ -f $out/demo300.compare.log ]] && cat "$out/demo300.compare.log"
+  [[ -f $out/demo300.compare_bf16.log ]] && cat "$out/demo300.compare_bf16.log"
   return $status
 }
 
