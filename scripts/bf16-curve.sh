@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bfloat16 training against float32 on the CPU (issue 52; docs/training.md, "bfloat16 training: the
+# bfloat16 training against float32 on the CPU (docs/training.md, "bfloat16 training: the
 # loss curve against float32"). The demo's model (scripts/demo.sh) trains 300 steps on the demo's
 # task twice, in float32 and with --bf16, from the same seed on the same threads, and
 # tools/compare_loss_curves.py checks that the bf16 curve follows the float32 one. Not part of

@@ -16,12 +16,13 @@ enum class DType : uint8_t { F32, F64, I32, I8, BF16 };
 // ±∞ and values that round past the largest finite bfloat16 become ±∞. to_float is exact.
 struct Bf16 {
   uint16_t bits = 0;
+  // Without a branch, so that loops over it vectorize.
   static Bf16 from_float(float x) {
     uint32_t u;
     std::memcpy(&u, &x, sizeof u);  // (std::bit_cast: C++20, which the CUDA sources are not)
-    if ((u & 0x7fffffffu) > 0x7f800000u) return {static_cast<uint16_t>((u >> 16) | 0x40u)};
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return {static_cast<uint16_t>(u >> 16)};
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+    return {static_cast<uint16_t>(nan ? (u >> 16) | 0x40u : rounded)};
   }
   float to_float() const {
     const uint32_t u = static_cast<uint32_t>(bits) << 16;

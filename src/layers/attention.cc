@@ -27,7 +27,8 @@ Tensor MultiHeadAttention::forward(const Context& ctx, const Tensor& xq_in, cons
                                    const AttentionMask& mask, Saved* saved, const Tensor& residual) const {
   // What the projections read, and their backward: [B, T, D], [B, S, D] (one tensor in self-attention)
   const Tensor xkv = ctx.product_input(xkv_in);
-  const Tensor xq = xq_in.raw() == xkv_in.raw() ? xkv : ctx.product_input(xq_in);
+  const bool self = xq_in.raw() == xkv_in.raw() && xq_in.shape() == xkv_in.shape();
+  const Tensor xq = self ? xkv : ctx.product_input(xq_in);
   const auto [k, v] = project_kv(ctx, xkv);  // [B, S, KV] each
   const Tensor q = q_proj.forward(ctx, xq);  // [B, T, D]
   rotate(q, k, 0);

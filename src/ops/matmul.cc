@@ -62,9 +62,9 @@ void check_inputs(const char* op, const Tensor& out, Precision precision,
     if (precision == Precision::kBf16 && out.dtype() == DType::F32 && t->dtype() == DType::BF16)
       check_all(op, DType::BF16, out.device(), {{input_name, t}});
     else if (t->dtype() == DType::BF16)
-      throw Error(cat(op, ": ", input_name, " holds bfloat16 values, which only bfloat16 products into float32 "
-                      "take (precision bf16), not ", precision == Precision::kBf16 ? "one into " : "float32 ones into ",
-                      name(out.dtype())));
+      throw Error(cat(op, ": ", input_name, " holds bfloat16 values, which only bfloat16 products into float32 take, "
+                      "not this one (precision ", precision == Precision::kBf16 ? "bf16" : "float32", ", output ",
+                      name(out.dtype()), ")"));
     else
       check_all(op, out.dtype(), out.device(), {{input_name, t}});
   }

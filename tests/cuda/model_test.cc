@@ -24,6 +24,23 @@
 namespace tfm {
 namespace {
 
+// A model small enough to compare element by element, 2 + 2 layers, and three pairs of sentences
+// of uneven lengths for it.
+ModelConfig small_config() {
+  ModelConfig c = model_preset("tiny");
+  c.vocab_size = 50;
+  c.d_model = 32;
+  c.heads = 4;
+  c.d_ff = 64;
+  c.encoder_layers = 2;
+  c.decoder_layers = 2;
+  return c;
+}
+Batch small_batch(const ModelConfig& c) {
+  return make_batch({{4, 5, 6, 7, 8, 9, 10}, {9, 4}, {10, 5, 7, 30, 31}}, {{5, 6, 7}, {8, 9, 10, 4, 6, 40, 41}, {7}},
+                    c);
+}
+
 // The whole model: logits, loss and every parameter's gradient on the GPU against the CPU, with
 // dropout on (the same streams, so the same masks), for both layer-norm placements.
 TEST(Cuda, WholeModelForwardAndBackward) {
@@ -32,20 +49,13 @@ TEST(Cuda, WholeModelForwardAndBackward) {
   // residual) and Residual::backward takes its gradient; with dropout, the sum comes after it.
   for (const auto& [pre_norm, dropout] : {std::pair{false, 0.1}, std::pair{true, 0.1}, std::pair{false, 0.0},
                                           std::pair{true, 0.0}}) {
-    ModelConfig c = model_preset("tiny");
-    c.vocab_size = 50;
-    c.d_model = 32;
-    c.heads = 4;
-    c.d_ff = 64;
-    c.encoder_layers = 2;
-    c.decoder_layers = 2;
+    ModelConfig c = small_config();
     c.pre_norm = pre_norm;
     c.dropout = dropout;
     const std::string what = cat(pre_norm ? "pre-norm" : "post-norm", dropout > 0 ? ", dropout" : ", no dropout");
     Transformer model(c);
     model.init_parameters(11);
-    const Batch batch = make_batch({{4, 5, 6, 7, 8, 9, 10}, {9, 4}, {10, 5, 7, 30, 31}},
-                                   {{5, 6, 7}, {8, 9, 10, 4, 6, 40, 41}, {7}}, c);
+    const Batch batch = small_batch(c);
     struct Result {
       Tensor logits, grads;
       double loss = 0;
@@ -105,15 +115,10 @@ TEST(Cuda, WholeModelForwardAndBackward) {
 // gradient within 1e-3 of its parameter's largest.
 TEST(Cuda, Bf16ActivationsTrainAsOnTheCpu) {
   REQUIRE_GPU();
-  ModelConfig c = model_preset("tiny");
-  c.vocab_size = 50;
-  c.d_model = 32;
-  c.heads = 4;
-  c.d_ff = 64;
+  const ModelConfig c = small_config();
   Transformer model(c);
   model.init_parameters(12);
-  const Batch batch = make_batch({{4, 5, 6, 7, 8, 9, 10}, {9, 4}, {10, 5, 7, 30, 31}},
-                                 {{5, 6, 7}, {8, 9, 10, 4, 6, 40, 41}, {7}}, c);
+  const Batch batch = small_batch(c);
   // One training batch as the trainer runs it (train/batch_loss.h): the loss's gradient written in
   // bfloat16 (ops::cross_entropy_backward_bf16) and the backward pass from it.
   auto run = [&](const Batch& b, double* loss) {

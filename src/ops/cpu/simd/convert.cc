@@ -5,24 +5,15 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/dtype.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/simd/target.h"
 
 TFM_SIMD_BEGIN
 
 namespace {
-// bfloat16 is the upper half of a float32: 8 exponent bits, 7 mantissa bits. Rounded to nearest,
-// ties to even; NaN stays a (quiet) NaN, ±∞ and values that round past the largest finite bf16 become ±∞.
-inline uint16_t bf16_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-// The same on a vector of the build's width at once, without a branch (the compiler does not
-// vectorize the scalar form): GCC's vector types (target.h's TFM_SIMD_BYTES).
+// Bf16::from_float (core/dtype.h: round to nearest even, NaN kept quiet) on a vector of the build's
+// width at once: GCC's vector types (target.h's TFM_SIMD_BYTES).
 constexpr int kLanes = TFM_SIMD_BYTES / 4;
 using u32v = uint32_t __attribute__((vector_size(TFM_SIMD_BYTES)));
 using u16v = uint16_t __attribute__((vector_size(TFM_SIMD_BYTES / 2)));
@@ -33,7 +24,7 @@ inline u16v bf16_bitsv(u32v u) {
   return __builtin_convertvector(nan ? (high | 0x40u) : rounded, u16v);
 }
 
-// y[i] = bf16_bits(x[i]) over [begin, end).
+// y[i] = x[i]'s bfloat16 bits over [begin, end).
 void to_bf16_range(int64_t begin, int64_t end, const float* x, uint16_t* y) {
   int64_t i = begin;
   for (; i + kLanes <= end; i += kLanes) {
@@ -42,7 +33,7 @@ void to_bf16_range(int64_t begin, int64_t end, const float* x, uint16_t* y) {
     const u16v r = bf16_bitsv(u);
     std::memcpy(y + i, &r, sizeof r);
   }
-  for (; i < end; ++i) y[i] = bf16_bits(x[i]);
+  for (; i < end; ++i) y[i] = Bf16::from_float(x[i]).bits;
 }
 }  // namespace
 
@@ -59,10 +50,7 @@ void round_to_bf16(int64_t n, const float* x, float* y) {  // y may be x
     uint16_t bits[kBlock];
     const int64_t size = std::min(kBlock, n - b);
     to_bf16_range(0, size, x + b, bits);
-    for (int64_t i = 0; i < size; ++i) {
-      const uint32_t u = static_cast<uint32_t>(bits[i]) << 16;
-      std::memcpy(&y[b + i], &u, sizeof u);
-    }
+    for (int64_t i = 0; i < size; ++i) y[b + i] = Bf16{bits[i]}.to_float();
   }
 }
 
@@ -71,10 +59,7 @@ void from_bf16(int64_t n, const uint16_t* x16, float* y) {
 #pragma omp parallel for schedule(static) if (n >= (1 << 16) && !omp_in_parallel())
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t end = std::min(n, b + kBlock);
-    for (int64_t i = b; i < end; ++i) {
-      const uint32_t u = static_cast<uint32_t>(x16[i]) << 16;
-      std::memcpy(&y[i], &u, sizeof u);
-    }
+    for (int64_t i = b; i < end; ++i) y[i] = Bf16{x16[i]}.to_float();
   }
 }
 

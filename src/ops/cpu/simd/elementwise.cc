@@ -1,9 +1,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
+#include "core/dtype.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/simd/activation.h"
 #include "ops/cpu/simd/dropout_mask.h"
@@ -73,13 +73,7 @@ void bias_add_backward(int64_t rows, int64_t cols, const T* dy, T* dbias) {
 }
 
 void bias_add_backward_bf16(int64_t rows, int64_t cols, const float* dy, float* dbias, uint16_t* dy16) {
-  column_sums(rows, cols, dy, dbias, [dy16](int64_t i, float v) {
-    uint32_t u;
-    std::memcpy(&u, &v, sizeof u);
-    // bfloat16 bits, rounded to nearest even; a NaN stays a quiet NaN (as ops::to_bf16)
-    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    dy16[i] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
-  });
+  column_sums(rows, cols, dy, dbias, [dy16](int64_t i, float v) { dy16[i] = Bf16::from_float(v).bits; });
 }
 
 template <class T>
@@ -96,12 +90,7 @@ void relu_backward(int64_t n, const T* y, const T* dy, T* dx) {
 
 void relu_backward_bf16(int64_t n, const uint16_t* y16, const float* dy, float* dx) {
 #pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t u = static_cast<uint32_t>(y16[i]) << 16;
-    float y;
-    std::memcpy(&y, &u, sizeof y);
-    dx[i] += y > 0.0f ? dy[i] : 0.0f;
-  }
+  for (int64_t i = 0; i < n; ++i) dx[i] += Bf16{y16[i]}.to_float() > 0.0f ? dy[i] : 0.0f;
 }
 
 // swish, gelu and gelu_sigmoid cost an exp or an erfc per element, far more than the loops above:
